@@ -1,0 +1,53 @@
+"""amplify_jax: JAX-accelerated differential-privacy amplification bounds.
+
+Families of bounds, one module each (find a bound by its paper's concept):
+
+- :mod:`amplify_jax.rdp` -- Rényi-DP curves: Gaussian, Laplace, randomized response, Poisson-subsampled
+  Gaussian (Mironov-Talwar-Zhang), sampling without replacement (Wang-Balle-Kasiviswanathan), composition.
+- :mod:`amplify_jax.conversions` -- RDP <-> (eps, delta) with the optimal order, DP -> RDP.
+- :mod:`amplify_jax.calibrate` -- the optimizer layer: invert any monotone bound, batched.
+- :mod:`amplify_jax.accountants` -- ready-made accountants (DP-SGD with Poisson sampling) and their calibration.
+- :mod:`amplify_jax.numerics` -- float64 scoping and the log-space toolbox.
+
+Every public function validates its inputs (ValueError naming the parameter) and computes in float64
+whatever the global JAX setting.
+"""
+
+from . import calibrate, conversions, numerics, rdp
+from .calibrate import Inversion, invert_monotone
+from .conversions import delta_from_rdp, dp_to_rdp, epsilon_from_rdp, optimal_epsilon
+from .rdp import (
+    DEFAULT_ORDERS,
+    compose,
+    gaussian_rdp,
+    laplace_rdp,
+    poisson_subsampled_gaussian_rdp,
+    pure_dp_rdp,
+    randomized_response_rdp,
+    subsampled_gaussian_wor_rdp,
+    without_replacement_rdp,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "calibrate",
+    "conversions",
+    "numerics",
+    "rdp",
+    "Inversion",
+    "invert_monotone",
+    "delta_from_rdp",
+    "dp_to_rdp",
+    "epsilon_from_rdp",
+    "optimal_epsilon",
+    "DEFAULT_ORDERS",
+    "compose",
+    "gaussian_rdp",
+    "laplace_rdp",
+    "poisson_subsampled_gaussian_rdp",
+    "pure_dp_rdp",
+    "randomized_response_rdp",
+    "subsampled_gaussian_wor_rdp",
+    "without_replacement_rdp",
+]

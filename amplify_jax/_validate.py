@@ -1,0 +1,126 @@
+"""Validation at the Python boundary: every public function checks its inputs here.
+
+Each helper converts an array-like to a NumPy array, checks it, and raises a one-line ``ValueError`` that
+names the parameter and the offending value (``Expected sigma > 0, got sigma=-1.0.``).  Traced values
+(inside a user's ``jit``) cannot be inspected; they are passed through unchecked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import jax
+
+__all__ = [
+    "finite",
+    "positive",
+    "nonnegative",
+    "probability",
+    "unit_open",
+    "integer",
+    "orders",
+    "broadcastable",
+    "one_of",
+]
+
+
+def _is_tracer(x) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def _show(a: np.ndarray, bad: np.ndarray | None = None):
+    """The offending value: the first bad element for arrays, the value itself for scalars."""
+    if a.ndim == 0:
+        return repr(a.item())
+    if bad is not None and bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        return f"{a[idx].item()!r} (at index {idx})"
+    return np.array2string(a, threshold=6)
+
+
+def _as_float(name: str, x) -> np.ndarray:
+    if _is_tracer(x):
+        return x
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"Expected {name} to be a number or an array of numbers, got {name}={x!r}.") from None
+    bad = ~np.isfinite(a)
+    if bad.any():
+        raise ValueError(f"Expected {name} to be finite, got {name}={_show(a, bad)}.")
+    return a
+
+
+def finite(name: str, x) -> np.ndarray:
+    """A finite float64 array."""
+    return _as_float(name, x)
+
+
+def _check(name, a, bad, what):
+    if _is_tracer(a):
+        return a
+    if np.any(bad):
+        raise ValueError(f"Expected {name} {what}, got {name}={_show(a, np.asarray(bad))}.")
+    return a
+
+
+def positive(name: str, x) -> np.ndarray:
+    a = _as_float(name, x)
+    return a if _is_tracer(a) else _check(name, a, ~(a > 0), "> 0")
+
+
+def nonnegative(name: str, x) -> np.ndarray:
+    a = _as_float(name, x)
+    return a if _is_tracer(a) else _check(name, a, ~(a >= 0), ">= 0")
+
+
+def probability(name: str, x) -> np.ndarray:
+    a = _as_float(name, x)
+    return a if _is_tracer(a) else _check(name, a, ~((a >= 0) & (a <= 1)), "in [0, 1]")
+
+
+def unit_open(name: str, x) -> np.ndarray:
+    a = _as_float(name, x)
+    return a if _is_tracer(a) else _check(name, a, ~((a > 0) & (a < 1)), "in (0, 1)")
+
+
+def integer(name: str, x, minimum=None) -> np.ndarray:
+    """An integer-valued array (floats like 1e6 accepted), as int64, optionally >= minimum."""
+    a = _as_float(name, x)
+    if _is_tracer(a):
+        return a
+    _check(name, a, a != np.round(a), "to be an integer")
+    if minimum is not None:
+        _check(name, a, a < minimum, f">= {minimum}")
+    if np.any(np.abs(a) > 2**62):
+        raise ValueError(f"Expected {name} < 2**62, got {name}={_show(a, np.abs(a) > 2**62)}.")
+    return np.round(a).astype(np.int64)
+
+
+def orders(name: str, x, integer: bool = False) -> np.ndarray:
+    """A 1-D array of Rényi orders alpha > 1 (integers >= 2 if ``integer``)."""
+    a = _as_float(name, x)
+    if _is_tracer(a):
+        return a
+    a = np.atleast_1d(a)
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"Expected {name} to be a non-empty 1-D list of orders, got shape {a.shape}.")
+    _check(name, a, ~(a > 1), "> 1")
+    if integer:
+        _check(name, a, a != np.round(a), "to be integers >= 2 (this bound needs integer orders)")
+    return a
+
+
+def one_of(name: str, x, choices) -> str:
+    if x not in choices:
+        raise ValueError(f"Expected {name} in {sorted(choices)}, got {name}={x!r}.")
+    return x
+
+
+def broadcastable(**named) -> tuple:
+    """The broadcast shape of the named arrays, or a ValueError naming the parameters that clash."""
+    shapes = {k: np.shape(v) for k, v in named.items()}
+    try:
+        return np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        desc = ", ".join(f"{k} with shape {s}" for k, s in shapes.items())
+        raise ValueError(f"Expected parameters whose shapes broadcast, got {desc}.") from None

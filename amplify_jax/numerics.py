@@ -1,0 +1,142 @@
+"""Float64 scoping and the log-space toolbox shared by every family of bounds.
+
+Every kernel of amplify_jax runs in float64 whatever the user's global JAX setting: :func:`float64_jit`
+compiles a function and calls it under ``jax.enable_x64(True)``, scoped to that call, so the library never
+flips the global flag at import time.  Results come back as float64 ``jax.Array`` values.
+
+The log-space helpers follow the practice of the reference accountants (log-add, signed log-subtract,
+log-binomials through ``gammaln``, ``log(1 - e^x)`` through ``expm1``/``log1p``) but are pure ``jnp``
+functions that broadcast and can be traced inside any kernel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+from jax.scipy import special as jsp
+
+__all__ = [
+    "float64_jit",
+    "x64_scope",
+    "log_comb",
+    "log_add",
+    "log_sub",
+    "log_sub_signed",
+    "logsumexp",
+    "log1mexp",
+    "log_binom_pmf",
+    "log_erfc",
+    "log_ndtr",
+    "log_expm1",
+    "LN2",
+]
+
+LN2 = 0.6931471805599453
+
+
+@contextlib.contextmanager
+def x64_scope():
+    """Context manager that enables float64 in JAX for its body only (``jax.enable_x64(True)``)."""
+    with jax.enable_x64(True):
+        yield
+
+
+def float64_jit(fun: Callable | None = None, *, static_argnames=()):
+    """``jax.jit`` a kernel and run every call of it under :func:`x64_scope`.
+
+    The compiled function is cached per x64 state by JAX, so calls from code running with the global
+    ``jax_enable_x64`` flag off still trace and run in float64.  Only shape-fixing arguments should be
+    listed in ``static_argnames``.
+    """
+    if fun is None:
+        return functools.partial(float64_jit, static_argnames=static_argnames)
+    jitted = jax.jit(fun, static_argnames=static_argnames)
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        with jax.enable_x64(True):
+            return jitted(*args, **kwargs)
+
+    wrapper.jitted = jitted  # the raw jitted function, for use inside other float64 kernels
+    return wrapper
+
+
+def log_comb(n, k):
+    """log C(n, k) = lgamma(n+1) - lgamma(k+1) - lgamma(n-k+1), for real n >= k >= 0 (``gammaln``)."""
+    n = jnp.asarray(n)
+    k = jnp.asarray(k)
+    return jsp.gammaln(n + 1.0) - jsp.gammaln(k + 1.0) - jsp.gammaln(n - k + 1.0)
+
+
+def log_add(a, b):
+    """log(e^a + e^b), exact at -inf."""
+    return jnp.logaddexp(a, b)
+
+
+def log_sub(a, b):
+    """log(e^a - e^b) for a >= b; -inf where a == b (and where both are -inf)."""
+    a = jnp.asarray(a)
+    b = jnp.asarray(b)
+    d = b - a  # <= 0
+    safe_d = jnp.where(jnp.isfinite(d), d, -1.0)
+    out = a + log1mexp(jnp.minimum(safe_d, 0.0))
+    out = jnp.where(jnp.isneginf(b), a, out)
+    return jnp.where(a == b, -jnp.inf, out)
+
+
+def log_sub_signed(a, b):
+    """Return (log|e^a - e^b|, sign(e^a - e^b)) with sign in {-1, 0, 1}."""
+    a = jnp.asarray(a)
+    b = jnp.asarray(b)
+    hi = jnp.maximum(a, b)
+    lo = jnp.minimum(a, b)
+    mag = log_sub(hi, lo)
+    sign = jnp.where(a > b, 1.0, jnp.where(a < b, -1.0, 0.0))
+    return mag, sign
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False):
+    """Weighted log-sum-exp, log(sum b * e^a), with jax.scipy semantics (weights b >= 0 expected)."""
+    return jsp.logsumexp(a, axis=axis, b=b, keepdims=keepdims)
+
+
+def log1mexp(x):
+    """log(1 - e^x) for x <= 0, accurate near 0 and for very negative x (Maechler's switch at -ln 2)."""
+    x = jnp.asarray(x)
+    return jnp.where(x > -LN2, jnp.log(-jnp.expm1(x)), jnp.log1p(-jnp.exp(x)))
+
+
+def log_binom_pmf(k, n, p):
+    """log of the Binomial(n, p) pmf at k (0 <= k <= n real), with p in [0, 1]; -inf outside the support."""
+    k = jnp.asarray(k)
+    n = jnp.asarray(n)
+    p = jnp.asarray(p)
+    term_p = jnp.where(k > 0, k * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0)
+    term_p = jnp.where((p <= 0) & (k > 0), -jnp.inf, term_p)
+    term_q = jnp.where(n - k > 0, (n - k) * jnp.log1p(-jnp.where(p < 1, p, 0.0)), 0.0)
+    term_q = jnp.where((p >= 1) & (n - k > 0), -jnp.inf, term_q)
+    out = log_comb(n, k) + term_p + term_q
+    return jnp.where((k < 0) | (k > n), -jnp.inf, out)
+
+
+def log_ndtr(x):
+    """log Phi(x), the standard normal CDF, accurate in both tails."""
+    return jsp.log_ndtr(x)
+
+
+def log_erfc(x):
+    """log erfc(x) = log(2 Phi(-sqrt(2) x)), accurate for large positive x."""
+    return LN2 + jsp.log_ndtr(-jnp.sqrt(2.0) * jnp.asarray(x))
+
+
+def log_expm1(x):
+    """log(e^x - 1) for x >= 0 (-inf at 0), without overflow for large x."""
+    x = jnp.asarray(x)
+    big = x > 1.0
+    small = jnp.log(jnp.expm1(jnp.where(big, 1.0, x)))
+    large = x + jnp.log1p(-jnp.exp(-jnp.where(big, x, 1.0)))
+    return jnp.where(big, large, small)
