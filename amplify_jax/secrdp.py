@@ -1,0 +1,771 @@
+"""SecRDP accountant of Decor: correlated Gaussian noise over a graph (Allouah, Koloskova, El Firdoussi,
+Jaggi, Guerraoui, "The Privacy Power of Correlated Noise in Decentralized Learning", ICML 2024).
+
+The model (Decor, Eq. 3 and the proof of Thm 6, Eqs. 14-21; the extraction lost the formulas, ERRATA.md
+states them).  At every step user i shares its clipped gradient (norm <= C) plus uncorrelated noise
+N(0, sigma_unc^2) plus, for each neighbour j, a pairwise-cancelling term v_ij = -v_ji ~ N(0, w_ij sigma_cor^2)
+(w_ij = 1 on unweighted graphs).  An adversary who knows the secrets of a set of colluders subtracts their
+terms; for the honest users H the shared vector is Gaussian with covariance
+
+    Sigma_H = sigma_unc^2 I + sigma_cor^2 L_H,        L_H = D_H - A_H (graph restricted to H),
+
+and replacing one user's clipped gradient moves the mean by at most 2 C e_i, so one step is
+
+    (alpha, alpha * eps1)-SecRDP,   eps1 = 2 C^2 max_{i in H} [Sigma_H^{-1}]_ii          (Thm 6, Eq. 19).
+
+Adversaries (Sec. 2): I ``"eavesdropper"`` (H = all users), II ``"curious"`` (every single user removed in
+turn), III ``"colluding"`` (every set of up to c users removed), IV ``"local"`` (no secrets: local DP,
+eps1 = 2 C^2 / sigma_unc^2).
+
+The spectral bound of Thm 1 (ERRATA.md, "derived, check it"; derived again in :func:`spectral_bound`):
+
+    [Sigma_H^{-1}]_ii <= 1/(|H| sigma_unc^2) + (1 - 1/|H|) / (sigma_unc^2 + a(H) sigma_cor^2),
+
+a(H) the algebraic connectivity; it is exact for the complete graph.
+
+How the accountant computes
+- Adversary I: one eigendecomposition L = V diag(lambda) V^T per graph (cached), then for every pair of
+  noise levels diag(Sigma^{-1})_i = sum_k V_ik^2 / (sigma_unc^2 + sigma_cor^2 lambda_k): one matrix product
+  (P pairs x n eigenvalues) @ (n eigenvalues x n users) in JAX float64.
+- Adversary II: from S = Sigma^{-1} of the whole graph, removing user j is (a) the principal submatrix
+  without j, whose inverse is the Schur complement S - S[:, j] S[j, :] / S_jj, and (b) the loss of the
+  correlated noise of j's edges by its neighbours N(j): Sigma_{-j} = Sigma[-j, -j] - sigma_cor^2 diag(w_j)
+  restricted to N(j), a rank-deg(j) Woodbury update.  Only diag and max are needed: O(n deg^2) per removed
+  user after one O(n^3) for S, instead of n inversions.  Users of degree above ``_WOODBURY_MAX_DEGREE`` are
+  removed directly (Cholesky).
+- Adversary III: exact by enumerating every removed set of size <= c (Cholesky per set) while the number of
+  sets times n^3 is affordable; otherwise the sound spectral bound with a(G - S) >= a(G) - c w_max (Cauchy
+  interlacing and Weyl: deleting vertex v moves lambda_2 down by at most max_u w_uv; Fiedler 1973).
+- Graphs with n >= ``LARGE_N`` users: no dense eigendecomposition; the result is the spectral bound with a
+  *certified* lower bound on a(G): a shift-invert Lanczos estimate t, then Sylvester's law of inertia on a
+  sparse LDL^T of L - t I (exactly one negative pivot <=> lambda_2 > t).  Flagged ``exact=False``.
+
+Soundness: every exact value gets an absolute rounding margin of ``8 n u / sigma_unc^2`` (u = 2^-53, the
+size of the error of a sum of n terms bounded by 1/sigma_unc^2), and the Woodbury path a further relative
+margin ``_WOODBURY_REL_MARGIN``; bounds only ever replace a value by something larger.
+
+Disconnected graphs (or, for adversaries II/III, graphs that some admissible removal disconnects): the
+inverse still exists (sigma_unc > 0) and the value returned is still exact and valid, but a user cut off
+from the others is protected by sigma_unc alone -- the guarantee falls back to local DP.  This is reported
+by a :class:`DisconnectedGraphWarning` and by the ``connected`` flag of :class:`StepAccount`; no error.
+
+Over T steps: the closed form of ERRATA.md, eps = T eps1 + 2 sqrt(T eps1 ln(1/delta)) (the exact minimum over
+alpha > 1 of Mironov's conversion of alpha T eps1), and the core's conversions (``amplify_jax.conversions``,
+Balle et al. 2020 by default, never larger).  Example-level privacy by subsampling: see
+:func:`example_level_rdp` for the effective noise multiplier.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import warnings
+from collections import OrderedDict
+from typing import NamedTuple
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.csgraph as csgraph
+import scipy.sparse.linalg as spla
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from . import _validate as V
+from .numerics import float64_jit, x64_scope
+
+__all__ = [
+    "ADVERSARIES",
+    "LARGE_N",
+    "DisconnectedGraphWarning",
+    "SecGraph",
+    "StepAccount",
+    "ring_graph",
+    "torus_graph",
+    "complete_graph",
+    "star_graph",
+    "random_regular_graph",
+    "erdos_renyi_graph",
+    "prepare_graph",
+    "algebraic_connectivity",
+    "step_rdp",
+    "step_account",
+    "spectral_bound",
+    "diag_inverse_covariance",
+]
+
+ADVERSARIES = ("eavesdropper", "curious", "colluding", "local")
+LARGE_N = 20_000  # from this size on: sparse path with a certified spectral bound
+_U = 2.0**-53  # unit roundoff of float64
+_ROUND_ABS = 8.0  # absolute margin _ROUND_ABS * n * u / sigma_unc^2 on every exact diagonal entry
+_WOODBURY_REL_MARGIN = 1e-10  # extra relative margin on the Woodbury path (rank-deg solves)
+_WOODBURY_MAX_DEGREE = 48  # users of larger degree are removed by a direct Cholesky (adversary II)
+_ENUMERATION_BUDGET = 4e10  # adversary III: (number of removed sets) * n^3 allowed for exact enumeration
+_EIG_CACHE_SIZE = 8
+
+
+class DisconnectedGraphWarning(UserWarning):
+    """The graph (or the graph left after an admissible removal) is disconnected: some users are protected
+    by sigma_unc alone, i.e. their guarantee falls back to local DP."""
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Graphs
+
+
+def _n_users(name, n, minimum=2):
+    return int(V.integer(name, n, minimum=minimum))
+
+
+def _sym_csr(rows, cols, n):
+    data = np.ones(len(rows), dtype=np.float64)
+    a = sp.coo_matrix((data, (rows, cols)), shape=(n, n)).tocsr()
+    a = a + a.T
+    a.data[:] = 1.0  # duplicate edges (tiny rings/tori) collapse to one unweighted edge
+    a.setdiag(0.0)
+    a.eliminate_zeros()
+    return a.tocsr()
+
+
+def ring_graph(n) -> sp.csr_matrix:
+    """Adjacency of the ring (cycle) on n >= 3 users (n = 2: one edge)."""
+    n = _n_users("n", n)
+    i = np.arange(n)
+    return _sym_csr(i, (i + 1) % n, n)
+
+
+def torus_graph(rows, cols=None) -> sp.csr_matrix:
+    """Adjacency of the 2-D torus grid rows x cols (cols = rows by default); user r * cols + c.
+
+    Each user is linked to its four neighbours with wrap-around (fewer when a side has length <= 2, where
+    the wrapped neighbours coincide; duplicate edges collapse).  The 4 x 4 torus is Decor's "grid" for 16 users.
+    """
+    r = _n_users("rows", rows, minimum=1)
+    c = r if cols is None else _n_users("cols", cols, minimum=1)
+    if r * c < 2:
+        raise ValueError(f"Expected rows * cols >= 2, got rows={r}, cols={c}.")
+    idx = np.arange(r * c).reshape(r, c)
+    right = np.roll(idx, -1, axis=1)
+    down = np.roll(idx, -1, axis=0)
+    src = np.concatenate([idx.ravel(), idx.ravel()])
+    dst = np.concatenate([right.ravel(), down.ravel()])
+    keep = src != dst
+    return _sym_csr(src[keep], dst[keep], r * c)
+
+
+def complete_graph(n) -> sp.csr_matrix:
+    """Adjacency of the complete graph K_n."""
+    n = _n_users("n", n)
+    i, j = np.triu_indices(n, 1)
+    return _sym_csr(i, j, n)
+
+
+def star_graph(n) -> sp.csr_matrix:
+    """Adjacency of the star on n users: user 0 is the centre."""
+    n = _n_users("n", n)
+    j = np.arange(1, n)
+    return _sym_csr(np.zeros(n - 1, dtype=int), j, n)
+
+
+def random_regular_graph(n, degree, *, seed) -> sp.csr_matrix:
+    """A uniformly random ``degree``-regular graph on n users (networkx, seeded); n * degree must be even."""
+    import networkx as nx
+
+    n = _n_users("n", n)
+    d = int(V.integer("degree", degree, minimum=1))
+    if d >= n or (n * d) % 2:
+        raise ValueError(f"Expected degree < n with n * degree even, got degree={d}, n={n}.")
+    g = nx.random_regular_graph(d, n, seed=int(V.integer("seed", seed, minimum=0)))
+    return adjacency(g)
+
+
+def erdos_renyi_graph(n, p, *, seed) -> sp.csr_matrix:
+    """An Erdos-Renyi G(n, p) graph (networkx ``fast_gnp_random_graph``, seeded); may be disconnected."""
+    import networkx as nx
+
+    n = _n_users("n", n)
+    pp = float(V.probability("p", p))
+    g = nx.fast_gnp_random_graph(n, pp, seed=int(V.integer("seed", seed, minimum=0)))
+    return adjacency(g)
+
+
+def adjacency(graph) -> sp.csr_matrix:
+    """Validated symmetric float64 CSR adjacency of a NumPy array, SciPy sparse matrix, networkx graph or
+    :class:`SecGraph`.  Raises ValueError (naming ``graph``) for a non-square or asymmetric matrix, self-loops,
+    negative or non-finite weights, or fewer than two users.  networkx edge weights are read from ``weight``.
+    """
+    if isinstance(graph, SecGraph):
+        return graph.adjacency
+    try:
+        import networkx as nx
+    except ImportError:  # pragma: no cover - networkx is a dependency of this module
+        nx = None
+    if nx is not None and isinstance(graph, nx.Graph):
+        if graph.is_directed():
+            raise ValueError("Expected graph to be undirected, got a directed networkx graph.")
+        loops = list(nx.selfloop_edges(graph))
+        if loops:
+            raise ValueError(f"Expected graph without self-loops, got graph with a self-loop at {loops[0][0]!r}.")
+        a = nx.to_scipy_sparse_array(graph, format="csr", dtype=np.float64, weight="weight")
+        a = sp.csr_matrix(a)
+    elif sp.issparse(graph):
+        a = sp.csr_matrix(graph, dtype=np.float64)
+    else:
+        try:
+            arr = np.asarray(graph, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"Expected graph to be an adjacency matrix (NumPy / SciPy sparse) or a networkx graph, "
+                f"got graph={type(graph).__name__}."
+            ) from None
+        if arr.ndim != 2:
+            raise ValueError(f"Expected graph to be a square 2-D adjacency matrix, got shape {arr.shape}.")
+        a = sp.csr_matrix(arr)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"Expected graph to be a square adjacency matrix, got shape {a.shape}.")
+    if a.shape[0] < 2:
+        raise ValueError(f"Expected graph with at least 2 users, got {a.shape[0]}.")
+    a.sum_duplicates()
+    if not np.all(np.isfinite(a.data)):
+        raise ValueError("Expected graph with finite edge weights, got a non-finite weight.")
+    if np.any(a.data < 0):
+        raise ValueError(f"Expected graph with non-negative edge weights, got weight {a.data.min()!r}.")
+    diag = a.diagonal()
+    if np.any(diag != 0):
+        i = int(np.flatnonzero(diag)[0])
+        raise ValueError(f"Expected graph without self-loops, got graph[{i}, {i}]={diag[i]!r}.")
+    asym = abs(a - a.T)
+    if asym.nnz and asym.max() > 1e-12 * max(1.0, abs(a).max()):
+        raise ValueError("Expected graph to be a symmetric adjacency matrix (undirected), got an asymmetric one.")
+    a.eliminate_zeros()
+    return a.tocsr()
+
+
+class SecGraph:
+    """A validated graph with its cached spectral data (use :func:`prepare_graph`).
+
+    Attributes: ``adjacency`` (CSR, float64), ``n``, ``degrees`` (weighted), ``n_components``.
+    The eigendecomposition of the Laplacian is computed on first use (dense, n < LARGE_N) and kept.
+    """
+
+    def __init__(self, adj: sp.csr_matrix):
+        self.adjacency = adj
+        self.n = adj.shape[0]
+        self.degrees = np.asarray(adj.sum(axis=1)).ravel()
+        self.w_max = float(adj.data.max()) if adj.nnz else 0.0
+        self.n_components = int(csgraph.connected_components(adj, directed=False)[0])
+        self._eig = None
+        self._node_connectivity = None
+        self._fiedler_lower = None
+        self._neighbours = None
+
+    @property
+    def connected(self) -> bool:
+        return self.n_components == 1
+
+    @property
+    def laplacian(self) -> np.ndarray:
+        """Dense Laplacian D - A."""
+        a = self.adjacency.toarray()
+        return np.diag(a.sum(axis=1)) - a
+
+    def eigh(self):
+        """(lambda, V) of the Laplacian, ascending; cached.  Eigenvalues below 0 (rounding) are set to 0."""
+        if self._eig is None:
+            if self.n >= LARGE_N:
+                raise ValueError(f"Expected a graph with n < {LARGE_N} users for a dense eigendecomposition, got n={self.n}.")
+            lam, vec = sla.eigh(self.laplacian, driver="evd")
+            self._eig = (np.maximum(lam, 0.0), vec)
+        return self._eig
+
+    def node_connectivity(self) -> int:
+        """Vertex connectivity (networkx), cached; for the collusion checks."""
+        if self._node_connectivity is None:
+            import networkx as nx
+
+            g = nx.from_scipy_sparse_array(self.adjacency)
+            self._node_connectivity = int(nx.node_connectivity(g)) if self.connected else 0
+        return self._node_connectivity
+
+    def is_biconnected(self) -> bool:
+        """No single removal disconnects the rest (networkx articulation points)."""
+        if not self.connected:
+            return False
+        import networkx as nx
+
+        g = nx.from_scipy_sparse_array(self.adjacency)
+        return self.n > 2 and not any(True for _ in nx.articulation_points(g))
+
+    def neighbours(self):
+        """Padded neighbour table (n, dmax) and weights (0 on padding, padding index = the user itself)."""
+        if self._neighbours is None:
+            a = self.adjacency
+            deg_count = np.diff(a.indptr)
+            dmax = max(int(deg_count.max()), 1)
+            nbr = np.repeat(np.arange(self.n)[:, None], dmax, axis=1)
+            wts = np.zeros((self.n, dmax))
+            for i in range(self.n):
+                s, e = a.indptr[i], a.indptr[i + 1]
+                nbr[i, : e - s] = a.indices[s:e]
+                wts[i, : e - s] = a.data[s:e]
+            self._neighbours = (nbr, wts, deg_count)
+        return self._neighbours
+
+    def fiedler_lower(self):
+        """(t, exact): a certified lower bound t <= a(G) (exact eigenvalue for n < LARGE_N)."""
+        if self._fiedler_lower is None:
+            if not self.connected:
+                self._fiedler_lower = (0.0, True)
+            elif self.n < LARGE_N:
+                lam, _ = self.eigh()
+                self._fiedler_lower = (float(lam[1]), True)
+            else:
+                self._fiedler_lower = (_certified_fiedler_lower(self.adjacency), False)
+        return self._fiedler_lower
+
+    def __repr__(self):
+        return f"SecGraph(n={self.n}, edges={self.adjacency.nnz // 2}, components={self.n_components})"
+
+
+_CACHE: "OrderedDict[str, SecGraph]" = OrderedDict()
+
+
+def prepare_graph(graph) -> SecGraph:
+    """Validate ``graph`` and return a :class:`SecGraph` (cached by content: the same adjacency given again
+    reuses its eigendecomposition)."""
+    if isinstance(graph, SecGraph):
+        return graph
+    adj = adjacency(graph)
+    h = hashlib.sha1()
+    h.update(np.int64(adj.shape[0]).tobytes())
+    for part in (adj.indptr, adj.indices, adj.data):
+        h.update(np.ascontiguousarray(part).tobytes())
+    key = h.hexdigest()
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    g = SecGraph(adj)
+    _CACHE[key] = g
+    while len(_CACHE) > _EIG_CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return g
+
+
+def _laplacian_sparse(adj):
+    deg = np.asarray(adj.sum(axis=1)).ravel()
+    return (sp.diags(deg) - adj).tocsc()
+
+
+def _negative_pivots(mat) -> int | None:
+    """Number of negative pivots of a symmetric LDL^T (SuperLU with diagonal pivoting only), or None when the
+    factorization did not pivot symmetrically or broke down."""
+    try:
+        lu = spla.splu(
+            mat.tocsc(),
+            permc_spec="MMD_AT_PLUS_A",
+            diag_pivot_thresh=0.0,
+            options=dict(SymmetricMode=True),
+        )
+    except RuntimeError:
+        return None
+    if not np.array_equal(lu.perm_r, lu.perm_c):
+        return None
+    piv = lu.U.diagonal()
+    if not np.all(np.isfinite(piv)) or np.any(piv == 0):
+        return None
+    return int(np.sum(piv < 0))
+
+
+def _certified_fiedler_lower(adj) -> float:
+    """Certified lower bound on lambda_2 of a connected graph's Laplacian, for large sparse graphs.
+
+    Estimate: Lanczos on P (L + s I)^{-1} P (P projects out the constant vector, s a tiny shift), whose largest
+    eigenvalue is 1/(lambda_2 + s).  Certificate: t < lambda_2 iff L - t I has exactly one negative eigenvalue
+    (the zero one), read off the pivots of a symmetric LDL^T (Sylvester's law of inertia).  Halves t until it
+    is certified; returns 0 (local-DP fallback) if nothing is.
+    """
+    n = adj.shape[0]
+    lap = _laplacian_sparse(adj)
+    shift = 1e-10 * max(1.0, float(lap.diagonal().max()))
+    ones = np.ones(n) / math.sqrt(n)
+    try:
+        fac = spla.splu((lap + shift * sp.identity(n, format="csc")).tocsc())
+
+        def mv(x):
+            x = x - ones * (ones @ x)
+            y = fac.solve(x)
+            return y - ones * (ones @ y)
+
+        op = spla.LinearOperator((n, n), matvec=mv, dtype=np.float64)
+        mu = spla.eigsh(op, k=1, which="LA", return_eigenvectors=False, tol=1e-8, maxiter=2000)[0]
+        est = max(1.0 / mu - shift, 0.0)
+    except (RuntimeError, spla.ArpackNoConvergence):
+        est = 0.0
+    t = 0.99 * est
+    for _ in range(12):
+        if t <= 0:
+            break
+        neg = _negative_pivots(lap - t * sp.identity(n, format="csc"))
+        if neg == 1:
+            return float(t)
+        t *= 0.5
+    return 0.0
+
+
+def algebraic_connectivity(graph, *, removed: int = 0):
+    """(a, exact): the algebraic connectivity a(G) (second-smallest Laplacian eigenvalue, Fiedler 1973), or,
+    with ``removed = c > 0``, a lower bound on the minimum of a(G - S) over removed sets |S| <= c.
+
+    n < LARGE_N: a(G) exact from the dense eigendecomposition; with ``removed = 1`` and n <= 400 the minimum
+    over single removals is computed exactly.  Otherwise the sound bound a(G - S) >= a(G) - c w_max (Cauchy
+    interlacing for the principal submatrix, then Weyl for the lost degrees), and for n >= LARGE_N a(G) itself
+    is a certified lower bound (see the module docstring).  ``exact`` says which.
+    """
+    g = prepare_graph(graph)
+    c = int(V.integer("removed", removed, minimum=0))
+    if c >= g.n - 1:
+        raise ValueError(f"Expected removed < n - 1 = {g.n - 1}, got removed={c}.")
+    a0, exact = g.fiedler_lower()
+    if c == 0:
+        return a0, exact
+    if c == 1 and g.n <= 400:
+        lap = g.laplacian
+        adj = g.adjacency.toarray()
+        vals = []
+        for j in range(g.n):
+            keep = np.arange(g.n) != j
+            sub = lap[np.ix_(keep, keep)] - np.diag(adj[keep, j])
+            vals.append(sla.eigvalsh(sub, subset_by_index=[1, 1])[0])
+        return float(max(min(vals), 0.0)), True
+    return float(max(a0 - c * g.w_max, 0.0)), False
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Kernels (float64, broadcasting over flattened pairs of noise levels)
+
+
+@float64_jit
+def _eig_diag_max(w, lam, su2, sc2):
+    """max_i sum_k w_ik / (su2 + sc2 lam_k) for every pair: (P,) from w = V**2 (n, n), lam (n,), su2, sc2 (P,)."""
+    r = 1.0 / (su2[:, None] + sc2[:, None] * lam[None, :])
+    d = r @ w.T
+    return jnp.max(d, axis=1)
+
+
+@float64_jit
+def _eig_diag(w, lam, su2, sc2):
+    """The whole diagonal (P, n)."""
+    r = 1.0 / (su2[:, None] + sc2[:, None] * lam[None, :])
+    return r @ w.T
+
+
+def _woodbury_one_pair(vec, lam, nbr, wts, users, su2, sc2):
+    """max over removed j in ``users`` and i != j of [Sigma_{-j}^{-1}]_ii, from S = Sigma^{-1} (one pair)."""
+    s = (vec * (1.0 / (su2 + sc2 * lam))[None, :]) @ vec.T
+    ds = jnp.diagonal(s)
+    dp = nbr.shape[1]
+    eye = jnp.eye(dp)
+
+    def per_user(args):
+        j, nb, w = args
+        c = jnp.sqrt(sc2 * w)
+        sj = s[:, j]
+        sjj = s[j, j]
+        diag_b = ds - sj * sj / sjj  # Schur complement: inverse of Sigma without row/col j
+        g = s[:, nb] - sj[:, None] * (s[j, nb] / sjj)[None, :]  # B^{-1}[:, N(j)]
+        k = eye - c[:, None] * c[None, :] * g[nb, :]  # I - C^1/2 B^{-1}_NN C^1/2 (positive definite)
+        gc = g * c[None, :]
+        y = jnp.linalg.solve(k, gc.T)
+        diag_j = diag_b + jnp.sum(gc.T * y, axis=0)
+        diag_j = jnp.where(jnp.arange(ds.shape[0]) == j, -jnp.inf, diag_j)
+        return jnp.max(diag_j)
+
+    vals = lax.map(per_user, (users, nbr[users], wts[users]), batch_size=64)
+    return jnp.max(vals)
+
+
+@float64_jit
+def _woodbury_max(vec, lam, nbr, wts, users, su2, sc2):
+    """(P,) Woodbury removal maxima for the flattened pairs (su2, sc2)."""
+    return lax.map(lambda p: _woodbury_one_pair(vec, lam, nbr, wts, users, p[0], p[1]), (su2, sc2))
+
+
+def _masked_one(adj, mask, su2, sc2):
+    am = adj * mask[:, None] * mask[None, :]
+    lap = jnp.diag(jnp.sum(am, axis=1)) - am
+    sig = su2 * jnp.eye(adj.shape[0]) + sc2 * lap
+    chol = jnp.linalg.cholesky(sig)
+    inv_l = jax.scipy.linalg.solve_triangular(chol, jnp.eye(adj.shape[0]), lower=True)
+    diag = jnp.sum(inv_l * inv_l, axis=0)  # diag(Sigma^-1) = column norms of L^-1
+    return jnp.max(jnp.where(mask > 0, diag, -jnp.inf))
+
+
+@float64_jit
+def _masked_max(adj, masks, su2, sc2):
+    """(P,) max over honest-user masks (M, n) and honest i of [Sigma_H^{-1}]_ii by Cholesky (direct path)."""
+
+    def per_pair(p):
+        return jnp.max(lax.map(lambda m: _masked_one(adj, m, p[0], p[1]), masks))
+
+    return lax.map(per_pair, (su2, sc2))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Per-step accountant
+
+
+class StepAccount(NamedTuple):
+    """One step of Decor against one adversary (arrays broadcast over sigma_unc, sigma_cor, clip).
+
+    eps1: the per-step SecRDP coefficient (the step is (alpha, alpha * eps1)-SecRDP for every alpha > 1);
+        exact (plus a rounding margin) where ``exact`` is True, else a sound upper bound.
+    spectral: the spectral bound of Thm 1 (2 C^2 times the bound on max_i [Sigma^-1]_ii), always >= eps1.
+    exact: whether eps1 is the exact accountant value (Algorithm 2/3) rather than a bound.
+    connected: whether every honest graph the adversary can leave is connected (False: some user's
+        guarantee falls back to local DP; a DisconnectedGraphWarning was issued).
+    ldp: 2 C^2 / sigma_unc^2, the local-DP value (adversary IV), for reference.
+    """
+
+    eps1: jax.Array
+    spectral: jax.Array
+    exact: jax.Array
+    connected: jax.Array
+    ldp: jax.Array
+
+
+def _validate_noise(sigma_unc, sigma_cor, clip):
+    su = V.positive("sigma_unc", sigma_unc)
+    sc = V.nonnegative("sigma_cor", sigma_cor)
+    c = V.positive("clip", clip)
+    shape = V.broadcastable(sigma_unc=su, sigma_cor=sc, clip=c)
+    return su, sc, c, shape
+
+
+def _validate_adversary(g: SecGraph, adversary, colluders):
+    V.one_of("adversary", adversary, ADVERSARIES)
+    if adversary == "colluding":
+        if colluders is None:
+            raise ValueError("Expected colluders (an integer >= 1) with adversary='colluding', got colluders=None.")
+        c = int(V.integer("colluders", colluders, minimum=0))
+        if c >= g.n:
+            raise ValueError(f"Expected colluders < n = {g.n}, got colluders={c}.")
+        if c == g.n - 1:
+            raise ValueError(
+                f"Expected colluders < n - 1 = {g.n - 1} (with n - 1 colluders only local DP is left: "
+                f"use adversary='local'), got colluders={c}."
+            )
+        return c
+    if colluders is not None:
+        raise ValueError(f"Expected colluders=None unless adversary='colluding', got colluders={colluders!r}.")
+    return {"eavesdropper": 0, "curious": 1, "local": None}[adversary]
+
+
+def _check_connectivity(g: SecGraph, removed: int | None) -> bool:
+    """Whether no admissible removal of ``removed`` users disconnects the honest graph; warns if one does."""
+    if removed is None:
+        return True
+    if removed == 0:
+        ok = g.connected
+        what = "the graph is disconnected"
+    elif removed == 1:
+        ok = g.is_biconnected() if g.n < LARGE_N else g.connected and g.fiedler_lower()[0] > g.w_max
+        what = "the graph is not 2-connected (removing one curious user disconnects it)"
+    else:
+        ok = g.node_connectivity() > removed if g.n <= 2000 else g.fiedler_lower()[0] > removed * g.w_max
+        what = f"the graph is not {removed + 1}-connected (some {removed} colluders disconnect it)"
+    if not ok:
+        warnings.warn(
+            f"SecRDP: {what}; users cut off from the others are protected by sigma_unc alone, so the "
+            f"guarantee falls back to local DP for them (the accountant value stays valid).",
+            DisconnectedGraphWarning,
+            stacklevel=4,
+        )
+    return bool(ok)
+
+
+def _pairs(su, sc, shape2):
+    su_b, sc_b = np.broadcast_arrays(su, sc)
+    return (su_b.reshape(-1) ** 2, sc_b.reshape(-1) ** 2)
+
+
+_PAIR_CHUNK = 1 << 22  # entries of the (pairs x n) intermediate per call of the eigen kernel
+
+
+def _eig_path(g: SecGraph, su2, sc2):
+    lam, vec = g.eigh()
+    with x64_scope():
+        w = jnp.asarray(vec * vec)
+        lj = jnp.asarray(lam)
+        step = max(1, _PAIR_CHUNK // g.n)
+        out = [np.asarray(_eig_diag_max(w, lj, jnp.asarray(su2[i : i + step]), jnp.asarray(sc2[i : i + step])))
+               for i in range(0, su2.size, step)]
+    return np.concatenate(out)
+
+
+def _curious_path(g: SecGraph, su2, sc2):
+    """Exact adversary II: Woodbury for users of degree <= _WOODBURY_MAX_DEGREE, Cholesky for the others."""
+    lam, vec = g.eigh()
+    nbr, wts, deg = g.neighbours()
+    low = np.flatnonzero(deg <= _WOODBURY_MAX_DEGREE)
+    high = np.flatnonzero(deg > _WOODBURY_MAX_DEGREE)
+    best = np.full(su2.shape, -np.inf)
+    with x64_scope():
+        if low.size:
+            dp = max(int(deg[low].max()), 1)
+            wb = np.asarray(
+                _woodbury_max(
+                    jnp.asarray(vec), jnp.asarray(lam), jnp.asarray(nbr[:, :dp]), jnp.asarray(wts[:, :dp]),
+                    jnp.asarray(low), jnp.asarray(su2), jnp.asarray(sc2),
+                )
+            )
+            best = np.maximum(best, wb * (1.0 + _WOODBURY_REL_MARGIN))
+        if high.size:
+            masks = np.ones((high.size, g.n))
+            masks[np.arange(high.size), high] = 0.0
+            best = np.maximum(best, _direct_masks(g, masks, su2, sc2))
+    return best
+
+
+def _direct_masks(g: SecGraph, masks, su2, sc2):
+    with x64_scope():
+        return np.asarray(
+            _masked_max(jnp.asarray(g.adjacency.toarray()), jnp.asarray(masks), jnp.asarray(su2), jnp.asarray(sc2))
+        )
+
+
+def _removal_masks(n, c):
+    sets = [s for k in range(1, c + 1) for s in itertools.combinations(range(n), k)]
+    masks = np.ones((len(sets), n))
+    for r, s in enumerate(sets):
+        masks[r, list(s)] = 0.0
+    return masks
+
+
+def _n_removal_sets(n, c):
+    return sum(math.comb(n, k) for k in range(1, c + 1))
+
+
+def _spectral_diag_bound(n_h, a, su2, sc2):
+    """Thm 1 (ERRATA.md): 1/(n_H su2) + (1 - 1/n_H)/(su2 + a sc2), a bound on max_i [Sigma_H^{-1}]_ii."""
+    return 1.0 / (n_h * su2) + (1.0 - 1.0 / n_h) / (su2 + a * sc2)
+
+
+def _step_diag(g: SecGraph, adversary, c, su2, sc2):
+    """(diag_max, spectral_diag, exact) arrays over the flattened pairs."""
+    n = g.n
+    if adversary == "local":
+        d = 1.0 / su2
+        return d, d, True
+    removed = c
+    a_lo, a_exact = algebraic_connectivity(g, removed=removed)
+    n_h = n - removed
+    spec = _spectral_diag_bound(n_h, a_lo, su2, sc2)
+    if n >= LARGE_N:
+        return spec, spec, False
+    margin = _ROUND_ABS * n * _U / su2
+    d = _eig_path(g, su2, sc2)  # H = all users: adversary I, and the empty removed set of II/III
+    exact = True
+    if removed == 1:
+        d = np.maximum(d, _curious_path(g, su2, sc2))
+    elif removed >= 2:
+        if _n_removal_sets(n, removed) * float(n) ** 3 <= _ENUMERATION_BUDGET:
+            d = np.maximum(d, _direct_masks(g, _removal_masks(n, removed), su2, sc2))
+        else:
+            d, exact = spec, False
+    d = d + margin if exact else d
+    # The spectral bound is mathematically >= the exact value; keep the reported pair ordered under rounding.
+    spec = np.maximum(spec, d)
+    return d, spec, exact
+
+
+def step_account(graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=None) -> StepAccount:
+    """The per-step SecRDP coefficient eps1 = 2 C^2 max_{i in H} [Sigma_H^{-1}]_ii for one adversary, with the
+    spectral bound of Thm 1 and flags (Decor, Thm 1 / Thm 6 and Algorithms 2-3; ERRATA.md states the
+    accountant).  Broadcasts over ``sigma_unc`` (> 0), ``sigma_cor`` (>= 0) and ``clip`` (> 0).
+
+    adversary: "eavesdropper" (I), "curious" (II), "colluding" (III, with ``colluders`` = c), "local" (IV).
+    See the module docstring for the algorithms and the soundness margins.
+    """
+    g = prepare_graph(graph)
+    c = _validate_adversary(g, adversary, colluders)
+    su, sc, clip_a, shape = _validate_noise(sigma_unc, sigma_cor, clip)
+    connected = _check_connectivity(g, c)
+    shape2 = np.broadcast_shapes(np.shape(su), np.shape(sc))
+    su2, sc2 = _pairs(su, sc, shape2)
+    d, spec, exact = _step_diag(g, adversary, c, su2, sc2)
+    d = d.reshape(shape2)
+    spec = np.asarray(spec).reshape(shape2)
+    c2 = 2.0 * np.asarray(clip_a) ** 2
+    ldp = c2 / np.asarray(su) ** 2
+    with x64_scope():
+        return StepAccount(
+            eps1=jnp.asarray(np.broadcast_to(c2 * d, shape)),
+            spectral=jnp.asarray(np.broadcast_to(c2 * spec, shape)),
+            exact=jnp.asarray(np.broadcast_to(exact, shape)),
+            connected=jnp.asarray(np.broadcast_to(connected, shape)),
+            ldp=jnp.asarray(np.broadcast_to(ldp, shape)),
+        )
+
+
+def step_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=None):
+    """RDP curve of one step of Decor, alpha * eps1 (Decor Thm 1 / Thm 6; ERRATA.md), eps1 from
+    :func:`step_account`.  Shape: broadcast(sigma_unc, sigma_cor, clip) + (len(orders),)."""
+    a = V.orders("orders", orders)
+    acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,
+                       colluders=colluders)
+    with x64_scope():
+        return acc.eps1[..., None] * jnp.asarray(a)
+
+
+def spectral_bound(graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=None):
+    """The spectral bound of Decor Thm 1 on eps1 (ERRATA.md form, derived here):
+
+    with Sigma = sigma_unc^2 I + sigma_cor^2 L_H = sum_k (sigma_unc^2 + sigma_cor^2 lambda_k) v_k v_k^T,
+    lambda_1 = 0, v_1 = 1/sqrt(|H|) (per component the constant vector; the bound below uses only
+    lambda_k >= a(H) for k >= 2), [Sigma^{-1}]_ii = sum_k v_ki^2 / (sigma_unc^2 + sigma_cor^2 lambda_k)
+    <= 1/(|H| sigma_unc^2) + (1 - 1/|H|)/(sigma_unc^2 + a(H) sigma_cor^2), because sum_{k>=2} v_ki^2 = 1 - 1/|H|.
+    Equality for K_n (all nonzero eigenvalues equal n).  Against removals (II, III), |H| = n - c and a(H) is
+    replaced by a lower bound on the worst a(G - S) (:func:`algebraic_connectivity`).  Returns 2 C^2 times the
+    bound, broadcast like :func:`step_account`.  For a disconnected graph a = 0 and the bound is the LDP value.
+    """
+    g = prepare_graph(graph)
+    c = _validate_adversary(g, adversary, colluders)
+    su, sc, clip_a, shape = _validate_noise(sigma_unc, sigma_cor, clip)
+    su2 = np.asarray(su) ** 2
+    sc2 = np.asarray(sc) ** 2
+    if c is None:
+        d = 1.0 / su2
+    else:
+        a, _ = algebraic_connectivity(g, removed=c)
+        d = _spectral_diag_bound(g.n - c, a, su2, sc2)
+    with x64_scope():
+        return jnp.asarray(np.broadcast_to(2.0 * np.asarray(clip_a) ** 2 * d, shape))
+
+
+def diag_inverse_covariance(graph, *, sigma_unc, sigma_cor, removed=()):
+    """The whole diagonal of Sigma_H^{-1} (H = all users minus ``removed``), shape broadcast(sigma_unc,
+    sigma_cor) + (n,), with removed users' entries set to 0.  From the cached eigendecomposition when nothing
+    is removed, else by Cholesky.  For inspection and tests."""
+    g = prepare_graph(graph)
+    su = V.positive("sigma_unc", sigma_unc)
+    sc = V.nonnegative("sigma_cor", sigma_cor)
+    shape2 = V.broadcastable(sigma_unc=su, sigma_cor=sc)
+    rem = np.asarray(V.integer("removed", np.asarray(removed, dtype=float).reshape(-1), minimum=0)).reshape(-1)
+    if rem.size and (rem.max() >= g.n or len(set(rem.tolist())) != rem.size):
+        raise ValueError(f"Expected distinct removed users in [0, {g.n}), got removed={rem.tolist()}.")
+    su2, sc2 = _pairs(su, sc, shape2)
+    if rem.size == 0:
+        lam, vec = g.eigh()
+        with x64_scope():
+            d = np.asarray(_eig_diag(jnp.asarray(vec * vec), jnp.asarray(lam), jnp.asarray(su2), jnp.asarray(sc2)))
+    else:
+        mask = np.ones(g.n)
+        mask[rem] = 0.0
+        a = g.adjacency.toarray() * mask[:, None] * mask[None, :]
+        lap = np.diag(a.sum(1)) - a
+        d = np.stack([np.diag(np.linalg.inv(s2 * np.eye(g.n) + c2 * lap)) for s2, c2 in zip(su2, sc2)])
+        d = d * mask[None, :]
+    return d.reshape(shape2 + (g.n,))
