@@ -769,3 +769,150 @@ def diag_inverse_covariance(graph, *, sigma_unc, sigma_cor, removed=()):
         d = np.stack([np.diag(np.linalg.inv(s2 * np.eye(g.n) + c2 * lap)) for s2, c2 in zip(su2, sc2)])
         d = d * mask[None, :]
     return d.reshape(shape2 + (g.n,))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Over T steps: composition and conversion
+
+
+def closed_form_epsilon(eps1, *, steps, delta):
+    """eps = T eps1 + 2 sqrt(T eps1 ln(1/delta)) (Decor Cor. 12 proof, ERRATA.md): the exact minimum over
+    continuous alpha > 1 of Mironov's conversion alpha T eps1 + ln(1/delta)/(alpha - 1) of the T-fold
+    composition of (alpha, alpha eps1)-SecRDP.  Broadcasts over eps1 (>= 0), steps (>= 1), delta (in (0, 1))."""
+    e = V.nonnegative("eps1", eps1)
+    t = V.positive("steps", steps)
+    d = V.unit_open("delta", delta)
+    V.broadcastable(eps1=e, steps=t, delta=d)
+    x = t * e
+    with x64_scope():
+        return jnp.asarray(x + 2.0 * np.sqrt(x * np.log(1.0 / d)))
+
+
+def closed_form_eps1(epsilon, *, steps, delta):
+    """The inverse of :func:`closed_form_epsilon`: the largest per-step eps1 whose T-step closed form is
+    <= epsilon, eps1 = (sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))^2 / T (App. D.1, step 1), evaluated
+    without cancellation as eps^2 / (T (sqrt(ln(1/delta) + eps) + sqrt(ln(1/delta)))^2) and rounded down by
+    a relative 1e-12 (safe side)."""
+    e = V.positive("epsilon", epsilon)
+    t = V.positive("steps", steps)
+    d = V.unit_open("delta", delta)
+    V.broadcastable(epsilon=e, steps=t, delta=d)
+    ld = np.log(1.0 / d)
+    val = e * e / (t * (np.sqrt(ld + e) + np.sqrt(ld)) ** 2)
+    with x64_scope():
+        return jnp.asarray(val * (1.0 - 1e-12))
+
+
+_CONVERSION_METHODS = ("closed_form", "balle2020", "mironov")
+_CURVE_ORDERS = np.concatenate([1.0 + np.geomspace(1e-4, 1.0, 60, endpoint=False), np.geomspace(2.0, 1e5, 140)])
+
+
+def _eps_from_eps1_kernel(eps1, log_delta, steps, orders, method):
+    """min over orders of the core conversion of the curve alpha * T * eps1 (jnp, broadcasting)."""
+    from .conversions import rdp_epsilon_terms
+
+    curve = orders * (steps * eps1)[..., None]
+    return jnp.min(rdp_epsilon_terms(orders, curve, log_delta[..., None], method), axis=-1)
+
+
+def epsilon(graph, *, sigma_unc, sigma_cor, clip, steps, delta, adversary, colluders=None, method="closed_form",
+            orders=None):
+    """User-level (eps, delta)-SecLDP after T steps of Decor against one adversary.
+
+    method "closed_form": ERRATA's T eps1 + 2 sqrt(T eps1 ln(1/delta)); "balle2020" / "mironov": the core's
+    conversion (``amplify_jax.conversions.epsilon_from_rdp``) of the composed curve alpha T eps1 on ``orders``
+    (default: a dense grid from 1.0001 to 1e5), never above the closed form for "balle2020".
+    """
+    V.one_of("method", method, _CONVERSION_METHODS)
+    acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,
+                       colluders=colluders)
+    if method == "closed_form":
+        return closed_form_epsilon(acc.eps1, steps=steps, delta=delta)
+    from .conversions import epsilon_from_rdp
+
+    a = _CURVE_ORDERS if orders is None else V.orders("orders", orders)
+    t = V.positive("steps", steps)
+    with x64_scope():
+        curve = jnp.asarray(t)[..., None] * acc.eps1[..., None] * jnp.asarray(a)
+    return epsilon_from_rdp(a, curve, delta=delta, method=method).epsilon
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Example-level privacy (subsampling through the core)
+
+_SAMPLINGS = ("poisson", "without_replacement")
+
+
+def effective_noise_multiplier(eps1, *, clip, batch_size, sampling="poisson"):
+    """The noise multiplier of the scalar Gaussian mechanism that one step of Decor is, for one example.
+
+    Whitening by Sigma_H^{-1/2} turns the shared vector into N(mean, I); a change of the user's input by a
+    vector g moves the whitened mean by ||g|| sqrt([Sigma_H^{-1}]_ii).  With d = max_i [Sigma_H^{-1}]_ii =
+    eps1 / (2 C^2) (eps1 from the accountant at clip C):
+
+    - "poisson" (add/remove one example, each example sampled independently with rate q, the sum of clipped
+      per-example gradients divided by the expected batch size b): the shift is at most (C/b) sqrt(d), so the
+      step is the Poisson-subsampled Gaussian of Mironov-Talwar-Zhang with sigma = b / (C sqrt(d))
+      = b sqrt(2 / eps1) (sensitivity 1).
+    - "without_replacement" (replace one example, fixed batch of b out of m, mean of b clipped gradients):
+      the shift is at most (2C/b) sqrt(d), sigma = b / (2 C sqrt(d)) = b / sqrt(2 eps1) (sensitivity 1): the
+      base curve is alpha eps1 / b^2, which is the authors' "clip / batch_size" substitution (Decor App. D,
+      Wang et al. 2019).
+    """
+    e = V.positive("eps1", eps1)
+    V.positive("clip", clip)
+    b = V.positive("batch_size", batch_size)
+    V.one_of("sampling", sampling, _SAMPLINGS)
+    if sampling == "poisson":
+        return b * np.sqrt(2.0 / e)
+    return b / np.sqrt(2.0 * e)
+
+
+def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, sampling_rate, steps=1,
+                      sampling="poisson", adversary="eavesdropper", colluders=None):
+    """Example-level SecRDP curve of T steps of Decor with subsampled mini-batches (Decor Sec. 6.2 and
+    App. D: "privacy amplification by subsampling (Wang et al., 2019)"), through the core:
+    ``amplify_jax.rdp.poisson_subsampled_gaussian_rdp`` (sampling="poisson") or
+    ``amplify_jax.rdp.subsampled_gaussian_wor_rdp`` (Wang-Balle-Kasiviswanathan Thm 9, "without_replacement";
+    integer orders exact, fractional ones interpolated by convexity), with the effective noise multiplier of
+    :func:`effective_noise_multiplier`; composed over ``steps``.  Unlike the authors' code, which returns the
+    single-step subsampled bound (ERRATA.md), the T steps are composed here.
+    """
+    from . import rdp as core_rdp
+
+    a = V.orders("orders", orders)
+    q = V.unit_open("sampling_rate", sampling_rate)
+    t = V.positive("steps", steps)
+    V.one_of("sampling", sampling, _SAMPLINGS)
+    acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,
+                       colluders=colluders)
+    eps1 = np.asarray(acc.eps1)
+    sig = effective_noise_multiplier(eps1, clip=clip, batch_size=batch_size, sampling=sampling)
+    if sampling == "poisson":
+        curve = core_rdp.poisson_subsampled_gaussian_rdp(a, q=q, sigma=sig)
+    else:
+        curve = core_rdp.subsampled_gaussian_wor_rdp(a, q=q, sigma=sig)
+    with x64_scope():
+        return jnp.asarray(t)[..., None] * curve
+
+
+def example_level_epsilon(graph, *, sigma_unc, sigma_cor, clip, batch_size, sampling_rate, steps, delta,
+                          sampling="poisson", adversary="eavesdropper", colluders=None, orders=None,
+                          method="balle2020"):
+    """Example-level eps after T steps (curve of :func:`example_level_rdp`, converted by the core's
+    ``epsilon_from_rdp``).  Default orders: 1.1 .. 256 (integers 2..256 for "without_replacement")."""
+    from .conversions import epsilon_from_rdp
+
+    if orders is None:
+        orders = _example_orders(sampling)
+    a = V.orders("orders", orders)
+    curve = example_level_rdp(a, graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip,
+                              batch_size=batch_size, sampling_rate=sampling_rate, steps=steps, sampling=sampling,
+                              adversary=adversary, colluders=colluders)
+    return epsilon_from_rdp(a, curve, delta=delta, method=method).epsilon
+
+
+def _example_orders(sampling):
+    if sampling == "poisson":
+        return np.concatenate([np.linspace(1.1, 1.9, 9), np.arange(2.0, 65.0), np.geomspace(66.0, 256.0, 20)])
+    return np.arange(2.0, 257.0)
