@@ -1,0 +1,543 @@
+"""Differential privacy for communication patterns (Ladjel, Anciaux, Bellet, Scerri).
+
+Source: R. Ladjel, N. Anciaux, A. Bellet, G. Scerri, "Mitigating Leakage from Data Dependent Communications
+in Decentralized Computing using Differential Privacy" (``shared/papers/001_*.txt``), read together with
+``shared/papers/ERRATA.md``.  Everything here is about one *cluster*: ``S`` source nodes each send one
+message to one of ``T`` target nodes, and an external observer sees who talks to whom.
+
+What is implemented, by the paper's numbering:
+
+* Thm 1 -- privacy of an execution plan made of clusters: :class:`ExecutionPlan`, :func:`plan_privacy`,
+  the running examples :func:`aggregate_plan` (``G`` grouping sets) and :func:`kmeans_plan` (``I``
+  iterations).
+* Thm 2 -- local sampling + flooding (no scrambler): :func:`local_epsilon`.
+* Thm 3 -- pure eps of the capped scrambler, in log space: :func:`scrambler_pure_epsilon`.
+* Thm 4 / App. E (Lemma 2, Lemma 3, Lemma 5, Algorithm 2) -- (eps, delta) of the scrambler with local
+  sampling and dummies: :func:`scrambler_delta` (methods ``"hoeffding"``, ``"bennett"``, ``"exact"``,
+  ``"monte_carlo"``) and its inverse :func:`scrambler_epsilon`.
+* §III-C and §IV-D -- utility and efficiency metrics: :func:`local_costs`, :func:`scrambler_costs`;
+  deployment inversions :func:`fewest_dummies`, :func:`smallest_sampling`, :func:`messages_per_scrambler`.
+* App. D -- the empirical simulation behind Figure 6: :func:`simulate_scrambler_outputs`.
+
+Target conventions (ERRATA: "keep each theorem's own convention and state it"):
+
+* Thm 2 and Thm 4 (Eq. 2, Lemma 5, App. E-C): a sampled message goes to a target drawn uniformly among
+  **all T** targets (it may hit the true one); the local randomizer is T-ary randomized response with
+  blanket mass gamma = sigma.  We call this the *T convention*.
+* Thm 3 (App. C): a sampled message goes uniformly to one of the **T - 1 other** targets,
+  ``R_lie = sigma / (T - 1)``.  We call this the *T - 1 convention*.
+
+Corrections of misprints (ERRATA.md), each tested against an independent evaluation in
+``tests/test_traffic.py``:
+
+* Thm 4: ``a = e^eps - 1`` (= -E[L]), not ``1 - e^eps``; ``b = (1 - sigma) T (1 + e^eps)`` without the extra
+  ``-2 sigma (1 - e^eps)``.
+* Lemma 5: the upper end of L is ``(1 - sigma) T + sigma (1 - e^eps)`` (the printed sign of
+  ``sigma (1 - e^eps)`` is flipped).
+* Lemma 3 (Bennett): the corrected form ``E[sum_{i<=k} L_i]_+ <= (b_+ / ln(1 + beta))
+  exp(-(k c / b_+^2) phi(beta))``, ``beta = a b_+ / c``, ``phi(u) = (1 + u) ln(1 + u) - u``, re-derived in
+  :func:`_g_bennett`.
+
+Every delta returned is an upper bound (Monte Carlo: a one-sided upper confidence bound), capped at 1 and
+set to 0 where eps is at least the local guarantee of the randomizer (post-processing).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Mapping, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import betainc
+
+from amplify_jax import _validate as V
+from amplify_jax.numerics import float64_jit, log_binom_pmf, log_comb, logsumexp
+
+__all__ = [
+    "PureEpsilon",
+    "DeltaBound",
+    "EpsilonInversion",
+    "Costs",
+    "Deployment",
+    "PlanPrivacy",
+    "ExecutionPlan",
+    "METHODS",
+    "local_epsilon",
+    "scrambler_pure_epsilon",
+    "amplification_variable_bounds",
+    "scrambler_delta",
+    "scrambler_epsilon",
+    "plan_privacy",
+    "aggregate_plan",
+    "kmeans_plan",
+    "local_costs",
+    "scrambler_costs",
+    "fewest_dummies",
+    "smallest_sampling",
+    "messages_per_scrambler",
+    "simulate_scrambler_outputs",
+]
+
+METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
+
+# Static window sizes of the delta kernels (they fix shapes only; the mass outside a window is bounded and
+# added, so they change tightness, never soundness).
+_J_WINDOW = 128  # number of blanket messages m - 1 ~ Bin(n - 1, sigma) summed exactly
+_M_WINDOW = 128  # M = N1 + N2 ~ Bin(k, 2/T) summed exactly in the exact method
+# Relative allowance for the round-off of the two-term closed form in the exact method (the terms are
+# accurate to ~1e-15 relative; 1e-12 of their magnitude is added so that the result stays an upper bound).
+_CANCEL_MARGIN = 1e-12
+_DEFAULT_SAMPLES = 1 << 18
+_DEFAULT_CONFIDENCE = 0.99
+
+
+def _f64(*xs):
+    """NumPy float64 copies (converted to jax arrays inside the float64 scope of the kernels)."""
+    return tuple(np.asarray(x, dtype=np.float64) for x in xs)
+
+
+class PureEpsilon(NamedTuple):
+    """A pure eps-DP guarantee; ``valid`` is False where the theorem's hypotheses fail and the returned eps is
+    the fallback described by the function (or +inf where no finite eps exists)."""
+
+    eps: jax.Array
+    valid: jax.Array
+
+
+class DeltaBound(NamedTuple):
+    """delta(eps) of the scrambler.  ``delta`` is the sound value (the upper confidence bound for Monte
+    Carlo); ``estimate`` is the plain Monte Carlo mean (equal to ``delta`` for deterministic methods);
+    ``local`` is True where eps >= the local guarantee of the randomizer, so delta = 0 by post-processing."""
+
+    delta: jax.Array
+    estimate: jax.Array
+    local: jax.Array
+
+
+class EpsilonInversion(NamedTuple):
+    """Smallest eps with delta(eps) <= target.  ``status``: 0 found below the local guarantee, 1 no eps
+    below the local guarantee reaches delta, so ``eps`` is the local guarantee (Thm 2 with d = 0; +inf
+    when sigma = 0, where no finite eps exists).  ``achieved`` is delta re-evaluated at ``eps``."""
+
+    eps: jax.Array
+    status: jax.Array
+    achieved: jax.Array
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Thm 2: local sampling + flooding
+# ---------------------------------------------------------------------------------------------------------
+
+
+@float64_jit
+def _local_epsilon_kernel(T, sigma, d):
+    # eps = ln((1 - sigma) T / (sigma (d + 1)) + 1), evaluated as log1p; d = T - 1 is a broadcast (eps = 0).
+    broadcast = d >= T - 1
+    safe_sigma = jnp.where(sigma > 0, sigma, 1.0)
+    eps = jnp.log1p((1.0 - sigma) * T / (safe_sigma * (d + 1.0)))
+    eps = jnp.where(sigma > 0, eps, jnp.inf)
+    eps = jnp.where(broadcast, 0.0, eps)
+    return eps
+
+
+def local_epsilon(*, targets, sampling, dummies=0) -> PureEpsilon:
+    """Pure eps of the local randomizer with sampling and flooding (Ladjel et al., Thm 2, App. B).
+
+    ``eps = ln((1 - sigma) T / (sigma (d + 1)) + 1)``; ``d = T - 1`` is a broadcast (eps = 0).  T convention:
+    a sampled message goes to a target drawn uniformly among all T targets, then the d dummies go to d other
+    targets drawn without replacement.  The paper states d in {1, ..., T - 2}; the proof (App. B) holds
+    unchanged for d = 0 (sampling only, Figure 3(a)).  With sigma = 0 and d < T - 1 no finite eps exists:
+    ``eps = +inf`` and ``valid = False``.
+
+    Args broadcast: targets T >= 2 (integer), sampling sigma in [0, 1], dummies d in {0, ..., T - 1}.
+    """
+    T = V.integer("targets", targets, minimum=2)
+    sigma = V.probability("sampling", sampling)
+    d = V.integer("dummies", dummies, minimum=0)
+    V.broadcastable(targets=T, sampling=sigma, dummies=d)
+    too_many = np.asarray(d) > np.asarray(T) - 1
+    if np.any(too_many):
+        raise ValueError(
+            "Expected dummies <= targets - 1 (the d dummies go to distinct targets), "
+            f"got dummies={np.broadcast_to(d, too_many.shape)[too_many][0]}, "
+            f"targets={np.broadcast_to(T, too_many.shape)[too_many][0]}."
+        )
+    eps = _local_epsilon_kernel(*_f64(T, sigma, d))
+    return PureEpsilon(eps, jnp.isfinite(eps))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Thm 3: pure eps of the capped scrambler
+# ---------------------------------------------------------------------------------------------------------
+
+_THM3_MAX_D = 4096  # static length of the k-sum in Thm 3 (d <= n - 1 is summed exactly up to this)
+
+
+@float64_jit
+def _pure_epsilon_kernel(T, n, sigma, d):
+    k = jnp.arange(_THM3_MAX_D + 1, dtype=jnp.float64)
+    T, n, sigma, d = (x[..., None] for x in jnp.broadcast_arrays(T, n, sigma, d))
+    sbar = 1.0 - sigma
+    r = sigma / (T - 1.0)  # R_lie, T - 1 convention
+    kmax = jnp.minimum(d, n - 1.0)
+    inside = k <= kmax
+    kk = jnp.where(inside, k, 0.0)
+    log_r = jnp.log(jnp.where(r > 0, r, 1.0))
+    log_sbar = jnp.log(jnp.where(sbar > 0, sbar, 1.0))
+    # Common factor of both sums: C(d, k) C(n-1, k) sbar^k r^(n-k-1).  r = 0 or sbar = 0 are handled below.
+    base = log_comb(d, kk) + log_comb(n - 1.0, kk) + kk * log_sbar + (n - kk - 1.0) * log_r
+    # numerator bracket: sbar + k r^2 / sbar ; denominator bracket: r + k r^2 / sbar.
+    safe_sbar = jnp.where(sbar > 0, sbar, 1.0)
+    num_br = jnp.log(sbar + kk * r * r / safe_sbar)
+    den_br = jnp.log(r + kk * r * r / safe_sbar)
+    neg = -jnp.inf
+    log_num = logsumexp(jnp.where(inside, base + num_br, neg), axis=-1)
+    log_den = logsumexp(jnp.where(inside, base + den_br, neg), axis=-1)
+    eps_thm3 = log_num - log_den
+    T1, n1, s1, d1 = (x[..., 0] for x in (T, n, sigma, d))
+    sbar1 = 1.0 - s1
+    r1 = s1 / (T1 - 1.0)
+    # Local guarantee of the T - 1 convention randomizer: |ln(sbar (T - 1) / sigma)| (post-processing bound).
+    eps_local = jnp.abs(jnp.log(jnp.where(sbar1 > 0, sbar1, 1.0)) - jnp.log(jnp.where(r1 > 0, r1, 1.0)))
+    eps_local = jnp.where((r1 > 0) & (sbar1 > 0), eps_local, jnp.inf)
+    valid = (d1 >= 1) & (d1 <= n1 - 1) & (sbar1 >= r1) & (s1 > 0)
+    eps = jnp.where(valid, jnp.minimum(jnp.maximum(eps_thm3, 0.0), eps_local), eps_local)
+    return eps, valid
+
+
+def scrambler_pure_epsilon(*, targets, n, sampling, dummies) -> PureEpsilon:
+    """Pure eps of the capped scrambler ``tilde A_sigma^{n,d}`` (Ladjel et al., Thm 3, App. C), in log space.
+
+    ``e^eps = sum_k C(d,k) C(n-1,k) sbar^k R^(n-k-1) (sbar + k R^2/sbar)
+    / sum_k C(d,k) C(n-1,k) sbar^k R^(n-k-1) (R + k R^2/sbar)``, ``sbar = 1 - sigma``, ``R = sigma / (T - 1)``
+    (T - 1 convention: a sampled message goes to one of the T - 1 other targets), k = 0..min(d, n - 1).
+
+    Hypotheses: d in {1, ..., n - 1} (theorem) and ``1 - sigma >= sigma / (T - 1)`` (the worst-case argument
+    of App. C assumes the true target is the likeliest), sigma > 0.  Where they hold the result is also capped
+    by the local guarantee ``|ln((1 - sigma)(T - 1) / sigma)|`` (post-processing); where they fail ``valid``
+    is False and the local guarantee is returned (+inf at sigma = 0 and at sigma = 1, where it is infinite
+    or undefined).  d = 0 reproduces the local guarantee exactly.
+    """
+    T = V.integer("targets", targets, minimum=2)
+    n_ = V.integer("n", n, minimum=1)
+    sigma = V.probability("sampling", sampling)
+    d = V.integer("dummies", dummies, minimum=0)
+    V.broadcastable(targets=T, n=n_, sampling=sigma, dummies=d)
+    if np.any(d > _THM3_MAX_D):
+        raise ValueError(f"Expected dummies <= {_THM3_MAX_D} for Thm 3, got dummies={np.max(d)}.")
+    eps, valid = _pure_epsilon_kernel(*_f64(T, n_, sigma, d))
+    return PureEpsilon(eps, valid)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Thm 4 / App. E: (eps, delta) of the scrambler
+# ---------------------------------------------------------------------------------------------------------
+
+
+class _LStats(NamedTuple):
+    a: jax.Array  # -E[L] = e^eps - 1
+    b_minus: jax.Array
+    b_plus: jax.Array
+    b: jax.Array  # b_plus - b_minus
+    c: jax.Array  # E[L^2]
+    pos_mean: jax.Array  # E[L_+]
+
+
+def _l_stats(eps, T, sigma) -> _LStats:
+    """Moments and range of the privacy amplification variable L of Eq. 2 (T convention), Lemma 5 corrected.
+
+    L = sigma (1 - e^eps) + (1 - sigma) T (1[t'' = t] - e^eps 1[t'' = t']), t'' uniform over the T targets.
+    """
+    ez = jnp.exp(eps)
+    a = jnp.expm1(eps)
+    base = -sigma * a  # sigma (1 - e^eps)
+    b_plus = (1.0 - sigma) * T + base  # ERRATA: Lemma 5 prints (1 - sigma) T - sigma (1 - e^eps)
+    b_minus = base - (1.0 - sigma) * T * ez
+    b = (1.0 - sigma) * T * (1.0 + ez)  # ERRATA: Thm 4 prints an extra -2 sigma (1 - e^eps)
+    c = sigma * (2.0 - sigma) * a * a + (1.0 - sigma) ** 2 * T * (1.0 + ez * ez)
+    pos_mean = jnp.maximum(b_plus, 0.0) / T  # only t'' = t gives a positive value
+    return _LStats(a, b_minus, b_plus, b, c, pos_mean)
+
+
+_l_stats_kernel = float64_jit(lambda e, t, s: _l_stats(e, t, s))
+
+
+def amplification_variable_bounds(eps, *, targets, sampling):
+    """(a, b_minus, b_plus, c): -E[L], the range and E[L^2] of Ladjel's privacy amplification variable (Eq. 2,
+    Lemma 5 with the ERRATA sign correction of the upper end), T convention.  Broadcasts."""
+    eps = V.nonnegative("eps", eps)
+    T = V.integer("targets", targets, minimum=2)
+    sigma = V.probability("sampling", sampling)
+    V.broadcastable(eps=eps, targets=T, sampling=sigma)
+    st = _l_stats_kernel(*_f64(eps, T, sigma))
+    return st.a, st.b_minus, st.b_plus, st.c
+
+
+def _g_hoeffding(k, st: _LStats):
+    """Upper bound on E[sum_{i<=k} L_i]_+ / k by Hoeffding (Lemma 3, with the ERRATA a and b):
+    (b^2 / (4 a k)) exp(-2 k a^2 / b^2), from integrating the tail exp(-2 (s + k a)^2 / (k b^2)) after
+    dropping the s^2 term.  Capped by E[L_+] (subadditivity of the positive part)."""
+    a, b = st.a, st.b
+    safe_a = jnp.where(a > 0, a, 1.0)
+    safe_b = jnp.where(b > 0, b, 1.0)
+    log_g = 2.0 * jnp.log(safe_b) - jnp.log(4.0 * safe_a * k) - 2.0 * k * (a / safe_b) ** 2
+    g = jnp.exp(log_g)
+    g = jnp.where(a > 0, g, jnp.inf)
+    g = jnp.where(b > 0, g, 0.0)  # b = 0: L is constant = -a <= 0
+    return jnp.minimum(g, st.pos_mean)
+
+
+def _g_bennett(k, st: _LStats):
+    """Upper bound on E[sum_{i<=k} L_i]_+ / k by Bennett, the corrected form of Lemma 3 (ERRATA).
+
+    Derivation: L_i <= b_+ and E[L_i^2] <= c, so (Bennett, Boucheron-Lugosi-Massart Thm 2.9, which needs only
+    the upper bound and the second moment) P(sum L >= s) <= exp(-(k c / b_+^2) phi(b_+ (s + k a) / (k c))).
+    phi is convex with phi'(u) = ln(1 + u), so phi(beta + b_+ s / (k c)) >= phi(beta) + ln(1 + beta) b_+ s / (k c)
+    with beta = a b_+ / c; integrating over s >= 0 gives (b_+ / ln(1 + beta)) exp(-(k c / b_+^2) phi(beta)).
+    phi is clamped at 0 against round-off (a smaller phi only loosens the bound).  Capped by E[L_+].
+    """
+    a, bp, c = st.a, st.b_plus, st.c
+    ok = (bp > 0) & (a > 0) & (c > 0)
+    sbp = jnp.where(ok, bp, 1.0)
+    sc = jnp.where(ok, c, 1.0)
+    sa = jnp.where(ok, a, 1.0)
+    beta = sa * sbp / sc
+    l1p = jnp.log1p(beta)
+    phi = jnp.maximum((1.0 + beta) * l1p - beta, 0.0)
+    log_g = jnp.log(sbp) - jnp.log(l1p) - (k * sc / (sbp * sbp)) * phi - jnp.log(k)
+    g = jnp.exp(log_g)
+    g = jnp.where(ok, g, jnp.where(bp <= 0, 0.0, jnp.inf))
+    return jnp.minimum(g, st.pos_mean)
+
+
+def _binom_sf(s, N, p):
+    """P(Bin(N, p) >= s) for integer-valued s, N >= 0 (arrays), via the regularized incomplete beta."""
+    inside = (s >= 1) & (s <= N)
+    val = betainc(jnp.where(inside, s, 1.0), jnp.where(inside, N - s + 1.0, 1.0), p)
+    return jnp.where(s <= 0, 1.0, jnp.where(s > N, 0.0, val))
+
+
+def _binom_cdf(s, N, p):
+    """P(Bin(N, p) <= s), computed from the lower tail directly (no 1 - sf cancellation)."""
+    inside = (s >= 0) & (s <= N - 1)
+    val = betainc(jnp.where(inside, N - s, 1.0), jnp.where(inside, s + 1.0, 1.0), 1.0 - p)
+    return jnp.where(s < 0, 0.0, jnp.where(s >= N, 1.0, val))
+
+
+def _g_exact(k, st: _LStats, eps, T, sigma, m_window: int):
+    """E[sum_{i<=k} L_i]_+ / k, computed exactly for the target randomizer (ERRATA: sum_i L_i depends only on
+    the counts N1, N2 of draws landing on t and t').
+
+    sum L = k sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2) with (N1, N2) ~ Multinomial(k; 1/T, 1/T).
+    Write M = N1 + N2 ~ Bin(k, 2/T) and N1 | M ~ Bin(M, 1/2); then sum L = A N1 - B_M with A = (1 - sigma) T
+    (1 + e^eps), B_M = (1 - sigma) T e^eps M + k sigma (e^eps - 1) >= 0, and, with s the least integer > B_M / A,
+    E[(A N1 - B_M)_+ | M] = A (M/2) P(Bin(M - 1, 1/2) >= s - 1) - B_M P(Bin(M, 1/2) >= s).
+    M is summed exactly over a window of ``m_window`` values around its mean; outside it
+    E[. | M] <= (1 - sigma) T M, and E[M; M outside] is a binomial tail, which is added.
+    """
+    p = 2.0 / T
+    mean_m = k * p
+    hi0 = jnp.maximum(k - m_window + 1.0, 0.0)
+    m0 = jnp.clip(jnp.floor(mean_m - m_window / 2.0), 0.0, hi0)
+    M = m0[..., None] + jnp.arange(m_window, dtype=jnp.float64)
+    kk = k[..., None]
+    w = jnp.exp(log_binom_pmf(jnp.minimum(M, kk), kk, p[..., None]))
+    w = jnp.where(M <= kk, w, 0.0)
+    ez = jnp.exp(eps)[..., None]
+    A = ((1.0 - sigma) * T)[..., None] * (1.0 + ez)
+    BM = ((1.0 - sigma) * T)[..., None] * ez * M + kk * sigma[..., None] * (ez - 1.0)
+    safeA = jnp.where(A > 0, A, 1.0)
+    s = jnp.floor(BM / safeA) + 1.0
+    s1 = _binom_sf(s - 1.0, M - 1.0, 0.5)
+    s2 = _binom_sf(s, M, 0.5)
+    t1 = A * (M / 2.0) * s1
+    t2 = BM * s2
+    h = jnp.maximum(t1 - t2, 0.0) + _CANCEL_MARGIN * (t1 + t2)
+    h = jnp.where(A > 0, h, 0.0)
+    body = jnp.sum(w * h, axis=-1)
+    # Tails: E[M; M <= m0 - 1] = k p P(Bin(k-1, p) <= m0 - 2), E[M; M >= m_hi + 1] = k p P(Bin(k-1, p) >= m_hi).
+    m_hi = m0 + m_window - 1.0
+    low = k * p * _binom_cdf(m0 - 2.0, k - 1.0, p)
+    high = k * p * _binom_sf(m_hi, k - 1.0, p)
+    tails = (1.0 - sigma) * T * (low + high)
+    e_k = body + tails
+    return jnp.minimum(e_k / k, st.pos_mean)
+
+
+def _delta_sum(g_fn, eps, T, n, sigma, d, st: _LStats, j_window: int):
+    """Lemma 2 (App. E-B) with gamma = sigma:
+    delta <= sum_{j=0}^{n-1} Bin(j; n-1, sigma) E[sum_{i<=j+d+1} L_i]_+ / (j + d + 1)
+    (the paper's (1/(gamma n)) sum_m m/(m+d) C(n,m) ... form re-indexed with j = m - 1; it also covers
+    sigma = 0, where only j = 0 remains: delta <= E[sum_{i<=d+1} L_i]_+ / (d + 1)).
+
+    j is summed over a window of ``j_window`` values around (n - 1) sigma.  g(k) = E[sum_{i<=k} L_i]_+ / k is
+    non-increasing in k (the average of k + 1 exchangeable terms is the mean of its leave-one-out averages;
+    convexity of (.)_+), so the upper tail is bounded by its mass times g at the window's last k, and the lower
+    tail by its mass times E[L_+] >= g(k).
+    """
+    N = n - 1.0
+    hi0 = jnp.maximum(N - j_window + 1.0, 0.0)
+    j0 = jnp.clip(jnp.floor(N * sigma - j_window / 2.0), 0.0, hi0)
+    j = j0[..., None] + jnp.arange(j_window, dtype=jnp.float64)
+    w = jnp.exp(log_binom_pmf(jnp.minimum(j, N[..., None]), N[..., None], sigma[..., None]))
+    w = jnp.where(j <= N[..., None], w, 0.0)
+    k = j + d[..., None] + 1.0
+    ex = lambda x: x[..., None]  # noqa: E731
+    st_b = _LStats(*(ex(x) for x in st))
+    g = g_fn(k, st_b, ex(eps), ex(T), ex(sigma))
+    body = jnp.sum(w * g, axis=-1)
+    j_hi = j0 + j_window - 1.0
+    low = _binom_cdf(j0 - 1.0, N, sigma) * st.pos_mean
+    high = _binom_sf(j_hi + 1.0, N, sigma) * g[..., -1]
+    return body + low + high
+
+
+def _finish(delta, eps, T, sigma):
+    """Cap at 1 and set delta = 0 where eps >= the local guarantee ln(1 + (1 - sigma) T / sigma) (Thm 2, d = 0,
+    T convention): the scrambler only post-processes the outputs of the local randomizer."""
+    eps0 = jnp.log1p((1.0 - sigma) * T / jnp.where(sigma > 0, sigma, 1.0))
+    eps0 = jnp.where(sigma > 0, eps0, jnp.inf)
+    local = eps >= eps0
+    return jnp.where(local, 0.0, jnp.minimum(delta, 1.0)), local
+
+
+def _delta_kernel_impl(eps, T, n, sigma, d, method: str, j_window: int, m_window: int):
+    eps, T, n, sigma, d = jnp.broadcast_arrays(eps, T, n, sigma, d)
+    st = _l_stats(eps, T, sigma)
+    if method == "hoeffding":
+        g_fn = lambda k, s, e, t, sg: _g_hoeffding(k, s)  # noqa: E731
+    elif method == "bennett":
+        g_fn = lambda k, s, e, t, sg: _g_bennett(k, s)  # noqa: E731
+    elif method == "exact":
+        g_fn = lambda k, s, e, t, sg: _g_exact(k, s, e, t, sg, m_window)  # noqa: E731
+    else:  # pragma: no cover - guarded at the boundary
+        raise ValueError(method)
+    raw = _delta_sum(g_fn, eps, T, n, sigma, d, st, j_window)
+    delta, local = _finish(raw, eps, T, sigma)
+    return delta, local
+
+
+_delta_kernel = float64_jit(_delta_kernel_impl, static_argnames=("method", "j_window", "m_window"))
+
+
+# Monte Carlo (Algorithm 2), sampling the mixture over m directly ------------------------------------------
+
+
+def _mc_draws_impl(key, T, n, sigma, d, samples: int):
+    """Draws (k, N1, N2) for one parameter point: J ~ Bin(n - 1, sigma), k = J + d + 1 summands,
+    M ~ Bin(k, 2/T), N1 | M ~ Bin(M, 1/2), N2 = M - N1.  None of this depends on eps."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    J = jax.random.binomial(k1, n - 1.0, sigma, shape=(samples,))
+    k = J + d + 1.0
+    M = jax.random.binomial(k2, k, 2.0 / T, shape=(samples,))
+    N1 = jax.random.binomial(k3, M, 0.5, shape=(samples,))
+    return k, N1, M - N1
+
+
+def _mc_delta_from_draws(eps, T, sigma, draws, confidence):
+    """Mean and one-sided upper confidence bound of delta from fixed draws (broadcast over eps).
+
+    Z = [k sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2)]_+ / k is an unbiased sample of the Lemma 2 sum
+    (the paper's Algorithm 2, with the m's drawn from their binomial weights instead of a loop over m).
+    0 <= Z <= B = max(b_+, 0).  Lower tail of a mean of non-negative variables (Maurer 2003):
+    P(mu - mean >= t) <= exp(-R t^2 / (2 E[Z^2])), and E[Z^2] <= B mu, so with s = B ln(1/(1 - confidence)) / R,
+    mu <= mean + s + sqrt(2 mean s + s^2) with probability >= confidence.  The bound is non-decreasing in the
+    mean and in B, both non-increasing in eps, so the bound is monotone in eps and inverting it in eps keeps the
+    same confidence.
+    """
+    k, N1, N2 = draws
+    ez = jnp.exp(eps)[..., None]
+    a = jnp.expm1(eps)[..., None]
+    sl = k * (-sigma[..., None] * a) + ((1.0 - sigma) * T)[..., None] * (N1 - ez * N2)
+    Z = jnp.maximum(sl, 0.0) / k
+    R = k.shape[-1]
+    mean = jnp.mean(Z, axis=-1)
+    st = _l_stats(eps, T, sigma)
+    B = jnp.maximum(st.b_plus, 0.0)
+    s = B * jnp.log1p(0.0 - confidence) * -1.0 / R
+    ucb = mean + s + jnp.sqrt(2.0 * mean * s + s * s)
+    return mean, ucb
+
+
+def _mc_kernel_impl(key, eps, T, n, sigma, d, confidence, samples: int):
+    eps, T, n, sigma, d, confidence = jnp.broadcast_arrays(eps, T, n, sigma, d, confidence)
+    shape = eps.shape
+    flat = [x.reshape(-1) for x in (eps, T, n, sigma, d, confidence)]
+    keys = jax.random.split(key, max(flat[0].shape[0], 1))[: flat[0].shape[0]]
+
+    def one(args):
+        kk, e, t, nn, sg, dd, cf = args
+        draws = _mc_draws_impl(kk, t, nn, sg, dd, samples)
+        return _mc_delta_from_draws(e, t, sg, draws, cf)
+
+    mean, ucb = jax.lax.map(one, (keys, *flat))
+    delta, local = _finish(ucb, flat[0], flat[1], flat[3])
+    est, _ = _finish(mean, flat[0], flat[1], flat[3])
+    return delta.reshape(shape), est.reshape(shape), local.reshape(shape)
+
+
+_mc_kernel = float64_jit(_mc_kernel_impl, static_argnames=("samples",))
+
+
+def _check_common(eps, targets, n, sampling, dummies):
+    eps = V.nonnegative("eps", eps)
+    T = V.integer("targets", targets, minimum=2)
+    n_ = V.integer("n", n, minimum=1)
+    sigma = V.probability("sampling", sampling)
+    d = V.integer("dummies", dummies, minimum=0)
+    V.broadcastable(eps=eps, targets=T, n=n_, sampling=sigma, dummies=d)
+    return eps, T, n_, sigma, d
+
+
+def _as_key(key):
+    if key is None:
+        raise ValueError("Expected key to be a jax.random key for method='monte_carlo', got key=None.")
+    return key
+
+
+def scrambler_delta(
+    eps,
+    *,
+    targets,
+    n,
+    sampling,
+    dummies,
+    method="exact",
+    key=None,
+    confidence=_DEFAULT_CONFIDENCE,
+    samples=_DEFAULT_SAMPLES,
+) -> DeltaBound:
+    """delta(eps) of the scrambler algorithm ``A_sigma^{n,d}`` (Ladjel et al., Thm 4 and App. E).
+
+    ``n`` messages are locally sampled at rate ``sigma`` (T convention: a sampled message goes to a target
+    drawn uniformly among all T targets; blanket mass gamma = sigma), the scrambler adds ``d`` dummies drawn
+    from the blanket (uniform targets) and shuffles.  By Lemma 2,
+    ``delta <= sum_{j=0}^{n-1} Bin(j; n-1, sigma) E[sum_{i<=j+d+1} L_i]_+ / (j+d+1)``
+    (for sigma = 0 this is Thm 4's second case, ``E[sum_{i<=d+1} L_i]_+ / (d+1)``), with L of Eq. 2.
+    The expectation is bounded by ``method``:
+
+    * ``"hoeffding"`` -- Thm 4 as printed up to the ERRATA corrections: ``a = e^eps - 1``,
+      ``b = (1 - sigma) T (1 + e^eps)`` (the paper has ``a = 1 - e^eps`` and an extra ``-2 sigma (1 - e^eps)``).
+    * ``"bennett"`` -- the corrected Bennett form of Lemma 3 (ERRATA) with Lemma 5's corrected b_+ and E[L^2].
+    * ``"exact"`` -- the exact expectation for this randomized response (ERRATA), see :func:`_g_exact`.
+    * ``"monte_carlo"`` -- Algorithm 2 with ``samples`` draws from ``key``; ``delta`` is a one-sided upper
+      confidence bound at level ``confidence`` and ``estimate`` the plain mean (not a bound).
+
+    Every method is capped by E[L_+] per term and delta by 1; delta = 0 where eps >= ln(1 + (1 - sigma) T /
+    sigma), the local guarantee (``local`` flag).  Numeric arguments broadcast.
+
+    Raises ValueError for eps < 0, targets < 2, n < 1, sampling outside [0, 1], dummies < 0, an unknown method.
+    """
+    V.one_of("method", method, METHODS)
+    eps, T, n_, sigma, d = _check_common(eps, targets, n, sampling, dummies)
+    args = _f64(eps, T, n_, sigma, d)
+    if method == "monte_carlo":
+        conf = V.unit_open("confidence", confidence)
+        samples = int(V.integer("samples", samples, minimum=2))
+        delta, est, local = _mc_kernel(_as_key(key), *args, *_f64(conf), samples=samples)
+        return DeltaBound(delta, est, local)
+    delta, local = _delta_kernel(*args, method=method, j_window=_J_WINDOW, m_window=_M_WINDOW)
+    return DeltaBound(delta, delta, local)
