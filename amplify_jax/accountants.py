@@ -1,0 +1,320 @@
+"""Ready-made accountants: eps of a mechanism composed over steps, and the calibration of its noise.
+
+``dpsgd_epsilon`` / ``dpsgd_calibrate_sigma`` account for DP-SGD with Poisson sampling (the
+Poisson-subsampled Gaussian of Mironov, Talwar, Zhang 2019, composed over ``steps`` and converted with
+the optimal order, :mod:`amplify_jax.conversions`).  ``epsilon`` / ``calibrate_sigma`` dispatch on a
+mechanism name for the command line and the sweeps (see :data:`MECHANISMS`).
+
+Everything broadcasts over the numeric parameters; the orders grid and the number of quadrature panels
+(shape-fixing) are the only static inputs, so new targets or parameters do not recompile.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+from . import _validate as V
+from .calibrate import INFEASIBLE, Inversion, invert_monotone_kernel
+from .conversions import METHODS, EpsilonResult, refine_order, rdp_epsilon_terms
+from .numerics import float64_jit, x64_scope
+from .rdp import DEFAULT_ORDERS, _integer_buckets, _laplace_kernel, _rr_kernel, _sgm_int_log_a_minus_one
+
+__all__ = [
+    "MECHANISMS",
+    "Calibration",
+    "SGMCurve",
+    "dpsgd_epsilon",
+    "dpsgd_calibrate_sigma",
+    "epsilon",
+    "calibrate_sigma",
+    "CALIBRATION_ORDERS",
+]
+
+#: Orders used while bisecting a calibration (a coarser grid: any order gives a valid bound, so a coarse grid
+#: only makes the bisection's eps larger, i.e. its answer safe); the answer is then refined and re-checked
+#: with the full accountant.
+CALIBRATION_ORDERS = np.array(
+    [1.05, 1.1, 1.2, 1.3, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48,
+     64, 96, 128, 256, 512],
+    dtype=np.float64,
+)
+
+
+class Calibration(NamedTuple):
+    sigma: jax.Array  #: the minimal noise multiplier found (feasible side)
+    epsilon: jax.Array  #: eps achieved at that sigma, re-computed with the full accountant
+    order: jax.Array  #: the optimal order at that sigma
+    status: jax.Array  #: calibrate.OK / INFEASIBLE / AT_LIMIT / NOT_MONOTONE
+
+
+class SGMCurve:
+    """Static plan to evaluate the Poisson-subsampled Gaussian RDP at a fixed grid of orders inside kernels.
+
+    Integer orders are grouped into buckets of series length 2^j; fractional orders use the quadrature of
+    :mod:`amplify_jax._subsampled_gaussian` with ``n_panels`` panels.  Hashable, so it can be a static
+    argument of a compiled function.
+    """
+
+    def __init__(self, orders, n_panels: int | None = None):
+        a = np.asarray(orders, dtype=np.float64)
+        self.orders = tuple(float(x) for x in a)
+        is_int = a == np.round(a)
+        ia = np.nonzero(is_int)[0]
+        self.int_groups = tuple(
+            (kmax, tuple(int(i) for i in ia[idx])) for kmax, idx in sorted(_integer_buckets(a[ia]).items())
+        )
+        self.frac_idx = tuple(int(i) for i in np.nonzero(~is_int)[0])
+        self.n_panels = n_panels
+        order = [i for _, g in self.int_groups for i in g] + list(self.frac_idx)
+        self.inverse = tuple(int(i) for i in np.argsort(order))
+
+    def _key(self):
+        return (self.orders, self.n_panels)
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __eq__(self, other):
+        return isinstance(other, SGMCurve) and self._key() == other._key()
+
+    def log_a_minus_one(self, q, sigma):
+        """log(A_alpha - 1) at every order of the plan: shape broadcast(q, sigma) + (n_orders,)."""
+        from ._subsampled_gaussian import log_a_minus_one_fractional
+
+        q = jnp.asarray(q)[..., None]
+        sigma = jnp.asarray(sigma)[..., None]
+        parts = []
+        for kmax, idx in self.int_groups:
+            alpha = jnp.asarray([self.orders[i] for i in idx])
+            parts.append(jnp.broadcast_to(_sgm_int_log_a_minus_one(q, sigma, alpha, kmax),
+                                          jnp.broadcast_shapes(q.shape, sigma.shape)[:-1] + (len(idx),)))
+        if self.frac_idx:
+            alpha = jnp.asarray([self.orders[i] for i in self.frac_idx])
+            kw = {} if self.n_panels is None else {"n_panels": self.n_panels}
+            parts.append(log_a_minus_one_fractional(q, sigma, alpha, **kw))
+        out = jnp.concatenate(parts, axis=-1)
+        return out[..., jnp.asarray(self.inverse)]
+
+    def __call__(self, q, sigma):
+        alpha = jnp.asarray(self.orders)
+        return jnp.logaddexp(0.0, self.log_a_minus_one(q, sigma)) / (alpha - 1.0)
+
+
+class _SGMAtOrder:
+    """rdp_fn(alpha, q, sigma, steps) for the continuous order search (hashable by its panel count)."""
+
+    def __init__(self, n_panels):
+        self.n_panels = n_panels
+
+    def __hash__(self):
+        return hash(("sgm", self.n_panels))
+
+    def __eq__(self, other):
+        return isinstance(other, _SGMAtOrder) and other.n_panels == self.n_panels
+
+    def __call__(self, alpha, q, sigma, steps):
+        from ._subsampled_gaussian import log_a_minus_one_fractional
+
+        kw = {} if self.n_panels is None else {"n_panels": self.n_panels}
+        log_am1 = log_a_minus_one_fractional(q, sigma, alpha, **kw)
+        return steps * jnp.logaddexp(0.0, log_am1) / (alpha - 1.0)
+
+
+def _n_panels(sigma, orders):
+    from ._subsampled_gaussian import choose_n_panels
+
+    return choose_n_panels(np.asarray(sigma), np.asarray(orders))
+
+
+def _dpsgd_eps_kernel(curve, at_order, sigma, q, steps, log_delta, method, refine):
+    """eps of DP-SGD (jnp): grid of orders, then the continuous refinement. Returns (eps, order)."""
+    alpha = jnp.asarray(curve.orders)
+    grid = steps[..., None] * curve(q, sigma)
+    e = rdp_epsilon_terms(alpha, grid, log_delta[..., None], method)
+    idx = jnp.argmin(e, axis=-1)
+    best = jnp.take_along_axis(e, idx[..., None], -1)[..., 0]
+    best_alpha = alpha[idx]
+    if not refine:
+        return best, best_alpha
+    from .conversions import _neighbour_bracket
+
+    lo, hi = _neighbour_bracket(alpha, idx)
+    return refine_order(at_order, best, best_alpha, lo, hi, log_delta, (q, sigma, steps), method)
+
+
+@float64_jit(static_argnames=("curve", "at_order", "method", "refine"))
+def _dpsgd_eps_jit(sigma, q, steps, log_delta, curve, at_order, method, refine):
+    return _dpsgd_eps_kernel(curve, at_order, sigma, q, steps, log_delta, method, refine)
+
+
+def _check_dpsgd(sigma, q, steps, delta):
+    s = V.positive("sigma", sigma)
+    qq = V.probability("q", q)
+    t = V.nonnegative("steps", steps)
+    d = V.unit_open("delta", delta)
+    shape = V.broadcastable(sigma=s, q=qq, steps=t, delta=d)
+    return s, qq, t, d, shape
+
+
+def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", optimize_order=True) -> EpsilonResult:
+    """eps of DP-SGD: ``steps`` compositions of the Poisson-subsampled Gaussian (rate q, noise multiplier sigma).
+
+    RDP exact at every order (Mironov, Talwar, Zhang 2019), composed (Mironov 2017, Prop. 1), converted at
+    ``delta`` (Balle et al. 2020 by default), minimised over the orders grid and then continuously between
+    the best order's neighbours.  Returns (epsilon, order), broadcast over all four parameters.
+    """
+    s, qq, t, d, shape = _check_dpsgd(sigma, q, steps, delta)
+    V.one_of("method", method, METHODS)
+    a = np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
+    n_panels = _n_panels(s, a)
+    curve = SGMCurve(a, n_panels)
+    with x64_scope():
+        b = lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float64), shape)  # noqa: E731
+        eps, order = _dpsgd_eps_jit(b(s), b(qq), b(t), b(np.log(d)), curve, _SGMAtOrder(n_panels), method,
+                                    bool(optimize_order))
+        return EpsilonResult(eps, order)
+
+
+class _DPSGDGridEps:
+    """fn(sigma, q, steps, log_delta) -> eps on a fixed grid (for the bisection); hashable."""
+
+    def __init__(self, curve, method):
+        self.curve, self.method = curve, method
+
+    def __hash__(self):
+        return hash((self.curve, self.method))
+
+    def __eq__(self, other):
+        return isinstance(other, _DPSGDGridEps) and (self.curve, self.method) == (other.curve, other.method)
+
+    def __call__(self, sigma, q, steps, log_delta):
+        return _dpsgd_eps_kernel(self.curve, None, sigma, q, steps, log_delta, self.method, False)[0]
+
+
+class _DPSGDFullEps(_DPSGDGridEps):
+    def __init__(self, curve, at_order, method):
+        super().__init__(curve, method)
+        self.at_order = at_order
+
+    def __hash__(self):
+        return hash((self.curve, self.at_order, self.method, "full"))
+
+    def __eq__(self, other):
+        return isinstance(other, _DPSGDFullEps) and hash(self) == hash(other)
+
+    def __call__(self, sigma, q, steps, log_delta):
+        return _dpsgd_eps_kernel(self.curve, self.at_order, sigma, q, steps, log_delta, self.method, True)[0]
+
+
+@float64_jit(static_argnames=("coarse", "full", "rtol_static"))
+def _calibrate_jit(target, q, steps, log_delta, lo, hi, coarse, full, rtol_static):
+    # Stage 1: bisection with the coarse-grid accountant (its eps >= the full accountant's: its answer is safe).
+    st1 = invert_monotone_kernel(coarse, target, (q, steps, log_delta), lo, hi, above=True, rtol=1e-3,
+                                 integer=False)
+    # Stage 2: the full accountant (grid + continuous order) on a bracket below the stage-1 answer.
+    upper = st1.value
+    lower = jnp.maximum(lo, upper * 0.8)
+    st2 = invert_monotone_kernel(full, target, (q, steps, log_delta), lower, upper, above=True,
+                                 rtol=rtol_static, integer=False)
+    # If the bracket's lower end is already feasible, the answer lies below it: search the whole range.
+    st3 = invert_monotone_kernel(full, target, (q, steps, log_delta), lo, upper, above=True,
+                                 rtol=rtol_static, integer=False)
+    redo = st2.status == 2  # AT_LIMIT: lower end feasible
+    value = jnp.where(redo, st3.value, st2.value)
+    status = jnp.where(redo, st3.status, st2.status)
+    status = jnp.where(st1.status == INFEASIBLE, INFEASIBLE, status)
+    value = jnp.where(st1.status == INFEASIBLE, hi, value)
+    eps, order = _dpsgd_eps_kernel(full.curve, full.at_order, value, q, steps, log_delta, full.method, True)
+    return value, eps, order, status
+
+
+def dpsgd_calibrate_sigma(
+    *, target_epsilon, q, steps, delta, orders=None, method="balle2020", rtol=1e-6, sigma_range=(1e-2, 1e4)
+) -> Calibration:
+    """Minimal noise multiplier sigma with ``dpsgd_epsilon(sigma, q, steps, delta) <= target_epsilon``.
+
+    Batched over all numeric arguments.  Returns (sigma, epsilon, order, status): sigma is on the feasible
+    side (re-checked: epsilon <= target), within ``rtol`` of the boundary of the accountant used by
+    :func:`dpsgd_epsilon` with the same orders.  Targets no sigma in ``sigma_range`` meets get status
+    INFEASIBLE (sigma = the range's upper end), never NaN.
+    """
+    e = V.positive("target_epsilon", target_epsilon)
+    qq = V.probability("q", q)
+    t = V.nonnegative("steps", steps)
+    d = V.unit_open("delta", delta)
+    V.one_of("method", method, METHODS)
+    lo, hi = (float(x) for x in sigma_range)
+    if not (0 < lo < hi):
+        raise ValueError(f"Expected 0 < sigma_range[0] < sigma_range[1], got sigma_range={sigma_range!r}.")
+    r = float(V.positive("rtol", rtol))
+    shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
+    a = np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
+    n_panels = _n_panels(np.array([lo, hi]), np.concatenate([a, CALIBRATION_ORDERS]))
+    full = _DPSGDFullEps(SGMCurve(a, n_panels), _SGMAtOrder(n_panels), method)
+    coarse = _DPSGDGridEps(SGMCurve(CALIBRATION_ORDERS, n_panels), method)
+    with x64_scope():
+        b = lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float64), shape)  # noqa: E731
+        value, eps, order, status = _calibrate_jit(b(e), b(qq), b(t), b(np.log(d)), b(lo), b(hi), coarse, full, r)
+        return Calibration(value, eps, order, status)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Dispatch by mechanism name (command line, sweeps)
+
+#: Mechanisms the command line and sweeps know, with the parameters each takes.
+MECHANISMS = {
+    "poisson-gaussian": ("sigma", "q", "steps"),
+    "gaussian": ("sigma", "steps"),
+    "laplace": ("scale", "steps"),
+    "randomized-response": ("eps0", "k", "steps"),
+}
+
+
+def epsilon(mechanism: str, *, delta, orders=None, method="balle2020", **params) -> EpsilonResult:
+    """eps at delta of a named mechanism composed over ``steps`` (see :data:`MECHANISMS`), optimal order."""
+    V.one_of("mechanism", mechanism, MECHANISMS)
+    needed = MECHANISMS[mechanism]
+    unknown = set(params) - set(needed)
+    if unknown:
+        raise ValueError(f"Expected parameters {needed} for mechanism={mechanism!r}, got {sorted(unknown)}.")
+    missing = [p for p in needed if p not in params and p != "steps" and p != "k"]
+    if missing:
+        raise ValueError(f"Expected parameter {missing[0]} for mechanism={mechanism!r}.")
+    steps = params.get("steps", 1.0)
+    if mechanism == "poisson-gaussian":
+        return dpsgd_epsilon(sigma=params["sigma"], q=params["q"], steps=steps, delta=delta, orders=orders,
+                             method=method)
+    from .conversions import epsilon_from_rdp, optimal_epsilon
+    from . import rdp as R
+
+    a = np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
+    t = V.nonnegative("steps", steps)
+    if mechanism == "gaussian":
+        return optimal_epsilon(_gaussian_steps, delta=delta, args=(V.positive("sigma", params["sigma"]), t),
+                               orders=a, method=method)
+    if mechanism == "laplace":
+        curve = R.laplace_rdp(a, scale=params["scale"])
+    else:
+        curve = R.randomized_response_rdp(a, eps0=params["eps0"], k=params.get("k", 2))
+    with x64_scope():
+        total = jnp.asarray(t)[..., None] * curve
+    return epsilon_from_rdp(a, total, delta=delta, method=method)
+
+
+def _gaussian_steps(alpha, sigma, steps):
+    return steps * alpha / (2.0 * sigma * sigma)
+
+
+def calibrate_sigma(mechanism: str, *, target_epsilon, delta, orders=None, method="balle2020", rtol=1e-6,
+                    **params) -> Calibration:
+    """Minimal sigma for a named Gaussian-noise mechanism (``poisson-gaussian`` or ``gaussian``)."""
+    V.one_of("mechanism", mechanism, ("poisson-gaussian", "gaussian"))
+    q = params.get("q", 1.0) if mechanism == "poisson-gaussian" else 1.0
+    if mechanism == "poisson-gaussian" and "q" not in params:
+        raise ValueError("Expected parameter q for mechanism='poisson-gaussian'.")
+    return dpsgd_calibrate_sigma(target_epsilon=target_epsilon, q=q, steps=params.get("steps", 1.0),
+                                 delta=delta, orders=orders, method=method, rtol=rtol)

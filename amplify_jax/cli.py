@@ -1,0 +1,311 @@
+"""The ``amplify-jax`` command line.
+
+    amplify-jax epsilon   --mechanism poisson-gaussian --sigma S --q Q --steps T --delta D [--json]
+    amplify-jax rdp       --mechanism poisson-gaussian --sigma S --q Q --orders 1.5,2,32 [--json]
+    amplify-jax calibrate --mechanism poisson-gaussian --target-epsilon 1,3,8 --q Q --steps T --delta D [--json]
+    amplify-jax sweep GRID.toml [--output DIR]
+    amplify-jax demo [--output DIR]
+    amplify-jax figures [--list | NAME ...]
+
+Every numeric flag takes a number, a list ``1,3,8`` or a range ``start:stop:count`` (``0.5:5:1000``, linear;
+``log:1e-3:1:50`` for a geometric range); several list-valued flags make a Cartesian grid (row-major in the
+order of the flags), and one result is printed per grid point.  With ``--json`` the output is one JSON
+object on stdout (lists even for one point).  Errors: one line on stderr, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["main", "parse_values"]
+
+
+def parse_values(name: str, text: str) -> np.ndarray:
+    """A number, a comma list or a range start:stop:count (prefix ``log:`` for geometric) -> 1-D array."""
+    text = str(text).strip()
+    try:
+        if ":" in text:
+            parts = text.split(":")
+            geometric = parts[0] == "log"
+            if geometric:
+                parts = parts[1:]
+            if len(parts) != 3:
+                raise ValueError
+            start, stop, num = float(parts[0]), float(parts[1]), int(parts[2])
+            if num < 1:
+                raise ValueError
+            if geometric:
+                if start <= 0 or stop <= 0:
+                    raise ValueError
+                return np.geomspace(start, stop, num)
+            return np.linspace(start, stop, num)
+        vals = np.array([float(v) for v in text.split(",") if v.strip() != ""], dtype=np.float64)
+        if vals.size == 0:
+            raise ValueError
+        return vals
+    except ValueError:
+        raise ValueError(
+            f"Expected {name} as a number, a list like 1,3,8 or a range like 0.5:5:1000, got {name}={text!r}."
+        ) from None
+
+
+def _grid(named: dict):
+    """Cartesian product of the named 1-D arrays -> dict of flat arrays (row-major in the given order)."""
+    names = list(named)
+    mesh = np.meshgrid(*[named[n] for n in names], indexing="ij")
+    return {n: m.ravel() for n, m in zip(names, mesh)}
+
+
+def _emit(args, payload: dict, columns: dict):
+    if args.json:
+        print(json.dumps({k: np.asarray(v).tolist() for k, v in payload.items()}))
+        return
+    names = list(columns)
+    rows = zip(*[np.asarray(columns[n]).ravel() for n in names])
+    print("  ".join(f"{n:>14}" for n in names))
+    for r in rows:
+        print("  ".join(f"{v:>14.8g}" if isinstance(v, (float, np.floating)) else f"{v!s:>14}" for v in r))
+
+
+def _numeric(args, names):
+    out = {}
+    for n in names:
+        v = getattr(args, n, None)
+        if v is not None:
+            out[n] = parse_values("--" + n.replace("_", "-"), v)
+    return out
+
+
+MECH_FLAGS = {
+    "poisson-gaussian": ("sigma", "q", "steps"),
+    "gaussian": ("sigma", "steps"),
+    "laplace": ("scale", "steps"),
+    "randomized-response": ("eps0", "k", "steps"),
+}
+
+
+def _mechanism_params(args):
+    needed = MECH_FLAGS[args.mechanism]
+    for flag in ("sigma", "q", "scale", "eps0", "k"):
+        if getattr(args, flag, None) is not None and flag not in needed:
+            raise ValueError(f"Expected no --{flag} for --mechanism {args.mechanism} (it takes {', '.join(needed)}).")
+    for flag in needed:
+        if flag not in ("steps", "k") and getattr(args, flag, None) is None:
+            raise ValueError(f"Expected --{flag} for --mechanism {args.mechanism}.")
+    return [f for f in needed]
+
+
+def cmd_epsilon(args):
+    from .accountants import epsilon
+
+    params = _mechanism_params(args)
+    vals = _numeric(args, params + ["delta"])
+    grid = _grid(vals)
+    delta = grid.pop("delta")
+    res = epsilon(args.mechanism, delta=delta, method=args.method, **grid)
+    eps, order = np.asarray(res.epsilon), np.asarray(res.order)
+    _emit(args, {"epsilon": eps, "order": order}, {**grid, "delta": delta, "epsilon": eps, "order": order})
+
+
+def cmd_rdp(args):
+    from . import rdp as R
+
+    params = [p for p in _mechanism_params(args) if p != "steps"]
+    orders = parse_values("--orders", args.orders)
+    vals = _numeric(args, params + ["steps"])
+    grid = _grid(vals)
+    steps = grid.pop("steps", np.array(1.0))
+    if args.mechanism == "poisson-gaussian":
+        curve = R.poisson_subsampled_gaussian_rdp(orders, q=grid["q"], sigma=grid["sigma"])
+    elif args.mechanism == "gaussian":
+        curve = R.gaussian_rdp(orders, sigma=grid["sigma"])
+    elif args.mechanism == "laplace":
+        curve = R.laplace_rdp(orders, scale=grid["scale"])
+    else:
+        curve = R.randomized_response_rdp(orders, eps0=grid["eps0"], k=grid.get("k", 2.0))
+    from . import _validate as V
+
+    total = np.asarray(V.nonnegative("--steps", steps))[..., None] * np.asarray(curve)
+    total = total.reshape(-1, orders.size)
+    if args.json:
+        print(json.dumps({"rdp": total.tolist(), "orders": orders.tolist()}))
+        return
+    names = list(grid) + (["steps"] if np.ndim(steps) else [])
+    cols = [np.broadcast_to(grid[n] if n in grid else steps, (total.shape[0],)) for n in names]
+    print("  ".join(f"{n:>12}" for n in names) + "  " + "  ".join(f"{f'rdp@{o:g}':>14}" for o in orders))
+    for i in range(total.shape[0]):
+        print("  ".join(f"{c[i]:>12.6g}" for c in cols) + "  " + "  ".join(f"{v:>14.8g}" for v in total[i]))
+
+
+def cmd_calibrate(args):
+    from .accountants import calibrate_sigma
+    from .calibrate import STATUS_NAMES
+
+    if args.mechanism not in ("poisson-gaussian", "gaussian"):
+        raise ValueError(f"Expected --mechanism poisson-gaussian or gaussian for calibrate, got {args.mechanism!r}.")
+    names = ["target_epsilon"] + (["q"] if args.mechanism == "poisson-gaussian" else []) + ["steps", "delta"]
+    if args.mechanism == "poisson-gaussian" and args.q is None:
+        raise ValueError("Expected --q for --mechanism poisson-gaussian.")
+    grid = _grid(_numeric(args, names))
+    res = calibrate_sigma(args.mechanism, target_epsilon=grid.pop("target_epsilon"), delta=grid.pop("delta"),
+                          method=args.method, rtol=args.rtol, **grid)
+    sigma, status = np.asarray(res.sigma), np.asarray(res.status)
+    if args.json:
+        print(json.dumps({"sigma": sigma.tolist(), "epsilon": np.asarray(res.epsilon).tolist(),
+                          "status": [STATUS_NAMES[int(s)] for s in status]}))
+        return
+    cols = {"target_epsilon": _grid(_numeric(args, names))["target_epsilon"], "sigma": sigma,
+            "epsilon": np.asarray(res.epsilon), "status": np.array([STATUS_NAMES[int(s)] for s in status])}
+    _emit(args, {}, cols)
+    if np.any(status == 1):
+        print("note: some targets cannot be met within the sigma range (status 'infeasible').", file=sys.stderr)
+
+
+def cmd_sweep(args):
+    from .sweep import load_spec, run_sweep
+
+    spec = load_spec(args.grid, output=args.output)
+    if args.distributed:
+        import jax
+
+        jax.distributed.initialize()
+    out = run_sweep(spec, progress=not args.quiet, distributed=args.distributed)
+    if out is not None:
+        print(f"wrote {out / 'results.csv'} and {out / 'results.parquet'} ({spec.size} points)")
+
+
+def cmd_demo(args):
+    """Default job: eps of DP-SGD over a grid of noise levels (CSV + PNG) and a calibrated noise level."""
+    from .accountants import dpsgd_calibrate_sigma, dpsgd_epsilon
+
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    q, steps, delta = 0.01, 10_000, 1e-5
+    sigmas = np.geomspace(0.5, 5.0, 200)
+    res = dpsgd_epsilon(sigma=sigmas, q=q, steps=steps, delta=delta)
+    eps, order = np.asarray(res.epsilon), np.asarray(res.order)
+    from .sweep import _atomic_write
+
+    def write_csv(tmp):
+        np.savetxt(tmp, np.column_stack([sigmas, eps, order]), delimiter=",", header="sigma,epsilon,order",
+                   comments="", fmt="%.17g")
+
+    _atomic_write(out / "privacy_curve.csv", write_csv)
+    from .plotting import plot_privacy_curve
+
+    plot_privacy_curve(sigmas, eps, out / "privacy_curve.png",
+                       title=f"DP-SGD, Poisson rate q={q}, {steps} steps, delta={delta}")
+    cal = dpsgd_calibrate_sigma(target_epsilon=[1.0, 3.0, 8.0], q=q, steps=steps, delta=delta)
+    print(f"privacy curve of DP-SGD (q={q}, steps={steps}, delta={delta}) over {sigmas.size} noise levels:")
+    print(f"  {out / 'privacy_curve.csv'}\n  {out / 'privacy_curve.png'}")
+    for t, s, e in zip([1.0, 3.0, 8.0], np.asarray(cal.sigma), np.asarray(cal.epsilon)):
+        print(f"calibrated noise for eps <= {t:g}: sigma = {s:.6f} (eps achieved {e:.6f})")
+
+
+def cmd_figures(args):
+    root = Path(__file__).resolve().parent.parent / "benchmarks"
+    scripts = sorted(root.glob("fig_*.py"))
+    if not scripts:
+        raise ValueError("Expected figure scripts in benchmarks/ (run from a source checkout).")
+    if args.list:
+        for s in scripts:
+            print(s.stem)
+        return
+    chosen = scripts if not args.names else [s for s in scripts if s.stem in args.names]
+    unknown = set(args.names or []) - {s.stem for s in scripts}
+    if unknown:
+        raise ValueError(f"Expected figure names from --list, got {sorted(unknown)}.")
+    import subprocess
+
+    for s in chosen:
+        print(f"running {s.name}", flush=True)
+        subprocess.run([sys.executable, str(s)], check=True)
+
+
+def _add_numeric(p, *names):
+    for n in names:
+        p.add_argument("--" + n.replace("_", "-"), dest=n, default=None, metavar="X")
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="amplify-jax", description="Differential-privacy amplification bounds, in JAX.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def mech(sp):
+        sp.add_argument("--mechanism", default="poisson-gaussian", choices=sorted(MECH_FLAGS))
+        _add_numeric(sp, "sigma", "q", "steps", "scale", "eps0", "k")
+        sp.add_argument("--method", default="balle2020", choices=["balle2020", "mironov"])
+        sp.add_argument("--json", action="store_true", help="one JSON object on stdout")
+
+    e = sub.add_parser("epsilon", help="eps at delta with the optimal order")
+    mech(e)
+    _add_numeric(e, "delta")
+    e.set_defaults(func=cmd_epsilon)
+
+    r = sub.add_parser("rdp", help="the RDP curve at given orders")
+    mech(r)
+    r.add_argument("--orders", required=True)
+    r.set_defaults(func=cmd_rdp)
+
+    c = sub.add_parser("calibrate", help="minimal sigma for target eps")
+    mech(c)
+    _add_numeric(c, "target_epsilon", "delta")
+    c.add_argument("--rtol", type=float, default=1e-6)
+    c.set_defaults(func=cmd_calibrate)
+
+    s = sub.add_parser("sweep", help="evaluate a grid from a TOML file (resumable)")
+    s.add_argument("grid")
+    s.add_argument("--output", default=None)
+    s.add_argument("--quiet", action="store_true")
+    s.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize() first")
+    s.set_defaults(func=cmd_sweep)
+
+    d = sub.add_parser("demo", help="privacy curve (CSV + PNG) and calibrated noise on a default grid")
+    d.add_argument("--output", default="amplify-demo")
+    d.set_defaults(func=cmd_demo)
+
+    f = sub.add_parser("figures", help="regenerate the papers' figures (scripts in benchmarks/)")
+    f.add_argument("names", nargs="*")
+    f.add_argument("--list", action="store_true")
+    f.set_defaults(func=cmd_figures)
+    return p
+
+
+def _enable_compilation_cache():
+    """Persistent XLA compilation cache, so repeated command-line runs do not recompile."""
+    import jax
+
+    path = os.environ.get("AMPLIFY_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "amplify_jax"))
+    try:
+        os.makedirs(path, exist_ok=True)
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    except (OSError, AttributeError):  # read-only home or an older jax: run without the cache
+        pass
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _enable_compilation_cache()
+    try:
+        args.func(args)
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
+        print(f"amplify-jax: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("amplify-jax: interrupted (completed sweep parts are kept; rerun to resume)", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Plotting helpers shared by the command line and the figure scripts (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["figure", "save", "plot_privacy_curve"]
+
+
+def figure(*args, **kwargs):
+    """A new matplotlib figure on the Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(*args, **kwargs)
+
+
+def save(fig, path) -> Path:
+    """Save a figure atomically (temporary file + rename) and close it."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=130, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        plt.close(fig)
+    return path
+
+
+def plot_privacy_curve(sigmas, eps, path, *, title=""):
+    fig, ax = figure(figsize=(5.5, 4))
+    ax.loglog(np.asarray(sigmas), np.asarray(eps), lw=2)
+    ax.set_xlabel("noise multiplier sigma")
+    ax.set_ylabel("epsilon")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    return save(fig, path)
