@@ -95,6 +95,26 @@ __all__ = [
     "step_account",
     "spectral_bound",
     "diag_inverse_covariance",
+    "adjacency",
+    "closed_form_epsilon",
+    "closed_form_eps1",
+    "epsilon",
+    "effective_noise_multiplier",
+    "example_level_rdp",
+    "example_level_epsilon",
+    "Calibration",
+    "eps1_budget",
+    "min_sigma_cor",
+    "Baselines",
+    "baselines",
+    "Frontier",
+    "noise_frontier",
+    "OptimalNoise",
+    "metropolis_hastings",
+    "utility_weights",
+    "optimal_noise",
+    "example_level_eps1_budget",
+    "example_level_min_sigma_cor",
 ]
 
 ADVERSARIES = ("eavesdropper", "curious", "colluding", "local")
@@ -916,3 +936,418 @@ def _example_orders(sampling):
     if sampling == "poisson":
         return np.concatenate([np.linspace(1.1, 1.9, 9), np.arange(2.0, 65.0), np.geomspace(66.0, 256.0, 20)])
     return np.arange(2.0, 257.0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Calibration of the two noise levels
+
+
+class _Eps1Fn:
+    """Traceable eps1(sigma_cor, sigma_unc, clip) for one graph and adversary (jnp, same-shape arrays), hashable
+    by identity and cached on the graph so the core's inversion reuses its compiled code."""
+
+    def __init__(self, g: SecGraph, adversary: str, c):
+        self.kind = adversary
+        self.n = g.n
+        self.exact = True
+        if adversary == "local":
+            return
+        a_lo, _ = algebraic_connectivity(g, removed=c)
+        self.a_lo = a_lo
+        self.n_h = g.n - c
+        if g.n >= LARGE_N:
+            self.kind, self.exact = "spectral", False
+            return
+        lam, vec = g.eigh()
+        self.w = jnp.asarray(vec * vec)
+        self.lam = jnp.asarray(lam)
+        self.vec = None
+        self.masks = None
+        if c == 1:
+            nbr, wts, deg = g.neighbours()
+            low = np.flatnonzero(deg <= _WOODBURY_MAX_DEGREE)
+            high = np.flatnonzero(deg > _WOODBURY_MAX_DEGREE)
+            dp = max(int(deg.max(initial=1)) if low.size == 0 else int(deg[low].max()), 1)
+            self.vec = jnp.asarray(vec)
+            self.nbr = jnp.asarray(nbr[:, :dp])
+            self.wts = jnp.asarray(wts[:, :dp])
+            self.low = jnp.asarray(low) if low.size else None
+            if high.size:
+                m = np.ones((high.size, g.n))
+                m[np.arange(high.size), high] = 0.0
+                self.masks = jnp.asarray(m)
+        elif c >= 2:
+            if _n_removal_sets(g.n, c) * float(g.n) ** 3 <= _ENUMERATION_BUDGET:
+                self.masks = jnp.asarray(_removal_masks(g.n, c))
+            else:
+                self.kind, self.exact = "spectral", False
+        if self.masks is not None:
+            self.adj = jnp.asarray(g.adjacency.toarray())
+
+    def diag_max(self, su2, sc2):
+        """max_i [Sigma_H^{-1}]_ii over the adversary's honest sets, flat (P,) arrays, plus margins."""
+        if self.kind == "local":
+            return 1.0 / su2
+        if self.kind == "spectral":
+            return _spectral_diag_bound(self.n_h, self.a_lo, su2, sc2)
+        r = 1.0 / (su2[:, None] + sc2[:, None] * self.lam[None, :])
+        d = jnp.max(r @ self.w.T, axis=1)
+        if self.vec is not None and self.low is not None:
+            wb = lax.map(lambda p: _woodbury_one_pair(self.vec, self.lam, self.nbr, self.wts, self.low, p[0], p[1]),
+                         (su2, sc2))
+            d = jnp.maximum(d, wb * (1.0 + _WOODBURY_REL_MARGIN))
+        if self.masks is not None:
+            dm = lax.map(lambda p: jnp.max(lax.map(lambda m: _masked_one(self.adj, m, p[0], p[1]), self.masks)),
+                         (su2, sc2))
+            d = jnp.maximum(d, dm)
+        return d + _ROUND_ABS * self.n * _U / su2
+
+    def __call__(self, sigma_cor, sigma_unc, clip):
+        shape = jnp.shape(sigma_cor)
+        su2 = jnp.broadcast_to(sigma_unc, shape).reshape(-1) ** 2
+        sc2 = jnp.reshape(sigma_cor, (-1,)) ** 2
+        c2 = 2.0 * jnp.broadcast_to(clip, shape).reshape(-1) ** 2
+        return (c2 * self.diag_max(su2, sc2)).reshape(shape)
+
+
+def _eps1_fn(g: SecGraph, adversary, c) -> _Eps1Fn:
+    if not hasattr(g, "_eps1_fns"):
+        g._eps1_fns = {}
+    key = (adversary, c)
+    if key not in g._eps1_fns:
+        g._eps1_fns[key] = _Eps1Fn(g, adversary, c)
+    return g._eps1_fns[key]
+
+
+class Calibration(NamedTuple):
+    """Calibrated noise levels (arrays broadcast over the inputs).
+
+    sigma_unc, sigma_cor: the noise pair (sigma_cor is the minimal one for the given sigma_unc, rounded up to
+        within rtol: the feasible endpoint of the bisection, re-checked).
+    status: 0 ok; 1 infeasible (no sigma_cor meets the budget at this sigma_unc: sigma_unc <= the central-DP
+        level of the honest set, or a graph the adversary can disconnect); 2 at limit (sigma_cor = 0 already
+        meets it: sigma_unc >= the local-DP level); 3 re-check failed.  See ``amplify_jax.calibrate``.
+    eps1: the per-step coefficient achieved, re-computed (<= eps1_budget where status is 0 or 2).
+    eps1_budget: the per-step budget derived from (epsilon, delta, steps).
+    """
+
+    sigma_unc: jax.Array
+    sigma_cor: jax.Array
+    status: jax.Array
+    eps1: jax.Array
+    eps1_budget: jax.Array
+
+
+def eps1_budget(epsilon, *, steps, delta, method="closed_form"):
+    """The largest per-step eps1 such that T steps stay (epsilon, delta)-SecLDP (App. D.1, step 1).
+
+    "closed_form": :func:`closed_form_eps1`; "balle2020" / "mironov": inverts the core's conversion of
+    alpha T eps1 (min over a dense order grid) with ``amplify_jax.calibrate.invert_monotone`` (largest
+    feasible eps1, re-checked).
+    """
+    V.one_of("method", method, _CONVERSION_METHODS)
+    if method == "closed_form":
+        return closed_form_eps1(epsilon, steps=steps, delta=delta)
+    from .calibrate import invert_monotone
+
+    e = V.positive("epsilon", epsilon)
+    t = V.positive("steps", steps)
+    d = V.unit_open("delta", delta)
+    shape = V.broadcastable(epsilon=e, steps=t, delta=d)
+    lo = np.asarray(closed_form_eps1(e, steps=t, delta=d))  # feasible: balle2020/mironov <= closed form
+    fn = _BUDGET_FNS[method]
+    inv = invert_monotone(fn, np.broadcast_to(e, shape), args=(np.log(d), t), lo=lo * 0.5, hi=lo * 1e3 + 1e-300,
+                          feasible="below", rtol=1e-9)
+    return inv.value
+
+
+def _budget_fn_balle(eps1, log_delta, steps):
+    return _eps_from_eps1_kernel(eps1, log_delta, steps, jnp.asarray(_CURVE_ORDERS), "balle2020")
+
+
+def _budget_fn_mironov(eps1, log_delta, steps):
+    return _eps_from_eps1_kernel(eps1, log_delta, steps, jnp.asarray(_CURVE_ORDERS), "mironov")
+
+
+_BUDGET_FNS = {"balle2020": _budget_fn_balle, "mironov": _budget_fn_mironov}
+
+
+def _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol):
+    """Minimal sigma_cor with eps1(sigma_cor; sigma_unc) <= budget, batched (the core's inversion)."""
+    from .calibrate import INFEASIBLE, AT_LIMIT, invert_monotone
+
+    fn = _eps1_fn(g, adversary, c)
+    shape = np.broadcast_shapes(np.shape(su), np.shape(clip_a), np.shape(budget))
+    su_b, c_b, b_b = (np.broadcast_to(np.asarray(x, dtype=np.float64), shape) for x in (su, clip_a, budget))
+    ldp = 2.0 * c_b**2 / su_b**2
+    with x64_scope():
+        at_zero = np.asarray(fn(jnp.zeros(shape), jnp.asarray(su_b), jnp.asarray(c_b)))
+    # eps1 decreases in sigma_cor towards 2 C^2 / (n_H sigma_unc^2) at best: search sigma_cor up to where the
+    # component-average term dominates (hi), starting near sigma_unc / sqrt(lambda_max) scale (lo).
+    lam_max = 2.0 * float(g.degrees.max()) if g.degrees.size else 1.0
+    lo = su_b * 1e-6 / math.sqrt(max(lam_max, 1e-300))
+    hi = su_b * 1e9
+    inv = invert_monotone(fn, b_b, args=(su_b, c_b), lo=lo, hi=hi, feasible="above", rtol=rtol)
+    value = np.where(at_zero <= b_b, 0.0, np.asarray(inv.value))
+    status = np.where(at_zero <= b_b, AT_LIMIT, np.asarray(inv.status))
+    status = np.where((status == AT_LIMIT) & (at_zero > b_b), 0, status)  # feasible at lo > 0 (tiny): fine
+    with x64_scope():
+        achieved = np.asarray(fn(jnp.asarray(value), jnp.asarray(su_b), jnp.asarray(c_b)))
+    status = np.where((status != INFEASIBLE) & (achieved > b_b), 3, status)
+    del ldp
+    return value, status, achieved
+
+
+def min_sigma_cor(graph, *, sigma_unc, clip, epsilon, delta, steps, adversary="eavesdropper", colluders=None,
+                  method="closed_form", rtol=1e-6) -> Calibration:
+    """For a fixed sigma_unc, the minimal sigma_cor such that T steps of Decor are (epsilon, delta)-SecLDP
+    against the adversary (Decor App. D.1: fix sigma_unc, bisect sigma_cor on the accountant, which is
+    non-increasing in sigma_cor since Sigma grows in the Loewner order).  Batched over sigma_unc, clip, epsilon,
+    delta, steps through ``amplify_jax.calibrate.invert_monotone`` (feasible endpoint, re-checked)."""
+    g = prepare_graph(graph)
+    c = _validate_adversary(g, adversary, colluders)
+    su = V.positive("sigma_unc", sigma_unc)
+    clip_a = V.positive("clip", clip)
+    budget = np.asarray(eps1_budget(epsilon, steps=steps, delta=delta, method=method))
+    V.broadcastable(sigma_unc=su, clip=clip_a, budget=budget)
+    _check_connectivity(g, c)
+    value, status, achieved = _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol)
+    shape = value.shape
+    with x64_scope():
+        return Calibration(jnp.asarray(np.broadcast_to(su, shape)), jnp.asarray(value), jnp.asarray(status),
+                           jnp.asarray(achieved), jnp.asarray(np.broadcast_to(budget, shape)))
+
+
+class Baselines(NamedTuple):
+    """Noise of the two D-SGD baselines with uncorrelated noise only, for the same per-step budget
+    (Decor Sec. 6 and App. D.1-D.2; Gaussian mechanism, Mironov 2017): local DP, each user's message private,
+    eps1 = 2 C^2 / sigma_ldp^2; central DP, only the average of the n users' models private, sigma_cdp =
+    sigma_ldp / sqrt(n) (the average has sensitivity 2C/n and noise variance sigma_cdp^2 / n)."""
+
+    sigma_ldp: jax.Array
+    sigma_cdp: jax.Array
+    eps1_budget: jax.Array
+
+
+def baselines(n, *, clip, epsilon, delta, steps, method="closed_form") -> Baselines:
+    """Local-DP and central-DP noise levels for n users (see :class:`Baselines`)."""
+    nn = V.integer("n", n, minimum=1)
+    cl = V.positive("clip", clip)
+    b = np.asarray(eps1_budget(epsilon, steps=steps, delta=delta, method=method))
+    ldp = cl * np.sqrt(2.0 / b)
+    cdp = ldp / np.sqrt(nn)
+    with x64_scope():
+        return Baselines(jnp.asarray(ldp), jnp.asarray(cdp), jnp.asarray(b))
+
+
+class Frontier(NamedTuple):
+    """Admissible pairs: for each sigma_unc on a grid, the minimal sigma_cor (every pair with a larger
+    sigma_cor is admissible too).  Fields as in :class:`Calibration`."""
+
+    sigma_unc: jax.Array
+    sigma_cor: jax.Array
+    status: jax.Array
+    eps1: jax.Array
+    eps1_budget: jax.Array
+
+
+def _honest_size(g, c):
+    return g.n if c is None else g.n - c
+
+
+def noise_frontier(graph, *, clip, epsilon, delta, steps, adversary="eavesdropper", colluders=None, num=32,
+                   method="closed_form", rtol=1e-6) -> Frontier:
+    """The frontier of admissible (sigma_unc, sigma_cor) pairs for one target (scalar epsilon, delta, steps).
+
+    sigma_unc runs geometrically over (sigma_low, sigma_ldp], sigma_low = sigma_ldp / sqrt(n_H) (n_H = n - c
+    honest users; below it no sigma_cor suffices, since eps1 -> 2 C^2 / (n_H sigma_unc^2) as sigma_cor -> inf)
+    and sigma_ldp the local-DP level (sigma_cor = 0 suffices above it).  One batched inversion.
+    """
+    g = prepare_graph(graph)
+    c = _validate_adversary(g, adversary, colluders)
+    num = int(V.integer("num", num, minimum=2))
+    budget = float(np.asarray(eps1_budget(epsilon, steps=steps, delta=delta, method=method)).reshape(()))
+    cl = float(V.positive("clip", clip))
+    _check_connectivity(g, c)
+    ldp = cl * math.sqrt(2.0 / budget)
+    low = ldp / math.sqrt(_honest_size(g, c) if c is not None else 1)
+    su = np.geomspace(low * (1.0 + 1e-3), ldp, num)
+    value, status, achieved = _sigma_cor_for_budget(g, adversary, c, su, cl, budget, rtol)
+    with x64_scope():
+        return Frontier(jnp.asarray(su), jnp.asarray(value), jnp.asarray(status), jnp.asarray(achieved),
+                        jnp.asarray(np.full(su.shape, budget)))
+
+
+class OptimalNoise(NamedTuple):
+    """The pair on the frontier minimising ``cost = k_unc sigma_unc^2 + k_cor sigma_cor^2`` (see
+    :func:`optimal_noise`), re-checked: eps1 <= eps1_budget."""
+
+    sigma_unc: jax.Array
+    sigma_cor: jax.Array
+    cost: jax.Array
+    eps1: jax.Array
+    eps1_budget: jax.Array
+    k_unc: jax.Array
+    k_cor: jax.Array
+
+
+def metropolis_hastings(graph) -> np.ndarray:
+    """Metropolis-Hastings mixing matrix W_ij = 1 / (1 + max(d_i, d_j)) on edges, W_ii = 1 - sum_j W_ij
+    (Boyd et al. 2006; Decor Sec. 6 setup).  Dense."""
+    g = prepare_graph(graph)
+    a = (g.adjacency.toarray() > 0).astype(float)
+    deg = a.sum(1)
+    w = a / (1.0 + np.maximum(deg[:, None], deg[None, :]))
+    return w + np.diag(1.0 - w.sum(1))
+
+
+def utility_weights(graph, cost="gossip", kappa=None):
+    """(k_unc, k_cor) of the utility cost k_unc sigma_unc^2 + k_cor sigma_cor^2.
+
+    "gossip": the noise variance per user and coordinate left after one gossip step of Decor with the
+        Metropolis-Hastings matrix W (Decor Eq. 4, Sec. 6): the step noise has covariance
+        sigma_unc^2 I + sigma_cor^2 L (the pairwise terms sum to B v, B the incidence matrix), so after mixing
+        it is W (sigma_unc^2 I + sigma_cor^2 L) W: k_unc = tr(W^2)/n, k_cor = tr(W L W)/n.  This is the
+        quantity Lemma 8 analyses exactly (the correlated-noise term of Thm 2, whose constants the extraction
+        lost); k_cor = 0 for the complete graph with W = 11^T/n.
+    "variance": the total injected variance per user, sigma_unc^2 + mean degree * sigma_cor^2.
+    ``kappa``: overrides k_cor (with k_unc = 1).
+    """
+    g = prepare_graph(graph)
+    V.one_of("cost", cost, ("gossip", "variance"))
+    if kappa is not None:
+        return 1.0, float(V.nonnegative("kappa", kappa))
+    if cost == "variance":
+        return 1.0, float(g.degrees.sum() / g.n)
+    w = metropolis_hastings(g)
+    lap = g.laplacian
+    return float(np.trace(w @ w) / g.n), float(np.trace(w @ lap @ w) / g.n)
+
+
+def optimal_noise(graph, *, clip, epsilon, delta, steps, adversary="eavesdropper", colluders=None, cost="gossip",
+                  kappa=None, num=24, iterations=60, learning_rate=0.1, method="closed_form") -> OptimalNoise:
+    """The admissible pair minimising a utility cost k_unc sigma_unc^2 + k_cor sigma_cor^2 (see
+    :func:`utility_weights`: "gossip" by default, "variance", or a given kappa), with optax.
+
+    Method: the problem is one-dimensional along the frontier sigma_cor = s(sigma_unc) (minimal sigma_cor,
+    :func:`min_sigma_cor`).  A frontier grid (:func:`noise_frontier`) gives the start; optax.adam then descends
+    on u = logit of sigma_unc's position in (sigma_low, sigma_ldp) with the implicit-function gradient
+    ds/dsigma_unc = -(d eps1/d sigma_unc)/(d eps1/d sigma_cor) (jax.grad of the accountant), s re-computed by
+    the core's inversion at every step.  Every candidate is a feasible endpoint; the best is returned.
+    """
+    import optax
+
+    g = prepare_graph(graph)
+    c = _validate_adversary(g, adversary, colluders)
+    k_u, k_c = utility_weights(g, cost, kappa)
+    cl = float(V.positive("clip", clip))
+    fr = noise_frontier(g, clip=cl, epsilon=epsilon, delta=delta, steps=steps, adversary=adversary,
+                        colluders=colluders, num=num, method=method)
+    su_grid = np.asarray(fr.sigma_unc)
+    sc_grid = np.asarray(fr.sigma_cor)
+    ok = np.isin(np.asarray(fr.status), (0, 2))
+    cost_grid = np.where(ok, k_u * su_grid**2 + k_c * sc_grid**2, np.inf)
+    k0 = int(np.argmin(cost_grid))
+    budget = float(fr.eps1_budget[0])
+    best = (cost_grid[k0], su_grid[k0], sc_grid[k0], float(fr.eps1[k0]))
+    low, high = su_grid[0] / (1.0 + 1e-3), su_grid[-1]
+    fn = _eps1_fn(g, adversary, c)
+
+    def to_su(u):
+        return low + (high - low) / (1.0 + np.exp(-u))
+
+    frac = np.clip((su_grid[k0] - low) / (high - low), 1e-6, 1 - 1e-6)
+    u = np.array(np.log(frac / (1.0 - frac)))
+    opt = optax.adam(learning_rate)
+    state = opt.init(u)
+    with x64_scope():
+        grad_fn = jax.jit(jax.grad(lambda sc_, su_: jnp.sum(fn(sc_, su_, jnp.asarray(cl))), argnums=(0, 1)))
+    for _ in range(int(iterations)):
+        su = float(to_su(u))
+        sc, st, ach = _sigma_cor_for_budget(g, adversary, c, np.asarray(su), cl, budget, 1e-9)
+        sc = float(sc)
+        if int(st) in (0, 2):
+            val = k_u * su**2 + k_c * sc**2
+            if val < best[0]:
+                best = (val, su, sc, float(ach))
+        if int(st) != 0 or sc <= 0:
+            break  # at the local-DP end or infeasible: the gradient is not defined there
+        with x64_scope():
+            g_sc, g_su = grad_fn(jnp.asarray([sc]), jnp.asarray([su]))
+        ds = -float(g_su[0]) / float(g_sc[0]) if float(g_sc[0]) != 0 else 0.0
+        dcost = 2.0 * k_u * su + 2.0 * k_c * sc * ds
+        dsu_du = (high - low) * np.exp(-u) / (1.0 + np.exp(-u)) ** 2
+        # gradient of log(cost): scale-free steps
+        updates, state = opt.update(np.array(dcost * dsu_du / (k_u * su**2 + k_c * sc**2)), state, u)
+        u = optax.apply_updates(u, updates)
+    val, su, sc, e1 = best
+    with x64_scope():
+        return OptimalNoise(jnp.asarray(su), jnp.asarray(sc), jnp.asarray(val), jnp.asarray(e1),
+                            jnp.asarray(budget), jnp.asarray(k_u), jnp.asarray(k_c))
+
+
+def example_level_eps1_budget(epsilon, *, delta, steps, batch_size, sampling_rate, sampling="poisson",
+                              orders=None, rtol=1e-7, method="balle2020"):
+    """The largest per-step eps1 (at the user clip C used by the accountant) such that T subsampled steps are
+    example-level (epsilon, delta)-SecLDP (App. D.1, "Example-level privacy": no closed form, so this is a
+    bisection on eps1 over the core's subsampled curves; the example-level eps increases with eps1).  Returns
+    the feasible (lower) endpoint, re-checked.  Scalar inputs."""
+    from . import rdp as core_rdp
+    from .conversions import epsilon_from_rdp
+
+    e = float(V.positive("epsilon", epsilon))
+    d = float(V.unit_open("delta", delta))
+    t = float(V.positive("steps", steps))
+    b = float(V.positive("batch_size", batch_size))
+    q = float(V.unit_open("sampling_rate", sampling_rate))
+    V.one_of("sampling", sampling, _SAMPLINGS)
+    a = V.orders("orders", _example_orders(sampling) if orders is None else orders)
+
+    def eps_of(eps1_arr):
+        sig = effective_noise_multiplier(eps1_arr, clip=1.0, batch_size=b, sampling=sampling)
+        if sampling == "poisson":
+            curve = core_rdp.poisson_subsampled_gaussian_rdp(a, q=q, sigma=sig)
+        else:
+            curve = core_rdp.subsampled_gaussian_wor_rdp(a, q=q, sigma=sig)
+        return np.asarray(epsilon_from_rdp(a, t * np.asarray(curve), delta=d, method=method).epsilon)
+
+    lo, hi = 1e-12, 1e-12
+    while eps_of(np.array([hi]))[0] <= e and hi < 1e6:
+        lo, hi = hi, hi * 10.0
+    if hi >= 1e6:
+        return hi
+    if lo == hi:
+        raise ValueError(f"Expected a reachable epsilon, got epsilon={e!r} (below the value at eps1=1e-12).")
+    # bisection on log eps1, 8 points per round
+    while hi / lo > 1.0 + rtol:
+        grid = np.geomspace(lo, hi, 10)[1:-1]
+        ok = eps_of(grid) <= e
+        lo_i = np.flatnonzero(ok)
+        new_lo = grid[lo_i[-1]] if lo_i.size else lo
+        hi_i = np.flatnonzero(~ok)
+        new_hi = grid[hi_i[0]] if hi_i.size else hi
+        lo, hi = new_lo, new_hi
+    assert eps_of(np.array([lo]))[0] <= e
+    return lo
+
+
+def example_level_min_sigma_cor(graph, *, sigma_unc, clip, epsilon, delta, steps, batch_size, sampling_rate,
+                                sampling="poisson", adversary="eavesdropper", colluders=None,
+                                rtol=1e-6) -> Calibration:
+    """Example-level counterpart of :func:`min_sigma_cor` (Decor App. D.1): the eps1 budget from
+    :func:`example_level_eps1_budget`, then the minimal sigma_cor for each sigma_unc (batched)."""
+    g = prepare_graph(graph)
+    c = _validate_adversary(g, adversary, colluders)
+    su = V.positive("sigma_unc", sigma_unc)
+    cl = V.positive("clip", clip)
+    unit = example_level_eps1_budget(epsilon, delta=delta, steps=steps, batch_size=batch_size,
+                                     sampling_rate=sampling_rate, sampling=sampling)
+    budget = unit * np.asarray(cl) ** 2  # eps1 scales as C^2 at fixed effective noise: budget at clip C
+    # effective_noise_multiplier divides by sqrt(eps1) at clip 1; at clip C the noise multiplier is the
+    # same function of eps1 / C^2, hence the budget scales with C^2.
+    _check_connectivity(g, c)
+    value, status, achieved = _sigma_cor_for_budget(g, adversary, c, su, cl, budget, rtol)
+    shape = value.shape
+    with x64_scope():
+        return Calibration(jnp.asarray(np.broadcast_to(su, shape)), jnp.asarray(value), jnp.asarray(status),
+                           jnp.asarray(achieved), jnp.asarray(np.broadcast_to(budget, shape)))
