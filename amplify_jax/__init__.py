@@ -13,7 +13,8 @@ Every public function validates its inputs (ValueError naming the parameter) and
 whatever the global JAX setting.
 """
 
-from . import calibrate, conversions, numerics, rdp
+from . import accountants, calibrate, conversions, numerics, rdp
+from .accountants import calibrate_sigma, dpsgd_calibrate_sigma, dpsgd_epsilon, epsilon
 from .calibrate import Inversion, invert_monotone
 from .conversions import delta_from_rdp, dp_to_rdp, epsilon_from_rdp, optimal_epsilon
 from .rdp import (
@@ -31,6 +32,11 @@ from .rdp import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "accountants",
+    "calibrate_sigma",
+    "dpsgd_calibrate_sigma",
+    "dpsgd_epsilon",
+    "epsilon",
     "calibrate",
     "conversions",
     "numerics",
