@@ -1,0 +1,445 @@
+"""Self check-in: binomial-weighted RDP of clients that check in by themselves, shuffled and distributed.
+
+Source: Liew, Hasegawa, Takahashi, "Self Check-in: Tight Privacy Amplification for Practical Distributed
+Learning" (also "Privacy Amplification via Shuffled Check-Ins", arXiv 2206.03151), read with
+``ERRATA.md``.  Each of the n clients checks in to a round with probability gamma (dropouts make the
+effective rate gamma = p (1 - p'), Sec. 3.2); the number k ~ Bin(n, gamma) of participants is public.
+
+What is here (every curve has the orders axis last and broadcasts over its numeric parameters):
+
+- Thm 1 (Eq. 5), the binomial-weighted sum over k of the RDP of a k-participant round, evaluated *exactly*
+  for n up to 1e15 (:func:`binomial_weighted_rdp`): the k that carry all but a tail of mass <= ``tail_tol``
+  (Bernstein's inequality fixes the window size at the Python boundary, a static shape) are summed term by
+  term, and the rest of the k-axis is covered by geometric blocks whose contribution is bounded above
+  (block mass <= size x the largest pmf in it; per-k moment <= the block's worst case).  The result is
+  therefore an upper bound whatever ``tail_tol`` is; ``tail_tol`` only sets how tight it is.
+- Thm 4 (Eq. 10): distributed check-in with the Gaussian mechanism (:func:`distributed_gaussian_rdp`),
+  base RDP 2 lambda / (k sigma^2) (the mean of k values clipped to norm 1, replacement adjacency) amplified
+  by sampling without replacement (Wang, Balle, Kasiviswanathan 2019, Thm 9, the bound of
+  :func:`amplify_jax.rdp.without_replacement_rdp`), and the Eq. 11 approximation as an option.
+- Thm 2 (Eq. 7, constants corrected against Girgis et al. 2021) and Thm 3 (Eq. 8): upper and lower
+  bounds for shuffled check-in of eps0-LDP discrete randomizers; the strong-composition baseline.
+- Sec. 4.1: the shuffled Gaussian RDP by integer partitions (at most n parts, ERRATA), and the
+  "subsampled shuffling conversion" route for (eps0, delta0)-LDP randomizers.
+- Calibration: minimal sigma, largest gamma, most rounds for a target (eps, delta).
+
+Per-k sampling rate.  Conditioned on k participants, the differing client is among them with probability
+exactly k / n (Bin(k-1; n-1, gamma) gamma / Bin(k; n, gamma) = k / n), so the k-participant round is a
+without-replacement subsample of rate k / n.  The paper writes the rate gamma in Eqs. 7, 10, 11; the exact
+sums here use k / n (the sound rate).  The closed forms that the paper derives with rate gamma (Eq. 7, Eq. 11)
+are offered as printed, to reproduce the paper, and say so.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable, NamedTuple
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax.scipy import special as jsp
+
+from . import _validate as V
+from .numerics import float64_jit, log_expm1, logsumexp, x64_scope
+
+__all__ = [
+    "DEFAULT_TAIL_TOL",
+    "MAX_N",
+    "effective_checkin_rate",
+    "window_size",
+    "binomial_weighted_rdp",
+    "log_binom_pmf_accurate",
+    "distributed_gaussian_rdp",
+]
+
+#: Default bound on the binomial mass left outside the exactly summed window of k (its contribution is
+#: still added, bounded from above; this only sets the window size and so the tightness).
+DEFAULT_TAIL_TOL = 1e-12
+
+#: Largest population handled (integers stay exact in float64 well beyond; the block grid covers it).
+MAX_N = 10**15
+
+#: Relative margin added to every RDP value returned by the exact sums: it covers the float64 rounding of
+#: the pmf (Loader's algorithm, ~1e-14 relative), of the per-k moments and of the log-sum-exp.
+_SAFETY_REL = 1e-11
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+# ----------------------------------------------------------------------------------------------------------
+# Binomial pmf with full relative accuracy for n up to 1e15 (Loader 2000, "Fast and accurate computation of
+# binomial probabilities"): saddle-point expansion with the Stirling remainder and the deviance bd0, which
+# avoids the ~n log(n) * 1e-16 absolute error of gammaln-based log-binomials (2e-6 at n = 1e9).
+
+# stirlerr(m) = log m! - (m + 1/2) log m + m - log sqrt(2 pi) for m = 0..15 (m = 0 unused), from mpmath at
+# 40 digits.
+_STIRLERR_TABLE = np.array(
+    [
+        0.0,
+        0.08106146679532726,
+        0.0413406959554093,
+        0.02767792568499834,
+        0.020790672103765093,
+        0.016644691189821193,
+        0.013876128823070748,
+        0.01189670994589177,
+        0.010411265261972096,
+        0.009255462182712733,
+        0.00833056343336287,
+        0.007573675487951841,
+        0.00694284010720953,
+        0.006408994188004207,
+        0.0059513701127588475,
+        0.005554733551962801,
+    ]
+)
+
+
+def _stirlerr(m):
+    """Stirling remainder log m! - log(sqrt(2 pi m) (m/e)^m) at integer-valued m >= 0 (table, then series)."""
+    ms = jnp.maximum(m, 16.0)
+    r2 = 1.0 / (ms * ms)
+    series = (1.0 / 12 - r2 * (1.0 / 360 - r2 * (1.0 / 1260 - r2 * (1.0 / 1680 - r2 / 1188)))) / ms
+    table = jnp.asarray(_STIRLERR_TABLE)[jnp.clip(m, 0, 15).astype(jnp.int32)]
+    return jnp.where(m <= 15, table, series)
+
+
+def _bd0(x, mean):
+    """Deviance term x log(x / mean) + mean - x >= 0 (Loader), by a series when x is close to mean."""
+    d = x - mean
+    s = x + mean
+    near = jnp.abs(d) < 0.1 * s
+    v = jnp.where(near, d / jnp.where(s > 0, s, 1.0), 0.0)
+    v2 = v * v
+    acc = d * v
+    ej = 2.0 * x * v
+    for j in range(1, 12):  # |v| < 0.1: the 11th term is < 1e-22 relative
+        ej = ej * v2
+        acc = acc + ej / (2 * j + 1)
+    safe_x = jnp.where(x > 0, x, 1.0)
+    safe_m = jnp.where(mean > 0, mean, 1.0)
+    direct = jnp.where(x > 0, x * jnp.log(safe_x / safe_m), 0.0) + mean - x
+    return jnp.where(near, acc, direct)
+
+
+def log_binom_pmf_accurate(k, n, p):
+    """log Bin(k; n, p) with ~1e-14 relative accuracy for integer-valued 0 <= k <= n <= 1e15 (jnp).
+
+    Loader's saddle-point form: log pmf = stirlerr(n) - stirlerr(k) - stirlerr(n-k) - bd0(k, np)
+    - bd0(n-k, n(1-p)) - log(2 pi k (n-k)/n)/2 for 0 < k < n; the edge cases k in {0, n} and p in {0, 1}
+    exactly.  -inf outside the support.  Broadcasts.
+    """
+    k, n, p = jnp.broadcast_arrays(jnp.asarray(k, jnp.float64), jnp.asarray(n, jnp.float64),
+                                   jnp.asarray(p, jnp.float64))
+    inner = (k > 0) & (k < n) & (p > 0) & (p < 1)
+    ks = jnp.where(inner, k, 1.0)
+    ns = jnp.where(inner, n, 2.0)
+    ps = jnp.where(inner, p, 0.5)
+    lc = (_stirlerr(ns) - _stirlerr(ks) - _stirlerr(ns - ks) - _bd0(ks, ns * ps)
+          - _bd0(ns - ks, ns * (1.0 - ps)))
+    lf = _LOG_2PI + jnp.log(ks) + jnp.log1p(-ks / ns)
+    interior = lc - 0.5 * lf
+    p_in = jnp.clip(p, 1e-300, 1.0 - 1e-16)
+    at0 = jnp.where(p >= 1, -jnp.inf, n * jnp.log1p(-jnp.minimum(p, 1.0)))
+    at0 = jnp.where(n == 0, 0.0, at0)
+    atn = jnp.where(p <= 0, -jnp.inf, n * jnp.log(jnp.where(p > 0, p, 1.0)))
+    out = jnp.where(inner, interior, -jnp.inf)
+    out = jnp.where((k > 0) & (k < n) & ((p <= 0) | (p >= 1)), -jnp.inf, out)
+    out = jnp.where(k == 0, at0, out)
+    out = jnp.where((k == n) & (n > 0), atn, out)
+    del p_in
+    return jnp.where((k < 0) | (k > n), -jnp.inf, out)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The Thm 1 sum over k, exact on a window, bounded on geometric blocks elsewhere
+
+#: k = 1..HEAD are always summed exactly (the small-k terms dominate at large orders).
+_HEAD = 64
+#: Ratio of the geometric blocks that cover the k-axis outside the head and the window.
+_BLOCK_RATIO = 1.125
+
+
+def _block_grid(n_max: int = MAX_N):
+    """Block boundaries b_0 = HEAD + 1 < b_1 < ... covering [HEAD + 1, n_max]; block i = [b_i, b_{i+1} - 1]."""
+    b = [_HEAD + 1]
+    while b[-1] <= n_max:
+        b.append(max(b[-1] + 1, int(math.floor(b[-1] * _BLOCK_RATIO))))
+    b = np.asarray(b, dtype=np.float64)
+    return b[:-1], b[1:] - 1.0
+
+
+_BLOCK_LO, _BLOCK_HI = _block_grid()
+
+
+def window_size(n, gamma, tail_tol=DEFAULT_TAIL_TOL) -> int:
+    """The (static) number W of consecutive k summed exactly around n gamma, for a grid of (n, gamma).
+
+    Bernstein's inequality, P(|k - n gamma| >= t) <= 2 exp(-t^2 / (2 (v + t/3))) with v = n gamma (1 - gamma),
+    gives t = L/3 + sqrt(L^2/9 + 2 L v), L = log(2 / tail_tol); W = 2t + 2 rounded up to a power of two
+    (at least 64, at most the power of two above max n), so that nearby grids share compiled code.
+    """
+    n = np.asarray(n, dtype=np.float64)
+    g = np.asarray(gamma, dtype=np.float64)
+    v = float(np.max(n * g * (1.0 - g))) if n.size and g.size else 0.0
+    L = math.log(2.0 / float(tail_tol))
+    t = L / 3.0 + math.sqrt(L * L / 9.0 + 2.0 * L * v)
+    w = max(64, 1 << int(math.ceil(math.log2(2.0 * t + 2.0))))
+    cap = max(64, 1 << int(math.ceil(math.log2(float(np.max(n)) + 1.0))))
+    return int(min(w, cap))
+
+
+def _binomial_log_excess(log_excess_fn, n, gamma, width: int):
+    """log of an upper bound on sum_{k>=1} Bin(k; n, gamma) (M_k - 1), shape batch + orders (jnp).
+
+    ``log_excess_fn(k_lo, k_hi)`` returns, for arrays batch + (K,), an upper bound on log(M_k - 1) valid for
+    every integer k in [k_lo, k_hi] (equality k_lo = k_hi for single terms), with shape batch + (K, A), where
+    M_k = E[(p_k / q_k)^lambda] is the lambda-th moment of the k-participant round (M_k >= 1).  ``n`` and
+    ``gamma`` have the batch shape.  The k = 0 round reveals nothing (M_0 = 1) and contributes 0.
+    """
+    nb = n[..., None]
+    gb = gamma[..., None]
+    mu = n * gamma
+    start = jnp.clip(jnp.floor(mu) - width // 2, _HEAD + 1, jnp.maximum(_HEAD + 1, n - width + 1))
+    k_head = jnp.broadcast_to(jnp.arange(1, _HEAD + 1, dtype=jnp.float64), n.shape + (_HEAD,))
+    k_win = start[..., None] + jnp.arange(width, dtype=jnp.float64)
+    k_exact = jnp.concatenate([k_head, k_win], axis=-1)
+    valid = k_exact <= nb
+    k_safe = jnp.where(valid, k_exact, 1.0)
+    logw = jnp.where(valid, log_binom_pmf_accurate(k_safe, nb, gb), -jnp.inf)
+
+    # Geometric blocks below and above the window, clipped to [HEAD + 1, start - 1] and [start + W, n].
+    blo = jnp.asarray(_BLOCK_LO)
+    bhi = jnp.asarray(_BLOCK_HI)
+    sb = start[..., None]
+    lo = jnp.concatenate([jnp.broadcast_to(blo, n.shape + blo.shape), jnp.maximum(blo, sb + width)], axis=-1)
+    hi = jnp.concatenate([jnp.minimum(bhi, sb - 1.0), jnp.minimum(bhi, nb)], axis=-1)
+    bvalid = lo <= hi
+    lo_s = jnp.where(bvalid, lo, 1.0)
+    hi_s = jnp.where(bvalid, hi, 1.0)
+    # The pmf is unimodal: its largest value on [lo, hi] is at the mode clipped into the block (both
+    # candidate modes floor((n+1)p) and ceil((n+1)p) - 1 are tried).
+    m1 = jnp.floor((nb + 1.0) * gb)
+    m2 = jnp.ceil((nb + 1.0) * gb) - 1.0
+    pm1 = log_binom_pmf_accurate(jnp.clip(m1, lo_s, hi_s), nb, gb)
+    pm2 = log_binom_pmf_accurate(jnp.clip(m2, lo_s, hi_s), nb, gb)
+    log_mass = jnp.log(hi_s - lo_s + 1.0) + jnp.maximum(pm1, pm2)
+    log_mass = jnp.where(bvalid, log_mass, -jnp.inf)
+
+    all_lo = jnp.concatenate([k_safe, lo_s], axis=-1)
+    all_hi = jnp.concatenate([k_safe, hi_s], axis=-1)
+    all_w = jnp.concatenate([logw, log_mass], axis=-1)
+    lex = log_excess_fn(all_lo, all_hi)
+    terms = jnp.where(jnp.isfinite(all_w)[..., None], all_w[..., None] + lex, -jnp.inf)
+    return logsumexp(terms, axis=-2)
+
+
+def _finish_rdp(log_excess, alpha):
+    """RDP = log(1 + S) / (alpha - 1), with the relative safety margin."""
+    return jnp.logaddexp(0.0, log_excess) / (alpha - 1.0) * (1.0 + _SAFETY_REL)
+
+
+def binomial_weighted_rdp(log_excess_fn: Callable, orders, *, n, gamma, tail_tol=DEFAULT_TAIL_TOL):
+    """Thm 1 (Eq. 5) of the self check-in paper for any per-k base curve, as an exact upper bound.
+
+    eps(lambda) = 1/(lambda-1) log sum_{k=0}^n Bin(k; n, gamma) M_k(lambda), where M_k is the lambda-th
+    moment E_q[(p_k/q_k)^lambda] = exp((lambda-1) eps_k(lambda)) of the round with k participants (M_0 = 1).
+
+    ``log_excess_fn(k_lo, k_hi)`` is a pure jnp function (hashable, e.g. module-level or a cached
+    ``functools.partial``): given float arrays of shape batch + (K,) (batch = broadcast of n and gamma), it
+    returns an upper bound on log(M_k - 1) for every integer k in [k_lo, k_hi], shape batch + (K, len(orders)).
+    Monotone per-k curves make this easy (e.g. non-increasing in k: evaluate at k_lo).
+
+    The sum is evaluated as 1 + sum_k Bin(k) (M_k - 1) (no cancellation for tiny eps), exactly on k = 1..64
+    and on a window of :func:`window_size` consecutive k around n gamma, and bounded on geometric blocks
+    elsewhere, so the result is an upper bound for any ``tail_tol``.
+    """
+    a = V.orders("orders", orders)
+    nn = V.integer("n", n, minimum=1)
+    _check_n_max(nn)
+    g = V.probability("gamma", gamma)
+    tol = V.unit_open("tail_tol", tail_tol)
+    shape = V.broadcastable(n=nn, gamma=g)
+    nf = np.broadcast_to(nn.astype(np.float64), shape)
+    gf = np.broadcast_to(g, shape)
+    width = window_size(nf, gf, float(tol))
+    with x64_scope():
+        return _generic_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(a), log_excess_fn, width)
+
+
+@float64_jit(static_argnames=("log_excess_fn", "width"))
+def _generic_kernel(n, gamma, alpha, log_excess_fn, width):
+    return _finish_rdp(_binomial_log_excess(log_excess_fn, n, gamma, width), alpha)
+
+
+def _check_n_max(nn):
+    if np.any(nn > MAX_N):
+        raise ValueError(f"Expected n <= {MAX_N:.0e}, got n={np.max(nn)!r}.")
+
+
+def effective_checkin_rate(*, p, p_dropout=0.0):
+    """Effective check-in rate gamma = p (1 - p') of Sec. 3.2 (p: the client's coin, p': the dropout rate).
+
+    Using p alone (p' = 0) is the conservative choice the paper recommends when p' is unknown: a smaller
+    rate only amplifies more, so p upper-bounds the effective rate.
+    """
+    pp = V.probability("p", p)
+    pd = V.probability("p_dropout", p_dropout)
+    V.broadcastable(p=pp, p_dropout=pd)
+    return pp * (1.0 - pd)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Sampling without replacement (Wang, Balle, Kasiviswanathan 2019, Thm 9), in log-excess form
+
+
+def _wor_log_excess(base, log_q, alpha_int, amax: int, log_inf_factor=None):
+    """log of the excess (moment - 1) of WBK 2019 Thm 9 at the integer orders ``alpha_int`` (jnp).
+
+    ``base[..., j-2]`` is the base curve eps(j) at j = 2..amax (shape batch + (amax-1,)); ``log_q`` has the
+    batch shape; returns batch + (len(alpha_int),).  The bound is that of
+    :func:`amplify_jax.rdp.without_replacement_rdp` (tested equal):
+    1 + q^2 C(a,2) min{4(e^{eps(2)}-1), e^{eps(2)} min{2, (e^{eps(inf)}-1)^2}}
+    + sum_{j=3}^{a} q^j C(a,j) e^{(j-1) eps(j)} min{2, (e^{eps(inf)}-1)^j}; eps(inf) = inf by default.
+    """
+    j = jnp.arange(2, amax + 1, dtype=jnp.float64)
+    a = jnp.asarray(alpha_int, dtype=jnp.float64)[:, None]  # (A, 1)
+    eps2 = base[..., 0:1]
+    if log_inf_factor is None:
+        cap2 = jnp.log(2.0)
+        capj = jnp.log(2.0)
+    else:
+        lf = log_inf_factor[..., None]
+        cap2 = jnp.minimum(jnp.log(2.0), 2.0 * lf)
+        capj = jnp.minimum(jnp.log(2.0), j * lf)
+    t2 = jnp.minimum(jnp.log(4.0) + log_expm1(eps2), eps2 + cap2)
+    tj = (j - 1.0) * base + capj
+    tj = jnp.where(j == 2.0, t2, tj)  # batch + (J,)
+    log_binom = (jsp.gammaln(a + 1.0) - jsp.gammaln(j + 1.0) - jsp.gammaln(jnp.maximum(a - j, 0.0) + 1.0))
+    terms = j * log_q[..., None, None] + log_binom + tj[..., None, :]  # batch + (A, J)
+    terms = jnp.where(j <= a, terms, -jnp.inf)
+    return logsumexp(terms, axis=-1)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Thm 4: distributed check-in with the Gaussian mechanism
+
+
+def _gauss_checkin_log_excess(k_lo, k_hi, n, sigma, *, alpha_int, amax):
+    """Upper bound on log(M_k - 1) for k in [k_lo, k_hi]: WBK Thm 9 with rate k_hi / n and base 2 j / (k_lo sigma^2).
+
+    The Thm 9 bound increases with the rate and with the base curve, and the base decreases in k, so the
+    pair (k_hi / n, base at k_lo) bounds every k of the block.
+    """
+    j = jnp.arange(2, amax + 1, dtype=jnp.float64)
+    base = 2.0 * j / (k_lo[..., None] * (sigma[..., None, None] ** 2))
+    log_q = jnp.log(jnp.minimum(k_hi / n[..., None], 1.0))
+    return _wor_log_excess(base, log_q, alpha_int, amax)
+
+
+def _gauss_rate_gamma_log_excess(k_lo, k_hi, gamma, sigma, *, alpha_int, amax):
+    """As printed in Eq. 10/11: rate gamma for every k (the paper's convention; see the module docstring)."""
+    del k_hi
+    j = jnp.arange(2, amax + 1, dtype=jnp.float64)
+    base = 2.0 * j / (k_lo[..., None] * (sigma[..., None, None] ** 2))
+    log_q = jnp.log(gamma)[..., None] + jnp.zeros_like(k_lo)
+    return _wor_log_excess(base, log_q, alpha_int, amax)
+
+
+def _int_orders(orders):
+    a = V.orders("orders", orders, integer=True)
+    return tuple(int(x) for x in np.round(a))
+
+
+@functools.lru_cache(maxsize=None)
+def _gauss_fn(alpha_int, amax, paper_rate):
+    f = _gauss_rate_gamma_log_excess if paper_rate else _gauss_checkin_log_excess
+    return functools.partial(f, alpha_int=alpha_int, amax=amax)
+
+
+def _distributed_gaussian_log_excess(n, gamma, sigma, alpha_int, width, paper_rate=False):
+    """jnp: log of the Eq. 5 excess for distributed check-in with the Gaussian mechanism (batch + orders)."""
+    amax = max(alpha_int)
+    f = _gauss_fn(alpha_int, amax, paper_rate)
+    if paper_rate:
+        fn = lambda lo, hi: f(lo, hi, gamma, sigma)  # noqa: E731
+    else:
+        fn = lambda lo, hi: f(lo, hi, n, sigma)  # noqa: E731
+    return _binomial_log_excess(fn, n, gamma, width)
+
+
+@float64_jit(static_argnames=("alpha_int", "width", "paper_rate"))
+def _distributed_gaussian_kernel(n, gamma, sigma, alpha_int, width, paper_rate=False):
+    alpha = jnp.asarray(alpha_int, dtype=jnp.float64)
+    lex = _distributed_gaussian_log_excess(n, gamma, sigma, alpha_int, width, paper_rate)
+    return _finish_rdp(lex, alpha)
+
+
+def distributed_gaussian_rdp(orders, *, n, gamma, sigma, method="exact", chernoff_delta=None,
+                             tail_tol=DEFAULT_TAIL_TOL):
+    """RDP of one round of distributed check-in with the Gaussian mechanism (Thm 4, Eq. 10).
+
+    Each of n clients checks in with probability ``gamma``, clips its value to norm 1 and adds N(0, sigma^2);
+    the server sees only the mean of the k values that check in (secure aggregation) and k.  Given k, the
+    mean has sensitivity 2/k and noise sigma / sqrt(k): base RDP 2 lambda / (k sigma^2) (replacement
+    adjacency), amplified by sampling without replacement at rate k / n (WBK 2019, Thm 9), weighted by
+    Bin(k; n, gamma) (Thm 1).
+
+    ``method="exact"`` (default): the sum over every k, an upper bound for n up to 1e15 (see
+    :func:`binomial_weighted_rdp`; rate k / n, see the module docstring).  ``method="eq11"``: the paper's
+    Chernoff approximation Eq. 11 as printed (rate gamma for every k), minimised over a grid of its
+    parameter Delta in (0, 1) unless ``chernoff_delta`` is given; it reproduces the paper's curves but
+    inherits its rate convention.  ``method="exact_paper_rate"``: the exact sum with the paper's rate gamma,
+    for comparison with Eq. 11 only.
+
+    ``orders`` must be integers >= 2 (Thm 9).  Returns shape broadcast(n, gamma, sigma) + (len(orders),).
+    """
+    alpha_int = _int_orders(orders)
+    nn = V.integer("n", n, minimum=1)
+    _check_n_max(nn)
+    g = V.probability("gamma", gamma)
+    s = V.positive("sigma", sigma)
+    V.one_of("method", method, ("exact", "eq11", "exact_paper_rate"))
+    tol = V.unit_open("tail_tol", tail_tol)
+    shape = V.broadcastable(n=nn, gamma=g, sigma=s)
+    nf = np.broadcast_to(nn.astype(np.float64), shape)
+    gf = np.broadcast_to(g, shape)
+    sf = np.broadcast_to(s, shape)
+    with x64_scope():
+        if method == "eq11":
+            dgrid = _chernoff_grid(chernoff_delta, shape)
+            return _gauss_eq11_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(sf), jnp.asarray(dgrid),
+                                      alpha_int)
+        width = window_size(nf, gf, float(tol))
+        return _distributed_gaussian_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(sf), alpha_int, width,
+                                            method == "exact_paper_rate")
+
+
+#: Grid of the Chernoff parameter Delta over which the Eq. 7 / Eq. 11 bounds are minimised (every Delta in
+#: [0, 1] gives a valid bound, so the minimum over any grid is valid).
+CHERNOFF_GRID = np.linspace(0.02, 0.98, 49)
+
+
+def _chernoff_grid(chernoff_delta, shape):
+    if chernoff_delta is None:
+        return np.broadcast_to(CHERNOFF_GRID, shape + CHERNOFF_GRID.shape)
+    d = V.probability("chernoff_delta", chernoff_delta)
+    V.broadcastable(chernoff_delta=d, params=np.empty(shape))
+    return np.broadcast_to(d, shape)[..., None]
+
+
+@float64_jit(static_argnames=("alpha_int",))
+def _gauss_eq11_kernel(n, gamma, sigma, dgrid, alpha_int):
+    """Eq. 11: eps <= 1/(l-1) log(e^{(l-1) eps_1 - D^2 n g / 2} + e^{(l-1) eps_{floor((1-D) n g) + 1}}), rate g."""
+    amax = max(alpha_int)
+    alpha = jnp.asarray(alpha_int, dtype=jnp.float64)
+    f = _gauss_fn(alpha_int, amax, True)
+    mu = (n * gamma)[..., None]
+    k1 = jnp.minimum(jnp.floor((1.0 - dgrid) * mu) + 1.0, n[..., None])
+    k = jnp.stack([jnp.ones_like(k1), k1], axis=-1)  # batch + (D, 2)
+    lex = f(k, k, gamma[..., None], sigma[..., None])  # batch + (D, 2, A)
+    log_m = jnp.logaddexp(0.0, lex)  # (l - 1) eps_k
+    chern = -(dgrid ** 2) * mu / 2.0
+    total = jnp.logaddexp(log_m[..., 0, :] + chern[..., None], log_m[..., 1, :])
+    return jnp.min(total, axis=-2) / (alpha - 1.0)
