@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from jax.scipy import special as jsp
 
 from . import _validate as V
-from .numerics import float64_jit, log_expm1, logsumexp, x64_scope
+from .numerics import float64_jit, log_binom_pmf, log_expm1, logsumexp, x64_scope
 
 __all__ = [
     "DEFAULT_TAIL_TOL",
@@ -50,7 +50,6 @@ __all__ = [
     "effective_checkin_rate",
     "window_size",
     "binomial_weighted_rdp",
-    "log_binom_pmf_accurate",
     "distributed_gaussian_rdp",
 ]
 
@@ -62,95 +61,9 @@ DEFAULT_TAIL_TOL = 1e-12
 MAX_N = 10**15
 
 #: Relative margin added to every RDP value returned by the exact sums: it covers the float64 rounding of
-#: the pmf (Loader's algorithm, ~1e-14 relative), of the per-k moments and of the log-sum-exp.
+#: the pmf (Loader's algorithm in :func:`amplify_jax.numerics.log_binom_pmf`, ~1e-14 relative), of the
+#: per-k moments and of the log-sum-exp.
 _SAFETY_REL = 1e-11
-
-_LOG_2PI = math.log(2.0 * math.pi)
-
-# ----------------------------------------------------------------------------------------------------------
-# Binomial pmf with full relative accuracy for n up to 1e15 (Loader 2000, "Fast and accurate computation of
-# binomial probabilities"): saddle-point expansion with the Stirling remainder and the deviance bd0, which
-# avoids the ~n log(n) * 1e-16 absolute error of gammaln-based log-binomials (2e-6 at n = 1e9).
-
-# stirlerr(m) = log m! - (m + 1/2) log m + m - log sqrt(2 pi) for m = 0..15 (m = 0 unused), from mpmath at
-# 40 digits.
-_STIRLERR_TABLE = np.array(
-    [
-        0.0,
-        0.08106146679532726,
-        0.0413406959554093,
-        0.02767792568499834,
-        0.020790672103765093,
-        0.016644691189821193,
-        0.013876128823070748,
-        0.01189670994589177,
-        0.010411265261972096,
-        0.009255462182712733,
-        0.00833056343336287,
-        0.007573675487951841,
-        0.00694284010720953,
-        0.006408994188004207,
-        0.0059513701127588475,
-        0.005554733551962801,
-    ]
-)
-
-
-def _stirlerr(m):
-    """Stirling remainder log m! - log(sqrt(2 pi m) (m/e)^m) at integer-valued m >= 0 (table, then series)."""
-    ms = jnp.maximum(m, 16.0)
-    r2 = 1.0 / (ms * ms)
-    series = (1.0 / 12 - r2 * (1.0 / 360 - r2 * (1.0 / 1260 - r2 * (1.0 / 1680 - r2 / 1188)))) / ms
-    table = jnp.asarray(_STIRLERR_TABLE)[jnp.clip(m, 0, 15).astype(jnp.int32)]
-    return jnp.where(m <= 15, table, series)
-
-
-def _bd0(x, mean):
-    """Deviance term x log(x / mean) + mean - x >= 0 (Loader), by a series when x is close to mean."""
-    d = x - mean
-    s = x + mean
-    near = jnp.abs(d) < 0.1 * s
-    v = jnp.where(near, d / jnp.where(s > 0, s, 1.0), 0.0)
-    v2 = v * v
-    acc = d * v
-    ej = 2.0 * x * v
-    for j in range(1, 12):  # |v| < 0.1: the 11th term is < 1e-22 relative
-        ej = ej * v2
-        acc = acc + ej / (2 * j + 1)
-    safe_x = jnp.where(x > 0, x, 1.0)
-    safe_m = jnp.where(mean > 0, mean, 1.0)
-    direct = jnp.where(x > 0, x * jnp.log(safe_x / safe_m), 0.0) + mean - x
-    return jnp.where(near, acc, direct)
-
-
-def log_binom_pmf_accurate(k, n, p):
-    """log Bin(k; n, p) with ~1e-14 relative accuracy for integer-valued 0 <= k <= n <= 1e15 (jnp).
-
-    Loader's saddle-point form: log pmf = stirlerr(n) - stirlerr(k) - stirlerr(n-k) - bd0(k, np)
-    - bd0(n-k, n(1-p)) - log(2 pi k (n-k)/n)/2 for 0 < k < n; the edge cases k in {0, n} and p in {0, 1}
-    exactly.  -inf outside the support.  Broadcasts.
-    """
-    k, n, p = jnp.broadcast_arrays(jnp.asarray(k, jnp.float64), jnp.asarray(n, jnp.float64),
-                                   jnp.asarray(p, jnp.float64))
-    inner = (k > 0) & (k < n) & (p > 0) & (p < 1)
-    ks = jnp.where(inner, k, 1.0)
-    ns = jnp.where(inner, n, 2.0)
-    ps = jnp.where(inner, p, 0.5)
-    lc = (_stirlerr(ns) - _stirlerr(ks) - _stirlerr(ns - ks) - _bd0(ks, ns * ps)
-          - _bd0(ns - ks, ns * (1.0 - ps)))
-    lf = _LOG_2PI + jnp.log(ks) + jnp.log1p(-ks / ns)
-    interior = lc - 0.5 * lf
-    p_in = jnp.clip(p, 1e-300, 1.0 - 1e-16)
-    at0 = jnp.where(p >= 1, -jnp.inf, n * jnp.log1p(-jnp.minimum(p, 1.0)))
-    at0 = jnp.where(n == 0, 0.0, at0)
-    atn = jnp.where(p <= 0, -jnp.inf, n * jnp.log(jnp.where(p > 0, p, 1.0)))
-    out = jnp.where(inner, interior, -jnp.inf)
-    out = jnp.where((k > 0) & (k < n) & ((p <= 0) | (p >= 1)), -jnp.inf, out)
-    out = jnp.where(k == 0, at0, out)
-    out = jnp.where((k == n) & (n > 0), atn, out)
-    del p_in
-    return jnp.where((k < 0) | (k > n), -jnp.inf, out)
-
 
 # ----------------------------------------------------------------------------------------------------------
 # The Thm 1 sum over k, exact on a window, bounded on geometric blocks elsewhere
@@ -207,7 +120,7 @@ def _binomial_log_excess(log_excess_fn, n, gamma, width: int):
     k_exact = jnp.concatenate([k_head, k_win], axis=-1)
     valid = k_exact <= nb
     k_safe = jnp.where(valid, k_exact, 1.0)
-    logw = jnp.where(valid, log_binom_pmf_accurate(k_safe, nb, gb), -jnp.inf)
+    logw = jnp.where(valid, log_binom_pmf(k_safe, nb, gb), -jnp.inf)
 
     # Geometric blocks below and above the window, clipped to [HEAD + 1, start - 1] and [start + W, n].
     blo = jnp.asarray(_BLOCK_LO)
@@ -222,8 +135,8 @@ def _binomial_log_excess(log_excess_fn, n, gamma, width: int):
     # candidate modes floor((n+1)p) and ceil((n+1)p) - 1 are tried).
     m1 = jnp.floor((nb + 1.0) * gb)
     m2 = jnp.ceil((nb + 1.0) * gb) - 1.0
-    pm1 = log_binom_pmf_accurate(jnp.clip(m1, lo_s, hi_s), nb, gb)
-    pm2 = log_binom_pmf_accurate(jnp.clip(m2, lo_s, hi_s), nb, gb)
+    pm1 = log_binom_pmf(jnp.clip(m1, lo_s, hi_s), nb, gb)
+    pm2 = log_binom_pmf(jnp.clip(m2, lo_s, hi_s), nb, gb)
     log_mass = jnp.log(hi_s - lo_s + 1.0) + jnp.maximum(pm1, pm2)
     log_mass = jnp.where(bvalid, log_mass, -jnp.inf)
 
