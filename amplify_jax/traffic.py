@@ -54,6 +54,7 @@ import numpy as np
 from jax.scipy.special import betainc
 
 from amplify_jax import _validate as V
+from amplify_jax.calibrate import AT_LIMIT, OK, invert_monotone, invert_monotone_kernel
 from amplify_jax.numerics import float64_jit, log_binom_pmf, log_comb, logsumexp
 
 __all__ = [
@@ -332,9 +333,11 @@ def _g_exact(k, st: _LStats, eps, T, sigma, m_window: int):
     the counts N1, N2 of draws landing on t and t').
 
     sum L = k sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2) with (N1, N2) ~ Multinomial(k; 1/T, 1/T).
-    Write M = N1 + N2 ~ Bin(k, 2/T) and N1 | M ~ Bin(M, 1/2); then sum L = A N1 - B_M with A = (1 - sigma) T
-    (1 + e^eps), B_M = (1 - sigma) T e^eps M + k sigma (e^eps - 1) >= 0, and, with s the least integer > B_M / A,
-    E[(A N1 - B_M)_+ | M] = A (M/2) P(Bin(M - 1, 1/2) >= s - 1) - B_M P(Bin(M, 1/2) >= s).
+    Write M = N1 + N2 ~ Bin(k, 2/T) and N2 | M ~ Bin(M, 1/2); then sum L = C_M - A N2 with
+    C_M = (1 - sigma) T M - k sigma (e^eps - 1) and A = (1 - sigma) T (1 + e^eps), and with u the largest integer
+    such that C_M - A u > 0,
+    E[(C_M - A N2)_+ | M] = C_M P(Bin(M, 1/2) <= u) - A (M/2) P(Bin(M - 1, 1/2) <= u - 1).
+    (This form keeps every term below (1 - sigma) T M; the mirror form in N1 cancels terms of size e^eps.)
     M is summed exactly over a window of ``m_window`` values around its mean; outside it
     E[. | M] <= (1 - sigma) T M, and E[M; M outside] is a binomial tail, which is added.
     """
@@ -347,16 +350,26 @@ def _g_exact(k, st: _LStats, eps, T, sigma, m_window: int):
     w = jnp.exp(log_binom_pmf(jnp.minimum(M, kk), kk, p[..., None]))
     w = jnp.where(M <= kk, w, 0.0)
     ez = jnp.exp(eps)[..., None]
-    A = ((1.0 - sigma) * T)[..., None] * (1.0 + ez)
-    BM = ((1.0 - sigma) * T)[..., None] * ez * M + kk * sigma[..., None] * (ez - 1.0)
+    em1 = jnp.expm1(eps)[..., None]
+    ts = ((1.0 - sigma) * T)[..., None]
+    ks = kk * sigma[..., None] * em1
+    C = ts * M - ks
+
+    def value(x):  # C_M - A x, written without the (1 + e^eps) x - e^eps x cancellation
+        return ts * ((M - x) - ez * x) - ks
+
+    A = ts * (1.0 + ez)
     safeA = jnp.where(A > 0, A, 1.0)
-    s = jnp.floor(BM / safeA) + 1.0
-    s1 = _binom_sf(s - 1.0, M - 1.0, 0.5)
-    s2 = _binom_sf(s, M, 0.5)
-    t1 = A * (M / 2.0) * s1
-    t2 = BM * s2
-    h = jnp.maximum(t1 - t2, 0.0) + _CANCEL_MARGIN * (t1 + t2)
-    h = jnp.where(A > 0, h, 0.0)
+    u = jnp.ceil(C / safeA) - 1.0
+    u = jnp.where(value(u + 1.0) > 0, u + 1.0, u)
+    u = jnp.where(value(u) > 0, u, u - 1.0)
+    u = jnp.minimum(u, M)
+    c1 = _binom_cdf(u, M, 0.5)
+    c2 = _binom_cdf(u - 1.0, M - 1.0, 0.5)
+    t1 = C * c1
+    t2 = A * (M / 2.0) * c2
+    h = jnp.maximum(t1 - t2, 0.0) + _CANCEL_MARGIN * (jnp.abs(t1) + t2)
+    h = jnp.where((A > 0) & (C > 0) & (u >= 0), h, 0.0)
     body = jnp.sum(w * h, axis=-1)
     # Tails: E[M; M <= m0 - 1] = k p P(Bin(k-1, p) <= m0 - 2), E[M; M >= m_hi + 1] = k p P(Bin(k-1, p) >= m_hi).
     m_hi = m0 + m_window - 1.0
@@ -541,3 +554,280 @@ def scrambler_delta(
         return DeltaBound(delta, est, local)
     delta, local = _delta_kernel(*args, method=method, j_window=_J_WINDOW, m_window=_M_WINDOW)
     return DeltaBound(delta, delta, local)
+
+
+# eps from delta ------------------------------------------------------------------------------------------
+
+_EPS_LO = 1e-9  # the log-space bisection needs lo > 0; returning lo is safe (eps* <= lo is then reported as lo)
+_EPS_CAP = 64.0  # upper end when the local guarantee is infinite (sigma = 0)
+
+
+def _local_eps0(T, sigma):
+    e0 = jnp.log1p((1.0 - sigma) * T / jnp.where(sigma > 0, sigma, 1.0))
+    return jnp.where(sigma > 0, e0, jnp.inf)
+
+
+def _eps_from_fn(fn, delta, T, sigma, rtol):
+    """Shared tail of the inversions: bisection of the decreasing fn(eps) on [lo, min(eps0, cap)]."""
+    eps0 = _local_eps0(T, sigma)
+    hi = jnp.where(jnp.isfinite(eps0), jnp.maximum(eps0, 2.0 * _EPS_LO), _EPS_CAP)
+    inv = invert_monotone_kernel(fn, delta, (), _EPS_LO, hi, above=True, rtol=rtol, integer=False)
+    good = (inv.status == OK) | (inv.status == AT_LIMIT)
+    at_zero = fn(jnp.zeros_like(delta)) <= delta
+    eps = jnp.where(at_zero, 0.0, jnp.where(good, inv.value, eps0))
+    amplified = good & (eps < eps0)
+    status = jnp.where(amplified, 0, 1).astype(jnp.int32)
+    achieved = jnp.where(jnp.isfinite(eps), fn(jnp.where(jnp.isfinite(eps), eps, 0.0)), inv.achieved)
+    achieved = jnp.where(jnp.isfinite(eps0) & ~amplified, 0.0, achieved)
+    return EpsilonInversion(eps, status, achieved)
+
+
+def _eps_kernel_impl(delta, T, n, sigma, d, rtol, method: str, j_window: int, m_window: int):
+    delta, T, n, sigma, d = jnp.broadcast_arrays(delta, T, n, sigma, d)
+
+    def fn(e):
+        return _delta_kernel_impl(e, T, n, sigma, d, method, j_window, m_window)[0]
+
+    return _eps_from_fn(fn, delta, T, sigma, rtol)
+
+
+_eps_kernel = float64_jit(_eps_kernel_impl, static_argnames=("method", "j_window", "m_window"))
+
+
+def _mc_eps_kernel_impl(key, delta, T, n, sigma, d, confidence, rtol, samples: int):
+    delta, T, n, sigma, d, confidence = jnp.broadcast_arrays(delta, T, n, sigma, d, confidence)
+    shape = delta.shape
+    flat = [x.reshape(-1) for x in (delta, T, n, sigma, d, confidence)]
+    keys = jax.random.split(key, max(flat[0].shape[0], 1))[: flat[0].shape[0]]
+
+    def one(args):
+        kk, dl, t, nn, sg, dd, cf = args
+        draws = _mc_draws_impl(kk, t, nn, sg, dd, samples)  # shared by every eps: common random numbers
+
+        def fn(e):
+            ucb = _mc_delta_from_draws(e, t, sg, draws, cf)[1]
+            return _finish(ucb, e, t, sg)[0]
+
+        return _eps_from_fn(fn, dl, t, sg, rtol)
+
+    out = jax.lax.map(one, (keys, *flat))
+    return EpsilonInversion(*(x.reshape(shape) for x in out))
+
+
+_mc_eps_kernel = float64_jit(_mc_eps_kernel_impl, static_argnames=("samples",))
+
+
+def scrambler_epsilon(
+    delta,
+    *,
+    targets,
+    n,
+    sampling,
+    dummies,
+    method="exact",
+    key=None,
+    confidence=_DEFAULT_CONFIDENCE,
+    samples=_DEFAULT_SAMPLES,
+    rtol=1e-6,
+) -> EpsilonInversion:
+    """Smallest eps with :func:`scrambler_delta` <= delta (Ladjel et al. §IV-C: "fix delta and numerically
+    search for the lowest eps"), by the core's bracketed bisection (feasible endpoint, re-checked).
+
+    Where no eps below the local guarantee ``ln(1 + (1 - sigma) T / sigma)`` reaches delta, that guarantee is
+    returned with ``status = 1`` (+inf for sigma = 0, where no finite eps exists; then ``achieved`` is the
+    bound at eps = 64).  For Monte Carlo the draws are shared by every eps tried (common random numbers); the
+    upper confidence bound is monotone in eps (see :func:`_mc_delta_from_draws`), so the returned eps holds
+    with probability >= ``confidence``.
+    """
+    V.one_of("method", method, METHODS)
+    dl = V.unit_open("delta", delta)
+    _, T, n_, sigma, d = _check_common(0.0, targets, n, sampling, dummies)
+    V.broadcastable(delta=dl, targets=T, n=n_, sampling=sigma, dummies=d)
+    r = V.positive("rtol", rtol)
+    if method == "monte_carlo":
+        conf = V.unit_open("confidence", confidence)
+        samples = int(V.integer("samples", samples, minimum=2))
+        return _mc_eps_kernel(_as_key(key), *_f64(dl, T, n_, sigma, d, conf, r), samples=samples)
+    return _eps_kernel(*_f64(dl, T, n_, sigma, d, r), method=method, j_window=_J_WINDOW, m_window=_M_WINDOW)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Thm 1: execution plans
+# ---------------------------------------------------------------------------------------------------------
+
+
+class PlanPrivacy(NamedTuple):
+    """(eps, delta) of a whole execution plan (Thm 1) and the data entry points that attain them."""
+
+    eps: np.ndarray
+    delta: np.ndarray
+    worst_eps_root: str
+    worst_delta_root: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutionPlan:
+    """An execution plan as a DAG of clusters (Ladjel et al. §II-D, Thm 1).
+
+    ``edges`` are (upstream, downstream) pairs of cluster names: messages flow along them.  Clusters with no
+    incoming edge are *data entry points*; the data path of an item entering at a root is every cluster
+    reachable from it (an item that fans out to G grouping sets influences all G branches, Example 5; items
+    that go to one branch or the other enter at different roots, Example 6).  ``protected`` names the clusters
+    with data-dependent communications (the ones that need a countermeasure and carry (eps_i, delta_i));
+    the others are data-independent (eps_i = delta_i = 0, e.g. compute nodes sending one message to R).
+
+    Raises ValueError if the plan has a cycle (iterative computations are unrolled, Remark 1) or a protected
+    cluster is not in the plan.
+    """
+
+    edges: tuple
+    protected: tuple = ()
+
+    def __post_init__(self):
+        edges = tuple((str(u), str(v)) for u, v in self.edges)
+        object.__setattr__(self, "edges", edges)
+        object.__setattr__(self, "protected", tuple(str(p) for p in self.protected))
+        nodes = []
+        for u, v in edges:
+            for x in (u, v):
+                if x not in nodes:
+                    nodes.append(x)
+        missing = [p for p in self.protected if p not in nodes]
+        if missing:
+            raise ValueError(f"Expected protected clusters to be nodes of the plan, got protected={missing!r}.")
+        cycle = _find_cycle(nodes, edges)
+        if cycle:
+            raise ValueError(
+                f"Expected plan to be acyclic (unroll iterations into distinct clusters, Remark 1), "
+                f"got plan with the cycle {' -> '.join(cycle)}."
+            )
+        object.__setattr__(self, "_nodes", tuple(nodes))
+
+    @property
+    def nodes(self) -> tuple:
+        return self._nodes
+
+    @property
+    def roots(self) -> tuple:
+        heads = {v for _, v in self.edges}
+        return tuple(x for x in self._nodes if x not in heads)
+
+    def data_path(self, root: str) -> tuple:
+        """The clusters an item entering at ``root`` can influence (root included), in plan order."""
+        succ = {}
+        for u, v in self.edges:
+            succ.setdefault(u, []).append(v)
+        seen, stack = {root}, [root]
+        while stack:
+            for v in succ.get(stack.pop(), []):
+                if v not in seen:
+                    seen.add(v)
+                    stack.append(v)
+        return tuple(x for x in self._nodes if x in seen)
+
+
+def _find_cycle(nodes, edges):
+    succ = {x: [] for x in nodes}
+    for u, v in edges:
+        succ[u].append(v)
+    color = {x: 0 for x in nodes}  # 0 new, 1 on stack, 2 done
+    for start in nodes:
+        if color[start]:
+            continue
+        stack = [(start, iter(succ[start]))]
+        path = [start]
+        color[start] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                color[node] = 2
+                stack.pop()
+                path.pop()
+            elif color[nxt] == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif color[nxt] == 0:
+                color[nxt] = 1
+                stack.append((nxt, iter(succ[nxt])))
+                path.append(nxt)
+    return None
+
+
+def _per_cluster(name, values, plan: ExecutionPlan, check):
+    if isinstance(values, Mapping):
+        unknown = [c for c in values if str(c) not in plan.nodes]
+        if unknown:
+            raise ValueError(f"Expected {name} keys to be clusters of the plan, got {name} keys {unknown!r}.")
+        return {str(c): check(f"{name}[{c!r}]", v) for c, v in values.items()}
+    v = check(name, values)
+    return {c: v for c in plan.protected}
+
+
+def plan_privacy(plan: ExecutionPlan, *, eps, delta) -> PlanPrivacy:
+    """Privacy of an execution plan from the guarantees of its clusters (Ladjel et al., Thm 1).
+
+    ``eps`` and ``delta`` are either mappings cluster -> value (array-likes that broadcast; clusters not named
+    are data-independent, 0) or one value applied to every ``plan.protected`` cluster.  Result: the worst,
+    over data entry points, of the sums of eps_i and of delta_i over the item's data path (each cluster counted
+    once: a valid plan's cluster sees an item in at most one of its nodes).  As in the theorem the worst eps and
+    the worst delta are taken separately.  delta is capped at 1.
+    """
+    if not isinstance(plan, ExecutionPlan):
+        raise ValueError(f"Expected plan to be an ExecutionPlan, got plan={plan!r}.")
+    e = _per_cluster("eps", eps, plan, V.nonnegative)
+
+    def _delta_check(nm, x):
+        a = V.probability(nm, x)
+        return a
+
+    dl = _per_cluster("delta", delta, plan, _delta_check)
+    V.broadcastable(**{f"eps_{k}": v for k, v in e.items()}, **{f"delta_{k}": v for k, v in dl.items()})
+    best_e = best_d = None
+    root_e = root_d = ""
+    for r in plan.roots:
+        path = plan.data_path(r)
+        se = sum((np.asarray(e[c]) for c in path if c in e), np.float64(0.0))
+        sd = sum((np.asarray(dl[c]) for c in path if c in dl), np.float64(0.0))
+        if best_e is None or np.any(se > best_e):
+            root_e = r if best_e is None or np.all(se >= best_e) else root_e
+            best_e = se if best_e is None else np.maximum(best_e, se)
+        if best_d is None or np.any(sd > best_d):
+            root_d = r if best_d is None or np.all(sd >= best_d) else root_d
+            best_d = sd if best_d is None else np.maximum(best_d, sd)
+    # Round the float sums up (a few ulps per term) so that the composition never under-reports.
+    up = 1.0 + 4.0 * len(plan.nodes) * np.finfo(np.float64).eps
+    eps_out = np.asarray(best_e, np.float64) * up
+    delta_out = np.minimum(np.asarray(best_d, np.float64) * up, 1.0)
+    return PlanPrivacy(eps_out, delta_out, root_e, root_d)
+
+
+def aggregate_plan(groups: int = 1) -> ExecutionPlan:
+    """The Aggregate query of Ladjel et al. (§II-A, Example 1-5, §V-A) with ``groups`` = G grouping sets.
+
+    Each data item ("data") is held by a source node in each grouping set's source cluster ``S1..SG``, which
+    sends through that set's scramblers to the compute cluster ``C1..CG``; compute nodes send one message to
+    the result node "R".  Protected clusters: ``S1..SG`` (one plan cluster per grouping set standing for its
+    SC scrambler clusters, which are never on the same data path: give it the worst of their guarantees).
+    Thm 1 then gives eps = G max_i eps_i, delta = G max_i delta_i, as in §V-B.
+    """
+    G = int(V.integer("groups", groups, minimum=1))
+    edges = []
+    for g in range(1, G + 1):
+        edges += [("data", f"S{g}"), (f"S{g}", f"C{g}"), (f"C{g}", "R")]
+    return ExecutionPlan(tuple(edges), tuple(f"S{g}" for g in range(1, G + 1)))
+
+
+def kmeans_plan(iterations: int = 10) -> ExecutionPlan:
+    """The K-means execution plan of Ladjel et al. (§V-A) unrolled over ``iterations`` = I (Remark 1).
+
+    In iteration i the sources (cluster ``S{i}``, through its scramblers) send their tuple to the compute node
+    of the closest centroid (cluster ``C{i}``); the new centroids flow back to the sources of iteration i + 1
+    (edge ``C{i} -> S{i+1}``) and ``C{I}`` sends the result to "R".  The data item enters every ``S{i}``.
+    Protected clusters: ``S1..SI``; Thm 1 gives eps = I max_i eps_i, delta = I max_i delta_i (§V-B).
+    """
+    I = int(V.integer("iterations", iterations, minimum=1))
+    edges = []
+    for i in range(1, I + 1):
+        edges += [("data", f"S{i}"), (f"S{i}", f"C{i}")]
+        edges.append((f"C{i}", f"S{i + 1}") if i < I else (f"C{i}", "R"))
+    return ExecutionPlan(tuple(edges), tuple(f"S{i}" for i in range(1, I + 1)))
