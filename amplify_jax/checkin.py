@@ -54,6 +54,12 @@ __all__ = [
     "CHERNOFF_GRID",
     "shuffled_gaussian_rdp",
     "shuffled_gaussian_checkin_rdp",
+    "shuffled_checkin_upper_rdp",
+    "shuffled_checkin_lower_rdp",
+    "shuffled_checkin_strong_composition_epsilon",
+    "distributed_gaussian_strong_composition_epsilon",
+    "ApproxCheckinRDP",
+    "subsampled_shuffle_checkin_rdp",
 ]
 
 #: Default bound on the binomial mass left outside the exactly summed window of k (its contribution is
@@ -492,3 +498,387 @@ def shuffled_gaussian_checkin_rdp(orders, *, n, gamma, sigma, tail_tol=DEFAULT_T
     with x64_scope():
         return _shuffled_gauss_checkin_kernel(jnp.asarray(nf), jnp.asarray(gf),
                                               jnp.asarray(np.broadcast_to(s, shape)), alpha_int, width)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Thm 2 / Thm 3: shuffled check-in with eps0-LDP discrete randomizers
+
+
+def _girgis_log_excess(k_lo, log_q, eps0, alpha_int):
+    """log of the excess of the subsampled-shuffle bound (Girgis, Data, Diggavi 2021, as used in Eq. 7) (jnp).
+
+    For k shuffled eps0-LDP reports subsampled at rate q, moment - 1 <=
+    4 C(l,2) q^2 (e^eps0 - 1)^2 / (kb e^eps0)
+    + sum_{j=3}^{l} C(l,j) q^j j Gamma(j/2) (2 (e^{2 eps0} - 1)^2 / (kb e^{2 eps0}))^{j/2}
+    + ((1 + q c)^l - 1 - l q c) e^{-(k-1)/(8 e^eps0)},   kb = floor((k-1)/(2 e^eps0)) + 1,
+    c = (e^{2 eps0} - 1)/e^eps0 (Eq. 7's constant; an independent transcription of Girgis et al. has
+    (e^{2 eps0} - 1)/(2 e^eps0), the smaller: the larger one is kept).  ERRATA: kb uses 2 e^eps0 and the last
+    factor decays like e^{-(k-1)/(8 e^eps0)}, as in Girgis et al.; Eq. 7 as extracted has eps0 instead.
+    Non-increasing in k (``k_lo`` is used), increasing in q.  k_lo: batch + (K,); eps0, log_q: broadcastable.
+    """
+    e0 = eps0
+    kb = jnp.floor((k_lo - 1.0) / (2.0 * jnp.exp(e0))) + 1.0
+    lam = jnp.asarray(alpha_int, dtype=jnp.float64)
+    amax = max(alpha_int)
+    j = jnp.arange(2, amax + 1, dtype=jnp.float64)
+    lb = jsp.gammaln(lam[:, None] + 1.0) - jsp.gammaln(j + 1.0) - jsp.gammaln(jnp.maximum(lam[:, None] - j, 0.0) + 1.0)
+    jmask = j <= lam[:, None]  # (A, J)
+    lq = log_q[..., None, None]
+    lkb = jnp.log(kb)[..., None, None]
+    e0b = e0[..., None, None]
+    log_em1 = log_expm1(e0b)
+    log_e2m1 = log_expm1(2.0 * e0b)
+    t2 = jnp.log(4.0) + lb[:, :1] + 2.0 * lq + 2.0 * log_em1 - lkb - e0b  # batch + (K, A, 1)
+    tj = (lb + j * lq + jnp.log(j) + jsp.gammaln(j / 2.0)
+          + (j / 2.0) * (jnp.log(2.0) + 2.0 * log_e2m1 - lkb - 2.0 * e0b))
+    tj = jnp.where(jmask & (j >= 3), tj, -jnp.inf)
+    log_c = log_e2m1 - e0b
+    ups = logsumexp(jnp.where(jmask, lb + j * (lq + log_c), -jnp.inf), axis=-1, keepdims=True)
+    ups = ups - ((k_lo - 1.0) / (8.0 * jnp.exp(e0)))[..., None, None]
+    allt = jnp.concatenate([t2, tj, ups], axis=-1)
+    return logsumexp(allt, axis=-1)
+
+
+def _girgis_checkin_log_excess(k_lo, k_hi, n, eps0, *, alpha_int):
+    log_q = jnp.log(jnp.minimum(k_hi / n[..., None], 1.0))
+    return _girgis_log_excess(k_lo, log_q, eps0[..., None], alpha_int)
+
+
+@float64_jit(static_argnames=("alpha_int", "width"))
+def _shuffled_checkin_exact_kernel(n, gamma, eps0, alpha_int, width):
+    fn = functools.partial(_girgis_checkin_log_excess, n=n, eps0=eps0, alpha_int=alpha_int)
+    lex = _binomial_log_excess(fn, n, gamma, width)
+    return _finish_rdp(lex, jnp.asarray(alpha_int, dtype=jnp.float64))
+
+
+@float64_jit(static_argnames=("alpha_int",))
+def _eq7_kernel(n, gamma, eps0, dgrid, alpha_int):
+    """Eq. 7 (corrected): 1 + e^{-D^2 n g/2} X(1) + X(k1 + 1), k1 = floor((1 - D) n g), rate g, min over D."""
+    mu = (n * gamma)[..., None]
+    k1 = jnp.minimum(jnp.floor((1.0 - dgrid) * mu), n[..., None] - 1.0)
+    k = jnp.stack([jnp.ones_like(k1), k1 + 1.0], axis=-1)  # batch + (D, 2)
+    log_q = jnp.broadcast_to(jnp.log(gamma)[..., None, None], k.shape)
+    lex = _girgis_log_excess(k, log_q, eps0[..., None, None], alpha_int)  # batch + (D, 2, A)
+    chern = -(dgrid ** 2) * mu / 2.0
+    total = jnp.logaddexp(lex[..., 0, :] + chern[..., None], lex[..., 1, :])
+    alpha = jnp.asarray(alpha_int, dtype=jnp.float64)
+    return jnp.min(jnp.logaddexp(0.0, total), axis=-2) / (alpha - 1.0) * (1.0 + _SAFETY_REL)
+
+
+def shuffled_checkin_upper_rdp(orders, *, n, gamma, eps0, method="exact", chernoff_delta=None,
+                               tail_tol=DEFAULT_TAIL_TOL):
+    """Upper bound on the RDP of one round of shuffled check-in with eps0-LDP discrete randomizers (Thm 2).
+
+    ``method="eq7"``: Eq. 7 of the paper with the constants corrected against Girgis et al. 2021 (ERRATA:
+    l~ = floor(floor((1 - Delta) n gamma) / (2 e^eps0)) + 1, Upsilon_k ~ e^{-(k-1)/(8 e^eps0)}; the floor
+    inside keeps l~ equal to Girgis' kb at k = floor((1-Delta) n gamma) + 1), as printed with rate gamma for
+    every k, minimised over a grid of Delta (or at ``chernoff_delta``).
+    ``method="exact"`` (default): the per-k subsampled-shuffle bound that Eq. 7 bounds (see
+    :func:`_girgis_log_excess`) summed exactly over k by Thm 1 at the conditional rate k / n.
+    Integer orders >= 2.  Broadcasts over n, gamma, eps0.
+    """
+    alpha_int = _int_orders(orders)
+    nn = V.integer("n", n, minimum=1)
+    _check_n_max(nn)
+    g = V.probability("gamma", gamma)
+    e0 = V.nonnegative("eps0", eps0)
+    V.one_of("method", method, ("exact", "eq7"))
+    tol = V.unit_open("tail_tol", tail_tol)
+    shape = V.broadcastable(n=nn, gamma=g, eps0=e0)
+    nf = np.broadcast_to(nn.astype(np.float64), shape)
+    gf = np.broadcast_to(g, shape)
+    ef = np.broadcast_to(e0, shape)
+    with x64_scope():
+        if method == "eq7":
+            if np.any(gf <= 0):
+                raise ValueError(f"Expected gamma > 0 for method='eq7', got gamma={np.min(gf)!r}.")
+            dgrid = _chernoff_grid(chernoff_delta, shape)
+            return _eq7_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(ef), jnp.asarray(dgrid), alpha_int)
+        width = window_size(nf, gf, float(tol))
+        return _shuffled_checkin_exact_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(ef), alpha_int, width)
+
+
+@float64_jit(static_argnames=("alpha_int",))
+def _eq8_kernel(n, gamma, eps0, dgrid, alpha_int):
+    lam = jnp.asarray(alpha_int, dtype=jnp.float64)
+    mu = (n * gamma)[..., None]
+    d = dgrid
+    # log(1 - e^{-D^2 mu/(2 + D)}) + log C(l, 2) + 2 log g + 2 log(e^eps0 - 1) - log((1 + D) mu) - eps0
+    lead = (jnp.log(-jnp.expm1(-(d ** 2) * mu / (2.0 + d))) + 2.0 * jnp.log(gamma)[..., None]
+            + 2.0 * log_expm1(eps0)[..., None] - jnp.log((1.0 + d) * mu) - eps0[..., None])
+    lb2 = jnp.log(lam * (lam - 1.0) / 2.0)
+    val = jnp.logaddexp(0.0, lead[..., None] + lb2) / (lam - 1.0)  # batch + (D, A)
+    return jnp.max(val, axis=-2) * (1.0 - _SAFETY_REL)
+
+
+def shuffled_checkin_lower_rdp(orders, *, n, gamma, eps0, chernoff_delta=None):
+    """Lower bound on the RDP of shuffled check-in (Thm 3, Eq. 8), for binary randomized response:
+
+        eps(lambda) >= 1/(lambda-1) log(1 + (1 - e^{-Delta^2 n gamma/(2 + Delta)}) C(lambda, 2) gamma^2
+                                        (e^eps0 - 1)^2 / ((1 + Delta) n gamma e^eps0)),
+
+    maximised over a grid of Delta in (0, 1) (every Delta gives a valid lower bound) or at
+    ``chernoff_delta``; rounded down.  As printed (rate gamma).  Integer orders >= 2; n gamma > 0.
+    """
+    alpha_int = _int_orders(orders)
+    nn = V.integer("n", n, minimum=1)
+    _check_n_max(nn)
+    g = V.probability("gamma", gamma)
+    e0 = V.nonnegative("eps0", eps0)
+    shape = V.broadcastable(n=nn, gamma=g, eps0=e0)
+    gf = np.broadcast_to(g, shape)
+    if np.any(gf <= 0):
+        raise ValueError(f"Expected gamma > 0 for the lower bound, got gamma={np.min(gf)!r}.")
+    dgrid = _chernoff_grid(chernoff_delta, shape)
+    if np.any(dgrid <= 0):
+        raise ValueError(f"Expected chernoff_delta > 0, got chernoff_delta={np.min(dgrid)!r}.")
+    with x64_scope():
+        return _eq8_kernel(jnp.asarray(np.broadcast_to(nn.astype(np.float64), shape)), jnp.asarray(gf),
+                           jnp.asarray(np.broadcast_to(e0, shape)), jnp.asarray(dgrid), alpha_int)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Approximate-DP building blocks (jnp): FMT shuffling, subsampling, the Gaussian mechanism, composition
+
+
+def _fmt_eps(eps0, k, delta):
+    """Feldman-McMillan-Talwar 2021 Thm 3.1 closed form for k shuffled eps0-LDP reports, with validity (jnp).
+
+    Private copy of :func:`amplify_jax.shuffle.fmt_closed_form_epsilon` for use inside kernels (tested
+    equal): eps = ln(1 + (1 - e^-eps0)/(1 + e^-(eps0 + e1)) (a + c)), a = 8 sqrt(e^eps0 ln(4/delta)/k),
+    c = 8 e^eps0 / k, e1 = ln(1 + a + c) (the authors' code factor, >= the printed (e^eps0-1)/(e^eps0+1));
+    valid iff eps0 <= ln(k / (16 ln(4/delta))) (ERRATA: ln(4/delta), not footnote 3's ln(2/delta)).
+    Outside: eps0 (shuffling is post-processing; footnote 3's fallback), valid False.
+    """
+    log4d = jnp.log(4.0 / delta)
+    ks = jnp.maximum(k, 1.0)
+    a = 8.0 * jnp.sqrt(jnp.exp(eps0) * log4d / ks)
+    c = 8.0 * jnp.exp(eps0) / ks
+    factor = -jnp.expm1(-eps0) / (1.0 + jnp.exp(-eps0 - jnp.log1p(a + c)))
+    eps = jnp.log1p(factor * (a + c))
+    valid = (eps0 <= jnp.log(ks / (16.0 * log4d))) & (k >= 1)
+    return jnp.where(valid, jnp.minimum(eps, eps0), eps0), valid
+
+
+def _subsample_eps(eps, q):
+    """Balle, Barthe, Gaboardi 2018 Thm 9 (without replacement, substitution): eps' = log(1 + q (e^eps - 1))."""
+    return jnp.log1p(q * jnp.expm1(eps))
+
+
+def _advanced_composition(eps, rounds, log_dprime):
+    """Dwork, Rothblum, Vadhan 2010 strong composition: sqrt(2 T ln(1/delta')) eps + T eps (e^eps - 1)."""
+    return jnp.sqrt(2.0 * rounds * (-log_dprime)) * eps + rounds * eps * jnp.expm1(eps)
+
+
+def _gaussian_dp_epsilon(mu, log_delta, n_iter: int = 120):
+    """Smallest eps (from above) with delta(eps) <= delta for the Gaussian mechanism of sensitivity/std = mu.
+
+    Balle & Wang 2018 (analytic Gaussian), exact: delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu),
+    decreasing in eps; bisection that keeps the feasible end.  Start: eps = mu^2/2 + mu sqrt(2 ln(1/delta))
+    is feasible (delta(eps) <= Phi(-sqrt(2 ln(1/delta))) <= delta).
+    """
+    def log_delta_at(e):
+        a = jsp.log_ndtr(mu / 2.0 - e / mu)
+        b = e + jsp.log_ndtr(-mu / 2.0 - e / mu)
+        return a + jnp.log(-jnp.expm1(jnp.minimum(b - a, 0.0)))
+
+    hi = mu * mu / 2.0 + mu * jnp.sqrt(2.0 * (-log_delta))
+    lo = jnp.zeros_like(hi)
+    lo_ok = log_delta_at(lo) <= log_delta
+
+    def body(_, s):
+        lo, hi = s
+        mid = 0.5 * (lo + hi)
+        ok = log_delta_at(mid) <= log_delta
+        return jnp.where(ok, lo, mid), jnp.where(ok, mid, hi)
+
+    lo, hi = jax.lax.fori_loop(0, n_iter, body, (lo, hi))
+    return jnp.where(lo_ok, 0.0, hi * (1.0 + 1e-10))  # margin for the rounding of log_delta_at
+
+
+def _count_bounds(mu, log_d1, log_d2):
+    """Integers l1 <= k <= l2 holding except with probability <= d1 + d2 (multiplicative Chernoff bounds).
+
+    P(k <= (1 - D1) mu) <= e^{-D1^2 mu / 2}, P(k >= (1 + D2) mu) <= e^{-D2^2 mu / (2 + D2)}.
+    l1 = floor((1 - D1) mu) + 1 (0 when D1 > 1 would be needed: then l1 = 0 and d1 is not spent),
+    l2 = ceil((1 + D2) mu) - 1.
+    """
+    d1 = jnp.sqrt(2.0 * (-log_d1) / mu)
+    l1 = jnp.where(d1 < 1.0, jnp.floor((1.0 - d1) * mu) + 1.0, 0.0)
+    L = -log_d2
+    d2 = (L + jnp.sqrt(L * L + 8.0 * L * mu)) / (2.0 * mu)
+    l2 = jnp.ceil((1.0 + d2) * mu) - 1.0
+    return l1, l2
+
+
+#: Splits of the delta budget searched by the strong-composition baselines: the fraction that goes to
+#: delta' of the composition, and the fraction of the per-round rest that goes to the two Chernoff events.
+_BASELINE_SPLITS = tuple((f1, f2) for f1 in (0.1, 0.25, 0.5, 0.75, 0.9) for f2 in (0.01, 0.1, 0.3, 0.5))
+
+
+def _baseline_eps(per_round, n, gamma, rounds, log_delta):
+    """min over budget splits of the strong composition of a per-round (eps(l1, l2, log_dm), dm + d1 + d2)."""
+    best = jnp.inf
+    mu = n * gamma
+    for f1, f2 in _BASELINE_SPLITS:
+        log_dp = math.log(f1) + log_delta
+        log_round = math.log(1.0 - f1) + log_delta - jnp.log(rounds)
+        log_d12 = math.log(f2 / 2.0) + log_round
+        log_dm = math.log(1.0 - f2) + log_round
+        l1, l2 = _count_bounds(mu, log_d12, log_d12)
+        q = jnp.minimum(l2 / n, 1.0)
+        e_round = per_round(l1, q, log_dm)
+        best = jnp.minimum(best, _advanced_composition(e_round, rounds, log_dp))
+    return best
+
+
+def _shuffle_round(eps0):
+    def per_round(l1, q, log_dm):
+        # the shuffle's delta is spent before subsampling: q * delta_s = delta_m
+        eps_s, _ = _fmt_eps(eps0, l1, jnp.exp(log_dm - jnp.log(q)))
+        return _subsample_eps(jnp.where(l1 >= 1, eps_s, eps0), q)
+    return per_round
+
+
+def _gauss_round(sigma):
+    def per_round(l1, q, log_dm):
+        mu = 2.0 / (sigma * jnp.sqrt(jnp.maximum(l1, 1.0)))
+        eps_g = _gaussian_dp_epsilon(mu, log_dm - jnp.log(q))
+        return jnp.where(l1 >= 1, _subsample_eps(eps_g, q), jnp.inf)
+    return per_round
+
+
+@float64_jit
+def _sc_shuffle_kernel(n, gamma, eps0, rounds, log_delta):
+    return _baseline_eps(_shuffle_round(eps0), n, gamma, rounds, log_delta)
+
+
+@float64_jit
+def _sc_gauss_kernel(n, gamma, sigma, rounds, log_delta):
+    return _baseline_eps(_gauss_round(sigma), n, gamma, rounds, log_delta)
+
+
+def _baseline_args(n, gamma, rounds, delta, **extra):
+    nn = V.integer("n", n, minimum=1)
+    _check_n_max(nn)
+    g = V.unit_open("gamma", gamma)
+    t = V.integer("rounds", rounds, minimum=1)
+    d = V.unit_open("delta", delta)
+    shape = V.broadcastable(n=nn, gamma=g, rounds=t, delta=d, **extra)
+    b = lambda x: jnp.asarray(np.broadcast_to(np.asarray(x, dtype=np.float64), shape))  # noqa: E731
+    return b, b(nn), b(g), b(t), b(np.log(d))
+
+
+def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, rounds, delta):
+    """Strong-composition baseline for shuffled check-in (the approach of Girgis, Data, Diggavi 2021c).
+
+    Girgis et al. 2021c state this accounting only up to constants; this instantiation is ours and sound:
+    per round, k lies in [l1, l2] except with probability d1 + d2 (Chernoff, :func:`_count_bounds`); given
+    k >= l1 the shuffle of the k eps0-LDP reports is (eps_s, delta_s)-DP with eps_s the FMT closed form at
+    l1 users (footnote 3's fallback eps0 outside its condition), the differing client is in the round with
+    probability k/n <= l2/n (Balle et al. 2018 Thm 9 subsampling); the T rounds compose by Dwork-Rothblum-
+    Vadhan strong composition: eps = sqrt(2 T ln(1/delta')) eps_r + T eps_r (e^eps_r - 1), and
+    delta = T (q delta_s + d1 + d2) + delta'.  The split of ``delta`` is optimised over a small grid.
+    """
+    e0 = V.nonnegative("eps0", eps0)
+    b, nn, g, t, ld = _baseline_args(n, gamma, rounds, delta, eps0=e0)
+    with x64_scope():
+        return _sc_shuffle_kernel(nn, g, b(e0), t, ld)
+
+
+def distributed_gaussian_strong_composition_epsilon(*, n, gamma, sigma, rounds, delta):
+    """Strong-composition baseline for distributed check-in with the Gaussian mechanism (Sec. 5.1).
+
+    As described in Sec. 5.1: with probability >= 1 - d1 at least l1 clients check in, so the mean carries
+    Gaussian noise of std >= sigma / sqrt(l1) for sensitivity 2 / k <= ... i.e. sensitivity/std <=
+    2 / (sigma sqrt(l1)); with probability >= 1 - d2 the rate is <= l2 / n.  The Gaussian mechanism's exact
+    (eps, delta) (Balle & Wang 2018) is subsampled (Balle et al. 2018 Thm 9) and composed over T rounds by
+    strong composition; delta = T (q delta_g + d1 + d2) + delta', the split optimised over a small grid.
+    """
+    s = V.positive("sigma", sigma)
+    b, nn, g, t, ld = _baseline_args(n, gamma, rounds, delta, sigma=s)
+    with x64_scope():
+        return _sc_gauss_kernel(nn, g, b(s), t, ld)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Sec. 4.1: generic (eps0, delta0)-LDP randomizers, the "subsampled shuffling conversion" route
+
+
+class ApproxCheckinRDP(NamedTuple):
+    """A delta-approximate RDP curve of one round: with probability >= 1 - delta the round is (alpha, rdp)-RDP.
+
+    ``fallback`` is True where the shuffling theorem does not apply at k = round(n gamma) (footnote 3: the
+    bound then counts no amplification by shuffling, only by check-in).
+    """
+
+    rdp: jax.Array
+    delta: jax.Array
+    fallback: jax.Array
+
+
+def _rr_log_excess(alpha, eps):
+    """log(E[(p/q)^alpha] - 1) of binary randomized response at level eps: the tight RDP of any eps-DP pair
+    (Kairouz-Oh-Viswanath 2015; the curve of :func:`amplify_jax.rdp.pure_dp_rdp`, tested equal)."""
+    return (log_expm1((alpha - 1.0) * eps) + log_expm1(alpha * eps) - (alpha - 1.0) * eps
+            - jnp.logaddexp(eps, 0.0))
+
+
+def _conversion_log_excess(k_lo, k_hi, n, eps0, delta0, shuffle_delta, alpha):
+    """Per-k excess of the subsampled shuffle round, bounded over [k_lo, k_hi] (jnp).
+
+    Shuffle of k reports (FMT at k_lo users: the FMT bound and its validity are monotone in k), subsampled
+    at rate k_hi / n (Balle et al. 2018 Thm 9), then the RDP of an (eps, .)-DP pair (randomized response).
+    """
+    e0 = eps0[..., None]
+    eps_s, ok = _fmt_eps(e0, k_lo, shuffle_delta[..., None])
+    use = ok & (delta0[..., None] <= 0.0)
+    eps_k = jnp.where(use, eps_s, e0)
+    eps_sub = _subsample_eps(eps_k, jnp.minimum(k_hi / n[..., None], 1.0))
+    return _rr_log_excess(alpha, eps_sub[..., None])
+
+
+@float64_jit(static_argnames=("width",))
+def _conversion_kernel(n, gamma, eps0, delta0, shuffle_delta, alpha, width):
+    fn = functools.partial(_conversion_log_excess, n=n, eps0=eps0, delta0=delta0, shuffle_delta=shuffle_delta,
+                           alpha=alpha)
+    lex = _binomial_log_excess(fn, n, gamma, width)
+    # delta of the round: sum_k Bin(k) (k/n) delta_k <= gamma max(delta_s, delta0); the decomposition of each
+    # conditional pair reweights the k-marginal by at most 1/(1 - delta), hence the extra log term.
+    dbar = gamma * jnp.where(delta0 > 0, delta0, shuffle_delta)
+    rdp = _finish_rdp(lex, alpha) - jnp.log1p(-dbar)[..., None] / (alpha - 1.0)
+    kc = jnp.maximum(jnp.round(n * gamma), 1.0)
+    _, ok = _fmt_eps(eps0, kc, shuffle_delta)
+    return ApproxCheckinRDP(rdp, dbar, ~(ok & (delta0 <= 0.0)))
+
+
+def subsampled_shuffle_checkin_rdp(orders, *, n, gamma, eps0, delta0=0.0, shuffle_delta,
+                                   tail_tol=DEFAULT_TAIL_TOL) -> ApproxCheckinRDP:
+    """Shuffled check-in with a generic (eps0, delta0)-LDP randomizer by the "subsampled shuffling
+    conversion" of Sec. 4.1: for each k, (1) the shuffle of the k reports is (eps_s, shuffle_delta)-DP by
+    Feldman-McMillan-Talwar 2021 Thm 3.1 (validity eps0 <= ln(k/(16 ln(4/shuffle_delta))), ERRATA; outside
+    it footnote 3's fallback eps_s = eps0, delta 0), (2) the differing client is in the round with
+    probability k/n: Balle, Barthe, Gaboardi 2018 Thm 9 gives (ln(1 + (k/n)(e^eps_s - 1)), (k/n) delta_s),
+    (3) DP -> RDP as in :func:`amplify_jax.conversions.dp_to_rdp` (an (eps, delta)-DP pair is
+    delta-approximately RDP with the randomized-response curve at eps; ERRATA on Lemma 3), (4) Eq. 5 sums
+    the curves over k with the Bin(n, gamma) weights.
+
+    The result is delta-approximate: ``delta`` <= gamma max(shuffle_delta, delta0) per round (and the curve
+    carries + ln(1/(1 - delta))/(alpha - 1) for the reweighting of k by the decompositions).  Compose rounds
+    by adding curves and deltas.  For delta0 > 0 FMT's approximate-DP extension is not used (its constants
+    are not checked here): only check-in amplifies then, with (eps0, delta0) per report, and ``fallback`` is
+    True.  Any orders > 1.  Broadcasts over n, gamma, eps0, delta0, shuffle_delta.
+    """
+    a = V.orders("orders", orders)
+    nn = V.integer("n", n, minimum=1)
+    _check_n_max(nn)
+    g = V.probability("gamma", gamma)
+    e0 = V.nonnegative("eps0", eps0)
+    d0 = V.probability("delta0", delta0)
+    ds = V.unit_open("shuffle_delta", shuffle_delta)
+    tol = V.unit_open("tail_tol", tail_tol)
+    shape = V.broadcastable(n=nn, gamma=g, eps0=e0, delta0=d0, shuffle_delta=ds)
+    b = lambda x: jnp.asarray(np.broadcast_to(np.asarray(x, dtype=np.float64), shape))  # noqa: E731
+    width = window_size(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), float(tol))
+    with x64_scope():
+        return _conversion_kernel(b(nn), b(g), b(e0), b(d0), b(ds), jnp.asarray(a), width)
