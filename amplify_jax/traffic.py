@@ -51,7 +51,6 @@ from typing import Mapping, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import betainc
 
 from amplify_jax import _validate as V
 from amplify_jax.calibrate import AT_LIMIT, OK, invert_monotone, invert_monotone_kernel
@@ -314,21 +313,70 @@ def _g_bennett(k, st: _LStats):
     return jnp.minimum(g, st.pos_mean)
 
 
-def _binom_sf(s, N, p):
-    """P(Bin(N, p) >= s) for integer-valued s, N >= 0 (arrays), via the regularized incomplete beta."""
-    inside = (s >= 1) & (s <= N)
-    val = betainc(jnp.where(inside, s, 1.0), jnp.where(inside, N - s + 1.0, 1.0), p)
-    return jnp.where(s <= 0, 1.0, jnp.where(s > N, 0.0, val))
+def _kl_bernoulli(q, p):
+    """KL(Bern(q) || Bern(p)) for q, p in [0, 1] (xlogy conventions)."""
+    from jax.scipy.special import xlogy
+
+    return xlogy(q, q) - xlogy(q, p) + xlogy(1.0 - q, 1.0 - q) - xlogy(1.0 - q, 1.0 - p)
 
 
-def _binom_cdf(s, N, p):
-    """P(Bin(N, p) <= s), computed from the lower tail directly (no 1 - sf cancellation)."""
-    inside = (s >= 0) & (s <= N - 1)
-    val = betainc(jnp.where(inside, N - s, 1.0), jnp.where(inside, s + 1.0, 1.0), 1.0 - p)
-    return jnp.where(s < 0, 0.0, jnp.where(s >= N, 1.0, val))
+def _binom_upper_tail(a, N, p):
+    """Upper bound on P(Bin(N, p) >= a): 1 for a <= N p, the Chernoff bound exp(-N KL(a/N || p)) above the
+    mean, 0 for a > N."""
+    q = jnp.clip(a / jnp.where(N > 0, N, 1.0), 0.0, 1.0)
+    bound = jnp.exp(-N * _kl_bernoulli(q, p))
+    out = jnp.where(a <= N * p, 1.0, jnp.minimum(bound, 1.0))
+    return jnp.where(a > N, 0.0, jnp.where(a <= 0, 1.0, out))
 
 
-def _g_exact(k, st: _LStats, eps, T, sigma, m_window: int):
+def _binom_lower_tail(a, N, p):
+    """Upper bound on P(Bin(N, p) <= a): 1 for a >= N p, Chernoff below the mean, 0 for a < 0."""
+    return _binom_upper_tail(N - a, N, 1.0 - p)
+
+
+# P(Bin(M, 1/2) <= x) for 0 <= M, x <= _MMAX (1 for x >= M), a constant table (scipy's binomial cdf, which
+# evaluates the incomplete beta accurately in the tails); gathered by the exact method.
+_MMAX = 511
+
+
+def _half_cdf_table():
+    from scipy.stats import binom
+
+    M = np.arange(_MMAX + 1)[:, None]
+    x = np.arange(_MMAX + 1)[None, :]
+    with np.errstate(all="ignore"):
+        t = binom.cdf(x, M, 0.5)
+    return np.where(x >= M, 1.0, t).astype(np.float64)
+
+
+_HALF_CDF = None
+
+
+def _half_cdf():
+    global _HALF_CDF
+    if _HALF_CDF is None:
+        _HALF_CDF = _half_cdf_table()
+    return _HALF_CDF
+
+
+def _cdf_half(table, u, M):
+    """P(Bin(M, 1/2) <= u) from the table (u, M integer-valued arrays, 0 <= M <= _MMAX)."""
+    Mi = jnp.clip(M, 0, _MMAX).astype(jnp.int32)
+    ui = jnp.clip(u, 0, _MMAX).astype(jnp.int32)
+    v = table[Mi, ui]
+    return jnp.where(u < 0, 0.0, jnp.where(u >= M, 1.0, v))
+
+
+def _exact_k_cap(T, m_window):
+    """Largest k for which the M-window covers mean +- 6 sd and stays inside the table."""
+    p = 2.0 / T
+    var = p * (1.0 - p)
+    by_sd = jnp.where(var > 0, (m_window / 12.0) ** 2 / jnp.where(var > 0, var, 1.0), jnp.inf)
+    by_table = (_MMAX - m_window / 2.0) / p
+    return jnp.floor(jnp.minimum(by_sd, by_table))
+
+
+def _g_exact(k, st: _LStats, eps, T, sigma, m_window: int, table):
     """E[sum_{i<=k} L_i]_+ / k, computed exactly for the target randomizer (ERRATA: sum_i L_i depends only on
     the counts N1, N2 of draws landing on t and t').
 
@@ -339,11 +387,16 @@ def _g_exact(k, st: _LStats, eps, T, sigma, m_window: int):
     E[(C_M - A N2)_+ | M] = C_M P(Bin(M, 1/2) <= u) - A (M/2) P(Bin(M - 1, 1/2) <= u - 1).
     (This form keeps every term below (1 - sigma) T M; the mirror form in N1 cancels terms of size e^eps.)
     M is summed exactly over a window of ``m_window`` values around its mean; outside it
-    E[. | M] <= (1 - sigma) T M, and E[M; M outside] is a binomial tail, which is added.
+    E[. | M] <= (1 - sigma) T M, and E[M; M outside] = k p P(Bin(k - 1, p) outside) is bounded by Chernoff.
+
+    Exact for k <= :func:`_exact_k_cap` (1264 for T = 20); beyond, g(k) <= g(cap) because g is non-increasing
+    in k (see :func:`_delta_sum`), and the corrected Bennett bound is also applied (min of two upper bounds).
     """
+    k_full = k
+    k = jnp.maximum(jnp.minimum(k, _exact_k_cap(T, m_window)), 1.0)
     p = 2.0 / T
     mean_m = k * p
-    hi0 = jnp.maximum(k - m_window + 1.0, 0.0)
+    hi0 = jnp.maximum(jnp.minimum(k, _MMAX) - m_window + 1.0, 0.0)
     m0 = jnp.clip(jnp.floor(mean_m - m_window / 2.0), 0.0, hi0)
     M = m0[..., None] + jnp.arange(m_window, dtype=jnp.float64)
     kk = k[..., None]
@@ -364,20 +417,19 @@ def _g_exact(k, st: _LStats, eps, T, sigma, m_window: int):
     u = jnp.where(value(u + 1.0) > 0, u + 1.0, u)
     u = jnp.where(value(u) > 0, u, u - 1.0)
     u = jnp.minimum(u, M)
-    c1 = _binom_cdf(u, M, 0.5)
-    c2 = _binom_cdf(u - 1.0, M - 1.0, 0.5)
+    c1 = _cdf_half(table, u, M)
+    c2 = _cdf_half(table, u - 1.0, M - 1.0)
     t1 = C * c1
     t2 = A * (M / 2.0) * c2
     h = jnp.maximum(t1 - t2, 0.0) + _CANCEL_MARGIN * (jnp.abs(t1) + t2)
     h = jnp.where((A > 0) & (C > 0) & (u >= 0), h, 0.0)
     body = jnp.sum(w * h, axis=-1)
-    # Tails: E[M; M <= m0 - 1] = k p P(Bin(k-1, p) <= m0 - 2), E[M; M >= m_hi + 1] = k p P(Bin(k-1, p) >= m_hi).
     m_hi = m0 + m_window - 1.0
-    low = k * p * _binom_cdf(m0 - 2.0, k - 1.0, p)
-    high = k * p * _binom_sf(m_hi, k - 1.0, p)
+    low = k * p * _binom_lower_tail(m0 - 2.0, k - 1.0, p)
+    high = k * p * _binom_upper_tail(m_hi, k - 1.0, p)
     tails = (1.0 - sigma) * T * (low + high)
-    e_k = body + tails
-    return jnp.minimum(e_k / k, st.pos_mean)
+    g = jnp.minimum((body + tails) / k, st.pos_mean)
+    return jnp.minimum(g, _g_bennett(k_full, st))
 
 
 def _delta_sum(g_fn, eps, T, n, sigma, d, st: _LStats, j_window: int):
@@ -389,7 +441,7 @@ def _delta_sum(g_fn, eps, T, n, sigma, d, st: _LStats, j_window: int):
     j is summed over a window of ``j_window`` values around (n - 1) sigma.  g(k) = E[sum_{i<=k} L_i]_+ / k is
     non-increasing in k (the average of k + 1 exchangeable terms is the mean of its leave-one-out averages;
     convexity of (.)_+), so the upper tail is bounded by its mass times g at the window's last k, and the lower
-    tail by its mass times E[L_+] >= g(k).
+    tail by its mass times E[L_+] >= g(k); both masses are bounded by Chernoff.
     """
     N = n - 1.0
     hi0 = jnp.maximum(N - j_window + 1.0, 0.0)
@@ -403,8 +455,8 @@ def _delta_sum(g_fn, eps, T, n, sigma, d, st: _LStats, j_window: int):
     g = g_fn(k, st_b, ex(eps), ex(T), ex(sigma))
     body = jnp.sum(w * g, axis=-1)
     j_hi = j0 + j_window - 1.0
-    low = _binom_cdf(j0 - 1.0, N, sigma) * st.pos_mean
-    high = _binom_sf(j_hi + 1.0, N, sigma) * g[..., -1]
+    low = _binom_lower_tail(j0 - 1.0, N, sigma) * st.pos_mean
+    high = _binom_upper_tail(j_hi + 1.0, N, sigma) * g[..., -1]
     return body + low + high
 
 
@@ -417,15 +469,17 @@ def _finish(delta, eps, T, sigma):
     return jnp.where(local, 0.0, jnp.minimum(delta, 1.0)), local
 
 
-def _delta_kernel_impl(eps, T, n, sigma, d, method: str, j_window: int, m_window: int):
+def _delta_kernel_impl(eps, T, n, sigma, d, method: str, j_window: int, m_window: int, table=None):
     eps, T, n, sigma, d = jnp.broadcast_arrays(eps, T, n, sigma, d)
+    if table is None:
+        table = jnp.asarray(_half_cdf())
     st = _l_stats(eps, T, sigma)
     if method == "hoeffding":
         g_fn = lambda k, s, e, t, sg: _g_hoeffding(k, s)  # noqa: E731
     elif method == "bennett":
         g_fn = lambda k, s, e, t, sg: _g_bennett(k, s)  # noqa: E731
     elif method == "exact":
-        g_fn = lambda k, s, e, t, sg: _g_exact(k, s, e, t, sg, m_window)  # noqa: E731
+        g_fn = lambda k, s, e, t, sg: _g_exact(k, s, e, t, sg, m_window, table)  # noqa: E731
     else:  # pragma: no cover - guarded at the boundary
         raise ValueError(method)
     raw = _delta_sum(g_fn, eps, T, n, sigma, d, st, j_window)
@@ -831,3 +885,246 @@ def kmeans_plan(iterations: int = 10) -> ExecutionPlan:
         edges += [("data", f"S{i}"), (f"S{i}", f"C{i}")]
         edges.append((f"C{i}", f"S{i + 1}") if i < I else (f"C{i}", "R"))
     return ExecutionPlan(tuple(edges), tuple(f"S{i}" for i in range(1, I + 1)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# §III-C and §IV-D: utility and efficiency metrics
+# ---------------------------------------------------------------------------------------------------------
+
+
+class Costs(NamedTuple):
+    """Utility and efficiency of a cluster deployment (Ladjel et al. §II-E, §III-C, §IV-D), in messages of
+    size mu = 1.  ``feasible`` is False where sigma = 1 (no real contribution survives; counts are +inf)."""
+
+    sources: np.ndarray  # S_t = ceil(S / (1 - sigma)) source nodes, i.e. user consents
+    extra_consents: np.ndarray  # S_t - S
+    scramblers: np.ndarray  # SF = ceil(S_t / n) (0 without scramblers)
+    messages: np.ndarray  # total volume of exchanged messages (network load)
+    extra_messages: np.ndarray  # messages - S: the load added w.r.t. the non-private execution (S messages)
+    channels: np.ndarray  # total number of secure channels
+    channels_per_source: np.ndarray
+    channels_per_scrambler: np.ndarray  # n + T (0 without scramblers): the individual load of §V-B
+    channels_per_target: np.ndarray  # at most
+    feasible: np.ndarray
+
+
+def _ceil_safe(x):
+    # ceil that is not pushed up by a rounding error of the division (S / (1 - sigma) = 12500.000000000002)
+    return np.ceil(x * (1.0 - 8.0 * np.finfo(np.float64).eps))
+
+
+def _sources_needed(S, sigma):
+    with np.errstate(divide="ignore"):
+        return np.where(sigma < 1, _ceil_safe(S / np.where(sigma < 1, 1.0 - sigma, 1.0)), np.inf)
+
+
+def local_costs(*, sources, targets, sampling, dummies) -> Costs:
+    """Costs of local sampling + flooding without scramblers (§III-C): S_t = S / (1 - sigma) sources for the
+    same utility (rounded up), each sending d + 1 messages on d + 1 channels; S_t (d + 1) messages in total, a
+    factor (d + 1) w.r.t. the non-private execution; a target receives from at most S_t sources."""
+    S = V.integer("sources", sources, minimum=1).astype(np.float64)
+    T = V.integer("targets", targets, minimum=2).astype(np.float64)
+    sigma = V.probability("sampling", sampling)
+    d = V.integer("dummies", dummies, minimum=0).astype(np.float64)
+    shape = V.broadcastable(sources=S, targets=T, sampling=sigma, dummies=d)
+    S, T, sigma, d = (np.broadcast_to(x, shape) for x in (S, T, sigma, d))
+    St = _sources_needed(S, sigma)
+    msgs = St * (d + 1.0)
+    zero = np.zeros(shape)
+    return Costs(St, St - S, zero, msgs, msgs - S, msgs, d + 1.0, zero, St, sigma < 1)
+
+
+def scrambler_costs(*, sources, targets, n, sampling, dummies) -> Costs:
+    """Costs with scramblers (§IV-D): S_t = S / (1 - sigma) sources, SF = S_t / n scramblers (both rounded up;
+    the paper assumes n divides S_t).  Each scrambler opens n + T channels and exchanges 2 n + d messages:
+    S_t + SF T channels and S_t + SF (n + d) messages in total."""
+    S = V.integer("sources", sources, minimum=1).astype(np.float64)
+    T = V.integer("targets", targets, minimum=2).astype(np.float64)
+    n_ = V.integer("n", n, minimum=1).astype(np.float64)
+    sigma = V.probability("sampling", sampling)
+    d = V.integer("dummies", dummies, minimum=0).astype(np.float64)
+    shape = V.broadcastable(sources=S, targets=T, n=n_, sampling=sigma, dummies=d)
+    S, T, n_, sigma, d = (np.broadcast_to(x, shape) for x in (S, T, n_, sigma, d))
+    St = _sources_needed(S, sigma)
+    SF = np.where(np.isfinite(St), _ceil_safe(np.where(np.isfinite(St), St, 0.0) / n_), np.inf)
+    msgs = St + SF * (n_ + d)
+    chans = St + SF * T
+    return Costs(St, St - S, SF, msgs, msgs - S, chans, np.ones(shape), n_ + T, SF, sigma < 1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Deployment inversions: fewest dummies, smallest sampling rate, messages per scrambler
+# ---------------------------------------------------------------------------------------------------------
+
+
+class Deployment(NamedTuple):
+    """Result of a deployment inversion.  ``status`` uses the core's codes (amplify_jax.calibrate): 0 ok,
+    1 infeasible within the budget (``value`` is then the budget's end and ``delta`` what it gives), 2 the
+    least costly end is already private enough, 3 the re-check failed (not monotone; do not use ``value``).
+    ``delta`` is re-computed at ``value`` by :func:`scrambler_delta`; ``limit`` is the budget's end of the
+    parameter range; ``messages`` the network load (:func:`scrambler_costs`) at ``value`` when ``sources`` is
+    given (else NaN-free zeros)."""
+
+    value: np.ndarray
+    status: np.ndarray
+    delta: np.ndarray
+    limit: np.ndarray
+    messages: np.ndarray
+
+
+def _delta_in_dummies(d, eps, T, n, sigma, method):
+    return _delta_kernel_impl(eps, T, n, sigma, d, method, _J_WINDOW, _M_WINDOW)[0]
+
+
+def _delta_in_sampling(sigma, eps, T, n, d, method):
+    return _delta_kernel_impl(eps, T, n, sigma, d, method, _J_WINDOW, _M_WINDOW)[0]
+
+
+def _delta_in_n(n, eps, T, sigma, d, method):
+    return _delta_kernel_impl(eps, T, n, sigma, d, method, _J_WINDOW, _M_WINDOW)[0]
+
+
+_FN_CACHE: dict = {}
+
+
+def _bound_fn(f, method):
+    import functools
+
+    key = (f.__name__, method)
+    if key not in _FN_CACHE:
+        _FN_CACHE[key] = functools.partial(f, method=method)
+    return _FN_CACHE[key]
+
+
+def _deploy_method(method):
+    V.one_of("method", method, ("hoeffding", "bennett", "exact"))
+    return method
+
+
+def _target(eps, delta):
+    return V.nonnegative("eps", eps), V.unit_open("delta", delta)
+
+
+def _finish_deploy(value, status, limit, eps, delta, T, n, sigma, d, method, sources):
+    chk = scrambler_delta(eps, targets=T, n=n, sampling=sigma, dummies=d, method=method).delta
+    chk = np.asarray(chk)
+    status = np.asarray(status).copy()
+    failed = (chk > delta) & ((status == 0) | (status == 2))
+    status[failed] = 3
+    if sources is None:
+        msgs = np.zeros(np.shape(value))
+    else:
+        msgs = scrambler_costs(sources=sources, targets=T, n=n, sampling=sigma, dummies=d).messages
+    return Deployment(np.asarray(value), status, chk, np.asarray(limit), np.asarray(msgs))
+
+
+def fewest_dummies(
+    eps, delta, *, targets, n, sampling, sources=None, max_messages=None, max_dummies=100_000, method="exact"
+) -> Deployment:
+    """Fewest dummies per scrambler d with ``scrambler_delta(eps) <= delta`` (Ladjel et al. §IV-C, §V-B),
+    under a network-load budget: ``max_messages`` bounds the total volume S_t + SF (n + d) of
+    :func:`scrambler_costs` (needs ``sources`` = S, the real contributions to keep), which caps d at
+    floor((max_messages - S_t - SF n) / SF); without a budget d <= ``max_dummies``.  Integer bisection by
+    amplify_jax.calibrate.invert_monotone (delta is non-increasing in d), feasible endpoint re-checked."""
+    method = _deploy_method(method)
+    eps, delta = _target(eps, delta)
+    _, T, n_, sigma, _ = _check_common(0.0, targets, n, sampling, 0)
+    dmax = V.integer("max_dummies", max_dummies, minimum=1).astype(np.float64)
+    shape = V.broadcastable(eps=eps, delta=delta, targets=T, n=n_, sampling=sigma, max_dummies=dmax)
+    if max_messages is not None:
+        if sources is None:
+            raise ValueError("Expected sources (S) when max_messages is given, got sources=None.")
+        budget = V.positive("max_messages", max_messages)
+        c0 = scrambler_costs(sources=sources, targets=T, n=n_, sampling=sigma, dummies=0)
+        with np.errstate(invalid="ignore"):
+            room = np.where(c0.feasible, np.floor((budget - c0.messages) / np.where(c0.feasible, c0.scramblers, 1.0)), -1.0)
+        shape = np.broadcast_shapes(shape, np.shape(room))
+        limit = np.minimum(room, dmax)
+    else:
+        limit = dmax
+    eps, delta, T, n_, sigma, limit = (np.broadcast_to(np.asarray(x, np.float64), shape) for x in (eps, delta, T, n_, sigma, limit))
+    at0 = np.asarray(scrambler_delta(eps, targets=T, n=n_, sampling=sigma, dummies=0, method=method).delta) <= delta
+    hi = np.maximum(limit, 2.0)
+    inv = invert_monotone(_bound_fn(_delta_in_dummies, method), delta, args=(eps, T, n_, sigma), lo=1.0, hi=hi,
+                          feasible="above", integer=True)
+    value = np.asarray(inv.value)
+    status = np.asarray(inv.status).copy()
+    value = np.where(at0, 0.0, value)
+    status = np.where(at0, 2, status)
+    over = (value > limit) & ~at0  # only possible through hi = max(limit, 2)
+    status = np.where(over | (limit < 0), 1, status)
+    value = np.where(status == 1, np.maximum(limit, 0.0), value)
+    return _finish_deploy(value, status, limit, eps, delta, T, n_, sigma, value, method, sources)
+
+
+def smallest_sampling(
+    eps, delta, *, targets, n, dummies, sources=None, max_messages=None, rtol=1e-6, method="exact"
+) -> Deployment:
+    """Smallest local sampling rate sigma with ``scrambler_delta(eps) <= delta`` (§IV-C, §V-B: sampling costs
+    utility, or consents S_t = S / (1 - sigma) at fixed utility), under a network-load budget ``max_messages``
+    on the volume S_t + SF (n + d) (needs ``sources``), which caps sigma.  Bisection by
+    amplify_jax.calibrate.invert_monotone (delta is non-increasing in sigma), feasible endpoint re-checked;
+    sigma = 0 is tried first (status 2 when it suffices)."""
+    method = _deploy_method(method)
+    eps, delta = _target(eps, delta)
+    _, T, n_, _, d = _check_common(0.0, targets, n, 0.0, dummies)
+    shape = V.broadcastable(eps=eps, delta=delta, targets=T, n=n_, dummies=d)
+    if max_messages is not None:
+        if sources is None:
+            raise ValueError("Expected sources (S) when max_messages is given, got sources=None.")
+        budget = V.positive("max_messages", max_messages)
+        S = V.integer("sources", sources, minimum=1).astype(np.float64)
+        shape = np.broadcast_shapes(shape, np.shape(budget), np.shape(S))
+        # messages(sigma) ~ S (2n + d) / (n (1 - sigma)); start there and step down until the rounded costs fit.
+        Sb, nb, db, Tb, Bb = (np.broadcast_to(np.asarray(x, np.float64), shape) for x in (S, n_, d, T, budget))
+        lim = np.clip(1.0 - Sb * (2.0 * nb + db) / (nb * Bb), 0.0, 1.0 - 1e-12)
+        for _ in range(200):
+            c = scrambler_costs(sources=Sb, targets=Tb, n=nb, sampling=lim, dummies=db)
+            bad = c.messages > Bb
+            if not np.any(bad & (lim > 0)):
+                break
+            lim = np.where(bad, np.maximum(lim - np.maximum(1e-9, 1e-3 * (1.0 - lim)), 0.0), lim)
+        fits0 = scrambler_costs(sources=Sb, targets=Tb, n=nb, sampling=0.0, dummies=db).messages <= Bb
+        limit = np.where(fits0, lim, -1.0)
+    else:
+        limit = np.ones(shape)
+    eps, delta, T, n_, d, limit = (np.broadcast_to(np.asarray(x, np.float64), shape) for x in (eps, delta, T, n_, d, limit))
+    at0 = np.asarray(scrambler_delta(eps, targets=T, n=n_, sampling=0.0, dummies=d, method=method).delta) <= delta
+    hi = np.clip(limit, 2e-9, 1.0)
+    inv = invert_monotone(_bound_fn(_delta_in_sampling, method), delta, args=(eps, T, n_, d), lo=1e-9, hi=hi,
+                          feasible="above", rtol=rtol)
+    value = np.where(at0, 0.0, np.asarray(inv.value))
+    status = np.where(at0, 2, np.asarray(inv.status))
+    status = np.where((limit < 0) & ~at0, 1, status)
+    value = np.where(status == 1, np.maximum(limit, 0.0), value)
+    return _finish_deploy(value, status, limit, eps, delta, T, n_, value, d, method, sources)
+
+
+def messages_per_scrambler(
+    eps, delta, *, targets, sampling, dummies, max_channels=None, max_n=100_000, sources=None, method="exact"
+) -> Deployment:
+    """Messages per scrambler n for a target (eps, delta) under an individual-load budget (§IV-D, §V-B: a
+    scrambler opens n + T secure channels).  ``limit`` is the most messages per scrambler the budget allows,
+    ``max_channels - T`` (or ``max_n``); ``value`` is the fewest n with ``scrambler_delta(eps) <= delta``
+    (integer bisection by amplify_jax.calibrate.invert_monotone, re-checked; delta is non-increasing in n).
+    Every n in [value, limit] meets the target; status 1 when even ``limit`` does not."""
+    method = _deploy_method(method)
+    eps, delta = _target(eps, delta)
+    _, T, _, sigma, d = _check_common(0.0, targets, 1, sampling, dummies)
+    nmax = V.integer("max_n", max_n, minimum=1).astype(np.float64)
+    shape = V.broadcastable(eps=eps, delta=delta, targets=T, sampling=sigma, dummies=d, max_n=nmax)
+    if max_channels is not None:
+        ch = V.integer("max_channels", max_channels, minimum=1).astype(np.float64)
+        shape = np.broadcast_shapes(shape, np.shape(ch))
+        limit = np.minimum(ch - np.asarray(T, np.float64), nmax)
+    else:
+        limit = nmax
+    eps, delta, T, sigma, d, limit = (np.broadcast_to(np.asarray(x, np.float64), shape) for x in (eps, delta, T, sigma, d, limit))
+    hi = np.maximum(limit, 2.0)
+    inv = invert_monotone(_bound_fn(_delta_in_n, method), delta, args=(eps, T, sigma, d), lo=1.0, hi=hi,
+                          feasible="above", integer=True)
+    value = np.asarray(inv.value)
+    status = np.asarray(inv.status).copy()
+    status = np.where((value > limit) | (limit < 1), 1, status)
+    value = np.where(status == 1, np.maximum(limit, 1.0), value)
+    return _finish_deploy(value, status, limit, eps, delta, T, value, sigma, d, method, sources)
