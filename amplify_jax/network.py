@@ -16,8 +16,8 @@ and aggregates contributions hides each contribution among the others.  This mod
 Where the printed paper is wrong or does not support a number, the docstring says so (see ERRATA.md):
 
 * App. D, Thm 3: the second term of the advanced composition uses eps_c, not eps (ERRATA).
-* App. E, Thm 6: the same slip, and the per-cycle constant 21 does not follow from the paper's own chain
-  of inequalities (1 - (1-1/n)^m <= 3m/(2n), e^x - 1 <= 2x on [0, 1], Eq. 11): that chain gives 42.
+* App. E, Thm 6: the same slip in the second term.  Its per-cycle constant 21 does not follow from the
+  printed chain of inequalities (which gives 42) but does hold; see :func:`complete_graph_histogram_bound`.
 * App. G, Lemma 2: advanced composition over S spotted contributions is sqrt(2 S ln(1/delta')) eps + ...;
   the printed sqrt(S ln(1/delta')) drops the factor 2.
 * The Chernoff bound N = mu + sqrt(3 mu ln(1/delta_hat)) used throughout holds only when
@@ -372,12 +372,16 @@ def ring_histogram_gamma(*, n, L, eps, delta):
 def _fmt_kernel(eps0, n, delta):
     """Feldman, McMillan, Talwar 2021 Thm 3.1 closed form (Cyffers & Bellet Thm 7), with validity flag.
 
-    eps <= ln(1 + (e^eps0 - 1)/(e^eps0 + 1) (8 sqrt(e^eps0 ln(4/delta)) / sqrt(n) + 8 e^eps0 / n)) when
-    eps0 <= ln(n / (16 ln(4/delta))) (ERRATA: ln(4/delta) in the condition, as in FMT and their code).
-    Private copy of ``amplify_jax.shuffle.fmt_closed_form_epsilon`` for use inside kernels (tests compare).
+    eps <= ln(1 + f (8 sqrt(e^eps0 ln(4/delta)) / sqrt(n) + 8 e^eps0 / n)) when eps0 <= ln(n / (16 ln(4/delta)))
+    (ERRATA: ln(4/delta) in the condition, as in FMT and their code).  The factor f is the one of FMT's code,
+    (1 - e^-eps0)/(1 + e^-(eps0 + e1)), which is >= the printed (e^eps0 - 1)/(e^eps0 + 1): the safe choice,
+    as in ``amplify_jax.shuffle.fmt_closed_form_epsilon``, of which this is a raw (uncapped) in-kernel copy
+    (tests compare them).
     """
     l4 = jnp.log(4.0 / delta)
-    val = jnp.log1p(jnp.tanh(0.5 * eps0) * (8.0 * jnp.sqrt(jnp.exp(eps0) * l4 / n) + 8.0 * jnp.exp(eps0) / n))
+    ac = 8.0 * jnp.sqrt(jnp.exp(eps0) * l4 / n) + 8.0 * jnp.exp(eps0) / n
+    factor = -jnp.expm1(-eps0) / (1.0 + jnp.exp(-eps0 - jnp.log1p(ac)))  # >= (e^eps0 - 1)/(e^eps0 + 1)
+    val = jnp.log1p(factor * ac)
     valid = eps0 <= jnp.log(n / (16.0 * l4))
     return val, valid
 
@@ -588,7 +592,7 @@ def _hist_cycle_sup(n, eps0, delta):
 def _hist_kernel(n, T, eps0, delta, dp, dh, use_fmt):
     nv, ok = _chernoff_count(T / n, -jnp.log(dh))
     k = nv + T / n
-    closed = 42.0 * jnp.sqrt(jnp.log(4.0 / delta)) * eps0 / jnp.sqrt(n)
+    closed = 21.0 * jnp.sqrt(jnp.log(4.0 / delta)) * eps0 / jnp.sqrt(n)
     ec = jnp.where(use_fmt, _hist_cycle_sup(n, eps0, delta), closed)
     return NetworkBound(_advanced(ec, k, -jnp.log(dp)), k * delta + dp + dh, ok)
 
@@ -601,10 +605,14 @@ def complete_graph_histogram_bound(*, n, T, eps0, delta, delta_prime, delta_hat,
     * ``form="fmt"`` (App. E's "complete formula", Remark 4): eps_c = sup_{1 <= m <= n} Eq. 10 with
       eps_A(m) = min(eps0, FMT(eps0, m, delta)) (FMT Thm 3.1, eps0 where its condition fails), computed
       numerically and soundly (:func:`_hist_cycle_sup`); no condition on eps0 or n.
-    * ``form="eq11"`` (the closed form of Thm 6 through Eq. 11): eps_c = 42 sqrt(ln(4/delta)) eps0 / sqrt(n).
-      The printed constant 21 does not follow from App. E's steps (1 - (1-1/n)^m <= 3m/(2n) and
-      e^x - 1 <= 2x, as in App. D, on Eq. 11's 14 sqrt(ln(4/delta)/m) eps0 give 42).  Refused outside Thm 6's
-      conditions eps0 <= 1, n >= 14^2 ln(4/delta).
+    * ``form="eq11"`` (the closed form of Thm 6 through Eq. 11): eps_c = 21 sqrt(ln(4/delta)) eps0 / sqrt(n).
+      App. E's printed chain (1 - (1-1/n)^m <= 3m/(2n), e^x - 1 <= 2x, Eq. 11) would give 42, but 21 holds
+      (our check, l = ln(4/delta), eps0 <= 1, n >= 196 l): a cycle where FMT's condition fails (m < 16 e l)
+      costs <= (m/n)(e - 1) eps0 <= 5.4 sqrt(l/n) eps0; where it holds, FMT's factor is <= eps0 and
+      8 e^eps0 / m <= 3.92 sqrt(l/m), so eps_A <= 17.1 eps0 sqrt(l/m) and, with
+      1 - (1 - 1/n)^m <= 1 - e^{-1.004 m/n} and sup_{x <= 1} (1 - e^{-1.004 x})/sqrt(x) <= 0.634, the cycle
+      costs <= (e - 1) 17.1 * 0.634 sqrt(l/n) eps0 = 18.6 sqrt(l/n) eps0.  Tests check it against the
+      numerical ``"fmt"`` form.  Refused outside Thm 6's conditions eps0 <= 1, n >= 14^2 ln(4/delta).
 
     Advanced composition over k = N_v + T/n cycles with the corrected second term k eps_c (e^{eps_c} - 1)
     (the printed Thm 6 has the same slip as App. D); delta = k delta + delta' + delta_hat.

@@ -1,0 +1,487 @@
+"""Tests for amplify_jax.network (Cyffers & Bellet 2022): closed forms against independent computations,
+corrected forms against the printed ones, orderings between composition theorems, calibration round trips,
+and the walk simulation against a plain-Python reference."""
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy import stats
+
+import amplify_jax.network as N
+
+mp.mp.dps = 40
+
+
+# ---------------------------------------------------------------------------------------------------------
+# independent references (written from the paper's statements, in mpmath / plain Python)
+
+
+def mp_thm3(n, T, eps0, dp, dh):
+    n, T, eps0 = mp.mpf(n), mp.mpf(T), mp.mpf(eps0)
+    mu = T / n
+    l = mp.log(1 / mp.mpf(dh))
+    nv = mu + mp.sqrt(3 * mu * l) if 3 * l <= mu else mu + (l + mp.sqrt(l * l + 8 * mu * l)) / 2
+    k = nv + T / n
+    ec = 3 * eps0 / mp.sqrt(n)
+    return mp.sqrt(2 * k * mp.log(1 / mp.mpf(dp))) * ec + k * ec * (mp.e**ec - 1), k
+
+
+def kov35_ref(eps_list, dt):
+    e = [mp.mpf(x) for x in eps_list]
+    s1 = sum(e)
+    s2 = sum(x * x for x in e)
+    s3 = sum((mp.e**x - 1) * x / (mp.e**x + 1) for x in e)
+    a = s3 + mp.sqrt(2 * s2 * mp.log(mp.e + mp.sqrt(s2) / dt))
+    b = s3 + mp.sqrt(2 * s2 * mp.log(1 / mp.mpf(dt)))
+    return min(s1, a, b)
+
+
+def rr_delta(eps, eps0, k):
+    """Hockey-stick delta of k-fold binary randomized response with parameter eps0 (exact, mpmath)."""
+    eps0 = mp.mpf(eps0)
+    p = 1 / (1 + mp.e**eps0)
+    tot = mp.mpf(0)
+    for l in range(k + 1):
+        loss = (k - 2 * l) * eps0
+        if loss > eps:
+            tot += mp.binomial(k, l) * p**l * (1 - p) ** (k - l) * (1 - mp.e ** (eps - loss))
+    return tot
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Theorem 3 (App. D) and its correction
+
+
+@pytest.mark.parametrize(
+    "n,T,eps0,dp,dh",
+    [(100, 10_000, 0.1, 1e-7, 1e-7), (1000, 100_000, 0.5, 1e-5, 1e-6), (1e10, 1e12, 0.9, 1e-12, 1e-9),
+     (50, 200, 0.3, 1e-6, 1e-6)],  # the last one: T/n < 3 ln(1/delta_hat), general Chernoff form
+)
+def test_thm3_matches_mpmath(n, T, eps0, dp, dh):
+    got = float(N.complete_graph_sum_epsilon(n=n, T=T, eps0=eps0, delta_prime=dp, delta_hat=dh))
+    ref, _ = mp_thm3(n, T, eps0, dp, dh)
+    assert got == pytest.approx(float(ref), rel=1e-12)
+
+
+def test_thm3_corrected_vs_printed():
+    n, T, eps0, dp, dh = np.array([100.0, 1e4, 1e6]), 100.0 * np.array([100.0, 1e4, 1e6]), 0.5, 1e-7, 1e-7
+    corr = np.asarray(N.complete_graph_sum_epsilon(n=n, T=T, eps0=eps0, delta_prime=dp, delta_hat=dh))
+    printed = N._thm3_as_printed(n=n, T=T, eps0=eps0, delta_prime=dp, delta_hat=dh)
+    k = 2 * T / n + np.sqrt(3 * T / n * np.log(1 / dh))
+    ec = 3 * eps0 / np.sqrt(n)
+    # the only difference is eps vs eps_c in the second term
+    np.testing.assert_allclose(printed - corr, k * (eps0 - ec) * np.expm1(ec), rtol=1e-10)
+    assert np.all(printed > corr)  # n > 9: eps_c < eps
+
+
+def test_thm3_bound_delta_colluders_and_fixed():
+    b = N.complete_graph_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7)
+    _, k = mp_thm3(1000, 100_000, 0.1, 1e-7, 1e-7)
+    assert float(b.delta) == pytest.approx(float(k) * 1e-8 + 2e-7, rel=1e-12)
+    assert bool(b.valid)
+    # Sec. 4.3: c colluders = n / c users
+    c = N.complete_graph_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7,
+                                   colluders=4)
+    ref, _ = mp_thm3(250, 100_000, 0.1, 1e-7, 1e-7)
+    assert float(c.epsilon) == pytest.approx(float(ref), rel=1e-12)
+    assert float(c.epsilon) > float(b.epsilon)
+    f = N.complete_graph_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7,
+                                   fixed_contributions=True)
+    ec = 0.3 / math.sqrt(1000)
+    assert float(f.epsilon) == pytest.approx(math.sqrt(400 * math.log(1e7)) * ec + 200 * ec * math.expm1(ec), rel=1e-12)
+    # the general Chernoff form is flagged
+    g = N.complete_graph_sum_bound(n=50, T=200, eps0=0.1, delta0=0.0, delta_prime=1e-7, delta_hat=1e-7)
+    assert not bool(g.valid)
+
+
+@pytest.mark.parametrize("n,T,dh", [(100, 10_000, 1e-6), (400, 2_000, 1e-3), (1000, 5_000, 1e-5), (30, 30, 1e-4)])
+def test_chernoff_count_is_a_valid_tail_bound(n, T, dh):
+    N_, _ = N.contribution_bound(n=n, T=T, delta_hat=dh)
+    assert stats.binom.sf(math.ceil(float(N_)) - 1, T, 1.0 / n) <= dh  # P(X >= N) <= delta_hat
+
+
+def test_thm3_broadcasting():
+    n = np.array([[100.0], [1000.0], [1e5]])
+    eps0 = np.array([0.1, 0.5])
+    got = np.asarray(N.complete_graph_sum_epsilon(n=n, T=1e6, eps0=eps0, delta_prime=1e-6, delta_hat=1e-6))
+    assert got.shape == (3, 2)
+    for i in range(3):
+        for j in range(2):
+            assert got[i, j] == pytest.approx(float(mp_thm3(n[i, 0], 1e6, eps0[j], 1e-6, 1e-6)[0]), rel=1e-12)
+
+
+@given(st.floats(0.01, 0.95), st.floats(0.01, 0.95), st.integers(2, 10**6), st.integers(1, 10**8))
+def test_thm3_monotone(e1, e2, n, T):
+    lo, hi = sorted((e1, e2))
+    a = N.complete_graph_sum_epsilon(n=n, T=T, eps0=np.array([lo, hi]), delta_prime=1e-6, delta_hat=1e-6)
+    assert a[0] <= a[1]
+    b = N.complete_graph_sum_epsilon(n=n, T=np.array([T, T + 1000]), eps0=hi, delta_prime=1e-6, delta_hat=1e-6)
+    assert b[0] <= b[1]
+    c = N.complete_graph_sum_epsilon(n=n, T=T, eps0=hi, delta_prime=np.array([1e-9, 1e-3]), delta_hat=1e-6)
+    assert c[0] >= c[1]
+
+
+def test_eq10_matches_mpmath():
+    for n, m, ea in [(10, 3, 0.5), (1e6, 1e6, 0.01), (1e9, 10, 2.0)]:
+        ref = mp.log(1 + (1 - (1 - 1 / mp.mpf(n)) ** m) * (mp.e ** mp.mpf(ea) - 1))
+        assert float(N.subsampled_cycle_epsilon(n=n, m=m, eps_aggregate=ea)) == pytest.approx(float(ref), rel=1e-12)
+
+
+def test_local_sum_bound_and_network_gain():
+    loc = N.local_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=0.0, delta_prime=1e-7, delta_hat=1e-7)
+    mu = 100.0
+    nv = mu + math.sqrt(3 * mu * math.log(1e7))
+    assert float(loc.epsilon) == pytest.approx(math.sqrt(2 * nv * math.log(1e7)) * 0.1 + nv * 0.1 * math.expm1(0.1))
+    net = N.complete_graph_sum_epsilon(n=1000, T=100_000, eps0=0.1, delta_prime=1e-7, delta_hat=1e-7)
+    assert float(net) < float(loc.epsilon)
+    # Fig. 1(a): network DP beats local DP "as soon as n >= 20" (T = 100 n); not at n = 10
+    ns = np.array([10.0, 20.0, 50.0])
+    net = np.asarray(N.complete_graph_sum_epsilon(n=ns, T=100 * ns, eps0=0.1, delta_prime=1e-7, delta_hat=1e-7))
+    loc = np.asarray(N.local_sum_bound(n=ns, T=100 * ns, eps0=0.1, delta0=0.0, delta_prime=1e-7,
+                                       delta_hat=1e-7).epsilon)
+    assert net[0] > loc[0] and net[1] < loc[1] and net[2] < loc[2]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# composition
+
+
+def test_kov_matches_reference_heterogeneous():
+    rng = np.random.default_rng(0)
+    e = rng.uniform(0.0, 0.3, size=(3, 50))
+    got = np.asarray(N.kov_composition_epsilon(e, delta_tilde=np.array([1e-5, 1e-7, 0.3])))
+    for i, dt in enumerate([1e-5, 1e-7, 0.3]):
+        assert got[i] == pytest.approx(float(kov35_ref(e[i], dt)), rel=1e-11)
+    # zero padding changes nothing
+    pad = np.concatenate([e, np.zeros((3, 7))], axis=1)
+    np.testing.assert_allclose(np.asarray(N.kov_composition_epsilon(pad, delta_tilde=1e-5)),
+                               np.asarray(N.kov_composition_epsilon(e, delta_tilde=1e-5)), rtol=1e-14)
+
+
+@given(st.floats(1e-3, 2.0), st.integers(1, 2000), st.floats(1e-10, 0.5))
+def test_kov_ordering(eps, k, dt):
+    padded = np.where(np.arange(2000) < k, eps, 0.0)  # fixed shape: one compilation for all examples
+    kov = float(N.kov_composition_epsilon(padded, delta_tilde=dt))
+    adv = float(N.advanced_composition_epsilon(eps, k=k, delta_prime=dt))
+    assert kov <= adv * (1 + 1e-12) and kov <= k * eps * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("eps0,k,delta", [(0.1, 100, 1e-5), (0.5, 40, 1e-3), (1.0, 7, 0.05), (0.05, 300, 1e-7)])
+def test_kov_homogeneous_is_optimal_atom(eps0, k, delta):
+    e = float(N.kov_homogeneous_epsilon(eps0=eps0, k=k, delta=delta))
+    assert rr_delta(mp.mpf(e), eps0, k) <= delta * (1 + 1e-9)
+    if e > 0:  # the next smaller atom misses the target
+        assert rr_delta(mp.mpf(e) - 2 * mp.mpf(eps0), eps0, k) > delta or e - 2 * eps0 < 0
+    # the exact optimum is below the general Thm 3.5 bound at the same delta
+    assert e <= float(N.kov_composition_epsilon(np.full(k, eps0), delta_tilde=delta)) + 2 * eps0 + 1e-12
+
+
+def test_kov_delta():
+    d = float(N.kov_composition_delta(np.array([1e-3, 2e-3]), delta_tilde=1e-4))
+    assert d == pytest.approx(1 - (1 - 1e-4) * (1 - 1e-3) * (1 - 2e-3), rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ring
+
+
+def test_ring_thm1_and_noise():
+    b = N.ring_sum_bound(K=50, eps0=0.2, delta0=1e-8, delta_prime=1e-6)
+    assert float(b.epsilon) == pytest.approx(math.sqrt(100 * math.log(1e6)) * 0.2 + 50 * 0.2 * math.expm1(0.2))
+    assert float(b.delta) == pytest.approx(50e-8 + 1e-6)
+    r = N.ring_noise(n=10, K=7, sigma_loc=2.0)
+    assert float(r.total_std) == pytest.approx(math.sqrt(math.floor(70 / 9)) * 2.0)
+    d = N.ring_noise(n=10, K=7, sigma_loc=2.0, distributed=True)
+    # every window of n - 1 = 9 consecutive non-first contributions carries sigma_loc^2 of variance
+    assert 9 * float(d.per_user_sigma) ** 2 == pytest.approx(4.0)
+    assert float(d.total_std) ** 2 == pytest.approx(4.0 + 69 * float(d.per_user_sigma) ** 2)
+
+
+def test_ring_histogram():
+    g = float(N.ring_histogram_gamma(n=2000, L=10, eps=0.3, delta=1e-6))
+    eps_l = math.log(1 + 10 * (1 - g) / g)
+    assert eps_l == pytest.approx(12 * 0.3 * math.sqrt(math.log(1e6) / 2000), rel=1e-12)
+    b = N.ring_histogram_bound(n=2000, K=10, eps_local=0.4, delta=1e-6, delta_prime=1e-6)
+    per = 12 * 0.4 * math.sqrt(math.log(1e6) / 1999)
+    assert float(b.epsilon) == pytest.approx(math.sqrt(20 * math.log(1e6)) * per + 10 * per * math.expm1(per))
+    f = N.ring_histogram_bound(n=2000, K=10, eps_local=0.4, delta=1e-6, delta_prime=1e-6, form="fmt")
+    assert float(f.epsilon) <= float(b.epsilon)
+    with pytest.raises(ValueError, match="n > 1000"):
+        N.ring_histogram_bound(n=500, K=10, eps_local=0.4, delta=1e-6, delta_prime=1e-6)
+    with pytest.raises(ValueError, match="eps < 1/2"):
+        N.ring_histogram_gamma(n=2000, L=10, eps=0.6, delta=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# histograms on the complete graph (Thm 6, App. E)
+
+
+def test_private_fmt_matches_shuffle_module():
+    shuffle = pytest.importorskip("amplify_jax.shuffle")
+    import jax.numpy as jnp
+    from amplify_jax.numerics import x64_scope
+
+    eps0 = np.array([0.1, 0.5, 1.0, 3.0])
+    n = np.array([100.0, 1000.0, 1e4, 1e6])
+    ref = shuffle.fmt_closed_form_epsilon(eps0, n=n, delta=1e-6)
+    with x64_scope():
+        got, ok = N._fmt_kernel(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(1e-6))
+    capped = np.where(np.asarray(ok), np.minimum(np.asarray(got), eps0), eps0)
+    np.testing.assert_allclose(capped, np.asarray(ref[0]), rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(ok), np.asarray(ref[1]))
+
+
+def brute_hist_sup(n, eps0, delta):
+    m = np.arange(1, int(n) + 1, dtype=np.float64)
+    l4 = np.log(4 / delta)
+    ac = 8 * np.sqrt(np.exp(eps0) * l4 / m) + 8 * np.exp(eps0) / m
+    fmt = np.log1p(-np.expm1(-eps0) / (1 + np.exp(-eps0 - np.log1p(ac))) * ac)
+    ok = eps0 <= np.log(m / (16 * l4))
+    ea = np.where(ok, np.minimum(fmt, eps0), eps0)
+    return np.max(np.log1p(-np.expm1(m * np.log1p(-1 / n)) * np.expm1(ea)))
+
+
+@pytest.mark.parametrize("n,eps0", [(300, 0.5), (5000, 1.0), (20000, 0.2), (3000, 2.5)])
+def test_hist_cycle_sup_is_sound_and_tight(n, eps0):
+    import jax.numpy as jnp
+    from amplify_jax.numerics import x64_scope
+
+    with x64_scope():
+        got = float(N._hist_cycle_sup(jnp.asarray([float(n)]), jnp.asarray([eps0]), jnp.asarray([1e-6]))[0])
+    ref = brute_hist_sup(n, eps0, 1e-6)
+    assert ref * (1 - 1e-12) <= got <= ref * 1.02
+
+
+def test_hist_eq11_dominates_fmt_form():
+    kw = dict(T=1e8, delta_prime=1e-7, delta_hat=1e-7)
+    for n in [5000.0, 1e5, 1e7]:
+        for e0 in [0.1, 0.5, 1.0]:
+            a = N.complete_graph_histogram_bound(n=n, eps0=e0, delta=1e-6, form="eq11", **kw)
+            b = N.complete_graph_histogram_bound(n=n, eps0=e0, delta=1e-6, form="fmt", **kw)
+            assert float(b.epsilon) <= float(a.epsilon)
+    a = N.complete_graph_histogram_bound(n=1e5, eps0=0.5, delta=1e-6, form="eq11", **kw)
+    nv = 1000 + math.sqrt(3000 * math.log(1e7))
+    k = nv + 1000
+    ec = 21 * math.sqrt(math.log(4e6)) * 0.5 / math.sqrt(1e5)
+    assert float(a.epsilon) == pytest.approx(math.sqrt(2 * k * math.log(1e7)) * ec + k * ec * math.expm1(ec))
+    assert float(a.delta) == pytest.approx(k * 1e-6 + 2e-7)
+    with pytest.raises(ValueError, match="14\\^2"):
+        N.complete_graph_histogram_bound(n=1000, eps0=0.5, delta=1e-6, form="eq11", **kw)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# spotted contributions (App. G)
+
+
+def test_spotted_lemma2_corrected():
+    n, nu, e, dp, dt = 100, 10_000, 0.1, 1e-6, 1e-6
+    s = 2 * nu / n + math.sqrt(6 * nu / n * math.log(1 / dt))  # paper's Chernoff form applies (200 >= 3 ln 1e6)
+    adv = N.spotted_contributions_epsilon(n=n, contributions=nu, eps0=e, delta_prime=dp, delta_tilde=dt)
+    assert float(adv.spotted) == pytest.approx(s) and bool(adv.valid)
+    corrected = math.sqrt(2 * s * math.log(1 / dp)) * e + s * e * math.expm1(e)
+    printed = math.sqrt(s * math.log(1 / dp)) * e + s * e * math.expm1(e)
+    assert float(adv.epsilon) == pytest.approx(min(corrected, s * e))
+    assert float(adv.epsilon) > printed
+    simple = N.spotted_contributions_epsilon(n=n, contributions=nu, eps0=e, delta_prime=dp, delta_tilde=dt,
+                                             composition="simple")
+    assert float(simple.epsilon) == pytest.approx(s * e)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# SGD: Thm 4, Lemma 1, Remark 5, baselines, calibration
+
+
+def test_thm4_matches_formula_and_lemma1_is_tighter():
+    n, T, eps, delta, dh = 2000, 4_000_000, 0.5, 1e-6, 1e-6
+    b = N.sgd_theorem4_bound(n=n, T=T, eps=eps, delta=delta, delta_hat=dh)
+    nu = T / n + math.sqrt(3 * T / n * math.log(1 / dh))
+    q = max(2 * nu * math.log(n) / n, 2 * math.log(1 / delta))
+    ref = math.sqrt(2 * q * math.log(1 / delta)) * eps / math.sqrt(math.log(1.25 / delta))
+    assert float(b.epsilon) == pytest.approx(ref, rel=1e-12) and bool(b.valid)
+    assert float(b.delta) == pytest.approx(delta + dh)
+    sigma = math.sqrt(8 * math.log(1.25 / delta)) / eps
+    num = N.network_sgd_epsilon(sigma=sigma, n=n, contributions=nu, delta=delta, method="mironov")
+    assert float(num.epsilon) <= float(b.epsilon)
+
+
+def test_lemma1_rdp_and_constraint():
+    curve = np.asarray(N.network_sgd_rdp([2.0, 3.0], sigma=10.0, n=100, contributions=5, lipschitz=1.0))
+    np.testing.assert_allclose(curve, 4 * 5 * np.array([2.0, 3.0]) * math.log(100) / (100 * 100), rtol=1e-13)
+    with pytest.raises(ValueError, match="sigma"):
+        N.network_sgd_rdp([2.0, 10.0], sigma=3.0, n=100, contributions=5)  # needs sigma >= sqrt(180)
+    with pytest.raises(ValueError, match="sigma"):
+        N.network_sgd_epsilon(sigma=3.0, n=100, contributions=5, delta=1e-6, order=10.0)
+
+
+@pytest.mark.parametrize("sigma", [0.8, 3.0, 30.0])
+def test_network_sgd_order_search_is_near_optimal_and_admissible(sigma):
+    n, tu, delta = 2000, 12, 1e-6
+    r = N.network_sgd_epsilon(sigma=sigma, n=n, contributions=tu, delta=delta)
+    a = float(r.order)
+    assert sigma >= math.sqrt(2 * a * (a - 1))
+    c = 4 * tu * math.log(n) / (sigma**2 * n)
+    amax = (1 + math.sqrt(1 + 2 * sigma**2)) / 2
+    grid = 1 + (amax - 1) * np.exp(np.linspace(-16, 0, 200001))
+    brute = np.min(c * grid + np.log1p(-1 / grid) - (np.log(delta) + np.log(grid)) / (grid - 1))
+    assert float(r.epsilon) == pytest.approx(max(brute, 0.0), rel=1e-7, abs=1e-12)
+    assert float(r.epsilon) <= max(brute, 0.0) * (1 + 1e-9) + 1e-12 or float(r.epsilon) >= brute
+
+
+def test_local_sgd_mironov_closed_form():
+    sigma, tu, delta = 5.0, 12, 1e-6
+    c = 2 * tu / sigma**2
+    r = N.local_sgd_epsilon(sigma=sigma, contributions=tu, delta=delta, method="mironov")
+    assert float(r.epsilon) == pytest.approx(c + 2 * math.sqrt(c * math.log(1 / delta)), rel=1e-10)
+
+
+def test_central_sgd_against_dp_accounting():
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.rdp import rdp_privacy_accountant as rdpa
+
+    sigma, n, T, delta = 4.0, 2000, 20_000, 1e-6
+    ours = float(N.central_sgd_epsilon(sigma=sigma, n=n, T=T, delta=delta).epsilon)
+    acc = rdpa.RdpAccountant(orders=list(range(2, 129)), neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    ev = dpa.SampledWithoutReplacementDpEvent(n, 1, dpa.GaussianDpEvent(sigma / 2.0))  # sensitivity 2L = 2
+    acc.compose(ev, T)
+    ref = acc.get_epsilon(delta)
+    assert ours == pytest.approx(ref, rel=0.05)
+
+
+SEC52 = dict(delta=1e-6, n=2000, T=20_000)
+
+
+@pytest.mark.parametrize("setting", ["network", "local", "central"])
+def test_calibration_round_trip(setting):
+    eps = np.array([1.0, 10.0])
+    kw = dict(contributions=12) if setting != "central" else {}
+    inv = N.calibrate_sgd_sigma(eps=eps, setting=setting, **SEC52, **kw)
+    assert np.all(np.asarray(inv.status) == 0)
+    s = np.asarray(inv.value)
+    if setting == "network":
+        f = lambda x: np.asarray(N.network_sgd_epsilon(sigma=x, n=2000, contributions=12, delta=1e-6).epsilon)  # noqa: E731
+    elif setting == "local":
+        f = lambda x: np.asarray(N.local_sgd_epsilon(sigma=x, contributions=12, delta=1e-6).epsilon)  # noqa: E731
+    else:
+        f = lambda x: np.asarray(N.central_sgd_epsilon(sigma=x, n=2000, T=20_000, delta=1e-6).epsilon)  # noqa: E731
+    assert np.all(f(s) <= eps)
+    assert np.all(f(s * (1 - 1e-4)) > eps)
+
+
+def test_calibration_orders_settings():
+    eps = np.array([1.0, 10.0])
+    net = np.asarray(N.calibrate_sgd_sigma(eps=eps, setting="network", contributions=12, **SEC52).value)
+    loc = np.asarray(N.calibrate_sgd_sigma(eps=eps, setting="local", contributions=12, **SEC52).value)
+    cen = np.asarray(N.calibrate_sgd_sigma(eps=eps, setting="central", **SEC52).value)
+    assert np.all(cen < net) and np.all(net < loc)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# walk simulation against a plain-Python reference
+
+
+def ref_walk_losses(walk, n, eps0, dt, view):
+    """Loop implementation of the simulation, written from the docstring of walk_privacy_losses (Gaussian)."""
+    T = len(walk)
+    out = np.zeros((n, n))
+    for v in range(n):
+        visits = [t for t in range(T) if walk[t] == v]
+        per_u = {u: [] for u in range(n) if u != v}
+        prev = -1
+        for t in visits:
+            m = t - prev - 1
+            if view == "path_known":
+                for s in range(prev + 1, t):
+                    per_u[walk[s]].append(eps0 / math.sqrt(m))
+            else:
+                known = []
+                if view == "receiver_known" and m >= 1:
+                    known.append(t - 1)
+                    if prev >= 0 and m >= 2:
+                        known.append(prev + 1)
+                mid = m - len(known)
+                e = 0.0
+                if mid > 0:
+                    q = 1 - (1 - 1 / (n - 1)) ** mid
+                    e = math.log1p(q * math.expm1(eps0 / math.sqrt(mid)))
+                for u in per_u:
+                    if e > 0:
+                        per_u[u].append(e)
+                for s in known:
+                    per_u[walk[s]].append(eps0)
+            prev = t
+        for u, lst in per_u.items():
+            out[u, v] = float(kov35_ref(lst, dt)) if lst else 0.0
+    return out
+
+
+@pytest.mark.parametrize("view", ["hidden", "receiver_known", "path_known"])
+def test_walk_simulation_matches_loop_reference(view):
+    n, T = 6, 80
+    walks = np.asarray(N.sample_walks(3, n=n, T=T, num_walks=2))
+    res = N.walk_privacy_losses(walks, n=n, eps0=0.4, delta_prime=1e-5, delta_cycle=1e-6, view=view)
+    for i in range(2):
+        ref = ref_walk_losses(list(walks[i]), n, 0.4, 1e-5, view)
+        np.testing.assert_allclose(np.asarray(res.network[i]), ref, rtol=1e-10, atol=1e-14)
+    counts = np.bincount(walks[0], minlength=n)
+    for u in range(n):
+        assert float(res.local[0, u]) == pytest.approx(float(kov35_ref([0.4] * counts[u], 1e-5)), rel=1e-10)
+
+
+def test_ring_simulation_gives_closed_form():
+    n, K = 12, 30
+    walks = N.sample_walks(0, n=n, T=n * K, num_walks=1, topology="ring")
+    res = N.walk_privacy_losses(walks, n=n, eps0=0.3, delta_prime=1e-6, delta_cycle=1e-7, view="path_known")
+    e = 0.3 / math.sqrt(n - 1)
+    # u < v: u is in v's first (partial) cycle of length v, then in each of the K - 1 full cycles
+    for u, v in [(0, 5), (3, 11), (7, 2)]:
+        items = [e] * (K - 1) + ([0.3 / math.sqrt(v)] if u < v else [])
+        assert float(res.network[0, u, v]) == pytest.approx(float(kov35_ref(items, 1e-6)), rel=1e-10)
+    # and the delta of K - 1 (+1) cycles at delta_cycle each
+    cnt = (K - 1) + 1
+    assert float(res.network_delta[0, 0, 5]) == pytest.approx(1 - (1 - 1e-6) * (1 - 1e-7) ** cnt, rel=1e-9)
+
+
+def test_walk_simulation_properties():
+    n = 6  # the shapes of the loop-reference test: compiled once
+    walks = N.sample_walks(1, n=n, T=80, num_walks=2)
+    h = N.walk_privacy_losses(walks, n=n, eps0=0.4, delta_prime=1e-7, delta_cycle=1e-7)
+    r = N.walk_privacy_losses(walks, n=n, eps0=0.4, delta_prime=1e-7, delta_cycle=1e-7, view="receiver_known")
+    net = np.asarray(h.network)
+    off = ~np.eye(n, dtype=bool)
+    # hidden view: the loss depends on the observer only
+    masked = np.where(off[None], net, np.nan)
+    assert np.allclose(np.nanmax(masked, axis=1), np.nanmin(masked, axis=1), rtol=1e-13)
+    assert float(N.summarize_walk_losses(h.network).mean) < float(N.summarize_walk_losses(h.local).mean)
+    assert float(N.summarize_walk_losses(r.network).max) >= float(N.summarize_walk_losses(h.network).max)
+    hist = N.walk_privacy_losses(walks, n=n, eps0=0.4, delta_prime=1e-7, delta_cycle=1e-7, mechanism="histogram")
+    assert np.all(np.asarray(hist.network)[:, off] <= np.asarray(hist.local)[:, :, None].max() + 1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# bad input
+
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: N.complete_graph_sum_epsilon(n=1, T=10, eps0=0.1, delta_prime=1e-6, delta_hat=1e-6), "n"),
+        (lambda: N.complete_graph_sum_epsilon(n=10, T=0, eps0=0.1, delta_prime=1e-6, delta_hat=1e-6), "T"),
+        (lambda: N.complete_graph_sum_epsilon(n=10, T=10, eps0=0.0, delta_prime=1e-6, delta_hat=1e-6), "eps0"),
+        (lambda: N.complete_graph_sum_epsilon(n=10, T=10, eps0=1.5, delta_prime=1e-6, delta_hat=1e-6), "eps0 < 1"),
+        (lambda: N.complete_graph_sum_epsilon(n=10, T=10, eps0=0.1, delta_prime=1.0, delta_hat=1e-6), "delta_prime"),
+        (lambda: N.complete_graph_sum_epsilon(n=10, T=10, eps0=0.1, delta_prime=1e-6, delta_hat=0.0), "delta_hat"),
+        (lambda: N.complete_graph_sum_bound(n=10, T=10, eps0=0.1, delta0=0, delta_prime=1e-6, delta_hat=1e-6,
+                                            colluders=10), "colluders"),
+        (lambda: N.sgd_theorem4_bound(n=10, T=10, eps=1.2, delta=1e-6, delta_hat=1e-6), "eps < 1"),
+        (lambda: N.walk_privacy_losses(np.zeros((1, 5), int), n=3, eps0=1.2, delta_prime=1e-6, delta_cycle=1e-6),
+         "eps0"),
+        (lambda: N.calibrate_sgd_sigma(eps=1.0, delta=1e-6, n=10, T=10, setting="local"), "contributions"),
+        (lambda: N.kov_composition_epsilon([0.1, -0.1], delta_tilde=1e-6), "eps"),
+    ],
+)
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
