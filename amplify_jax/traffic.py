@@ -387,7 +387,8 @@ def _g_exact(k, st: _LStats, eps, T, sigma, m_window: int, table):
     E[(C_M - A N2)_+ | M] = C_M P(Bin(M, 1/2) <= u) - A (M/2) P(Bin(M - 1, 1/2) <= u - 1).
     (This form keeps every term below (1 - sigma) T M; the mirror form in N1 cancels terms of size e^eps.)
     M is summed exactly over a window of ``m_window`` values around its mean; outside it
-    E[. | M] <= (1 - sigma) T M, and E[M; M outside] = k p P(Bin(k - 1, p) outside) is bounded by Chernoff.
+    E[. | M] <= (1 - sigma) T M, and E[M; M outside] = k p P(Bin(k - 1, p) outside) is bounded by Chernoff
+    (above the window also by a conditional Hoeffding bound, whichever is smaller).
 
     Exact for k <= :func:`_exact_k_cap` (1264 for T = 20); beyond, g(k) <= g(cap) because g is non-increasing
     in k (see :func:`_delta_sum`), and the corrected Bennett bound is also applied (min of two upper bounds).
@@ -425,9 +426,16 @@ def _g_exact(k, st: _LStats, eps, T, sigma, m_window: int, table):
     h = jnp.where((A > 0) & (C > 0) & (u >= 0), h, 0.0)
     body = jnp.sum(w * h, axis=-1)
     m_hi = m0 + m_window - 1.0
-    low = k * p * _binom_lower_tail(m0 - 2.0, k - 1.0, p)
-    high = k * p * _binom_upper_tail(m_hi, k - 1.0, p)
-    tails = (1.0 - sigma) * T * (low + high)
+    low = (1.0 - sigma) * T * k * p * _binom_lower_tail(m0 - 2.0, k - 1.0, p)
+    high = (1.0 - sigma) * T * k * p * _binom_upper_tail(m_hi, k - 1.0, p)
+    # Sharper upper tail: C_M / A <= M / (1 + e^eps), so with tau = (e^eps - 1) / (2 (1 + e^eps)) Hoeffding on
+    # N2 ~ Bin(M, 1/2) gives E[(C_M - A N2)_+ | M] <= A exp(-2 M tau^2) / (4 tau), decreasing in M.
+    A0 = (1.0 - sigma) * T * (1.0 + jnp.exp(eps))
+    tau = jnp.expm1(eps) / (2.0 * (1.0 + jnp.exp(eps)))
+    safe_tau = jnp.where(tau > 0, tau, 1.0)
+    cond = jnp.where(tau > 0, A0 * jnp.exp(-2.0 * (m_hi + 1.0) * safe_tau**2) / (4.0 * safe_tau), jnp.inf)
+    high = jnp.minimum(high, cond * _binom_upper_tail(m_hi + 1.0, k, p))
+    tails = low + high
     g = jnp.minimum((body + tails) / k, st.pos_mean)
     return jnp.minimum(g, _g_bennett(k_full, st))
 
