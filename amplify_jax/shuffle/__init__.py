@@ -16,6 +16,7 @@ from ._closed_forms import (
     fmt_closed_form_epsilon,
     fmt_validity_bound,
 )
+from ._clones import ClonesBound, ClonesDelta, clones_delta, clones_epsilon
 from ._blanket import (
     BLANKET_METHODS,
     BlanketDelta,
@@ -37,6 +38,10 @@ __all__ = [
     "erlingsson_epsilon",
     "fmt_closed_form_epsilon",
     "fmt_validity_bound",
+    "ClonesBound",
+    "ClonesDelta",
+    "clones_delta",
+    "clones_epsilon",
     "BLANKET_METHODS",
     "BlanketDelta",
     "BlanketEpsilon",
