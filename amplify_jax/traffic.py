@@ -67,6 +67,8 @@ __all__ = [
     "METHODS",
     "local_epsilon",
     "scrambler_pure_epsilon",
+    "scrambler_pure_epsilon_exact",
+    "ScramblerPureEpsilon",
     "amplification_variable_bounds",
     "scrambler_delta",
     "scrambler_epsilon",
@@ -79,6 +81,7 @@ __all__ = [
     "smallest_sampling",
     "messages_per_scrambler",
     "simulate_scrambler_outputs",
+    "OutputSimulation",
 ]
 
 METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
@@ -204,22 +207,40 @@ def _pure_epsilon_kernel(T, n, sigma, d):
     eps_local = jnp.abs(jnp.log(jnp.where(sbar1 > 0, sbar1, 1.0)) - jnp.log(jnp.where(r1 > 0, r1, 1.0)))
     eps_local = jnp.where((r1 > 0) & (sbar1 > 0), eps_local, jnp.inf)
     valid = (d1 >= 1) & (d1 <= n1 - 1) & (sbar1 >= r1) & (s1 > 0)
-    eps = jnp.where(valid, jnp.minimum(jnp.maximum(eps_thm3, 0.0), eps_local), eps_local)
-    return eps, valid
+    printed = jnp.where(valid, jnp.minimum(jnp.maximum(eps_thm3, 0.0), eps_local), eps_local)
+    return printed, eps_local, valid
 
 
-def scrambler_pure_epsilon(*, targets, n, sampling, dummies) -> PureEpsilon:
+class ScramblerPureEpsilon(NamedTuple):
+    """Pure eps of the capped scrambler.  ``eps``: the sound guarantee we report, the local guarantee of the
+    T - 1 convention randomizer (post-processing; Thm 3 as printed is not sound, see
+    :func:`scrambler_pure_epsilon`).  ``printed``: Thm 3's formula as printed (where its hypotheses hold, capped
+    by the local guarantee; elsewhere the local guarantee) -- for reproducing Figure 5 only, it can be smaller
+    than the true eps.  ``valid``: the theorem's hypotheses hold."""
+
+    eps: jax.Array
+    printed: jax.Array
+    valid: jax.Array
+
+
+def scrambler_pure_epsilon(*, targets, n, sampling, dummies) -> ScramblerPureEpsilon:
     """Pure eps of the capped scrambler ``tilde A_sigma^{n,d}`` (Ladjel et al., Thm 3, App. C), in log space.
 
-    ``e^eps = sum_k C(d,k) C(n-1,k) sbar^k R^(n-k-1) (sbar + k R^2/sbar)
+    Thm 3 as printed: ``e^eps = sum_k C(d,k) C(n-1,k) sbar^k R^(n-k-1) (sbar + k R^2/sbar)
     / sum_k C(d,k) C(n-1,k) sbar^k R^(n-k-1) (R + k R^2/sbar)``, ``sbar = 1 - sigma``, ``R = sigma / (T - 1)``
     (T - 1 convention: a sampled message goes to one of the T - 1 other targets), k = 0..min(d, n - 1).
+    Hypotheses: d in {1, ..., n - 1}, ``1 - sigma >= sigma / (T - 1)`` (the worst-case argument of App. C
+    assumes the true target is the likeliest), sigma > 0 (``valid``).
 
-    Hypotheses: d in {1, ..., n - 1} (theorem) and ``1 - sigma >= sigma / (T - 1)`` (the worst-case argument
-    of App. C assumes the true target is the likeliest), sigma > 0.  Where they hold the result is also capped
-    by the local guarantee ``|ln((1 - sigma)(T - 1) / sigma)|`` (post-processing); where they fail ``valid``
-    is False and the local guarantee is returned (+inf at sigma = 0 and at sigma = 1, where it is infinite
-    or undefined).  d = 0 reproduces the local guarantee exactly.
+    NOT SOUND AS PRINTED (found here, not in ERRATA.md): exact enumeration of the capped algorithm
+    (:func:`scrambler_pure_epsilon_exact`) gives a larger worst-case log-ratio, e.g. T = 3, n = 3, d = 1,
+    sigma = 0.3: the formula gives 1.40415, the exact worst case 1.47174, attained at the very configuration
+    App. C identifies (inputs {1, n-1, 0} / {0, n-1, 1}, output {n, d, 0}).  By hand, at that configuration
+    P(O | G) = sbar R^2 / 2 + (2 sbar^2 R + R^3) / 3: the formula drops the dummy probabilities (1/T before t
+    is capped, 1/(T - 1) after), which differ between its k terms, and counts 2 R^3 instead of R^3.  So
+    ``eps`` reports the sound local guarantee ``ln((1 - sigma)(T - 1) / sigma)`` (the scrambler post-processes
+    the locally randomized messages), and ``printed`` keeps the formula for Figure 5.  +inf where the local
+    guarantee is infinite (sigma = 0 or 1).
     """
     T = V.integer("targets", targets, minimum=2)
     n_ = V.integer("n", n, minimum=1)
@@ -228,8 +249,69 @@ def scrambler_pure_epsilon(*, targets, n, sampling, dummies) -> PureEpsilon:
     V.broadcastable(targets=T, n=n_, sampling=sigma, dummies=d)
     if np.any(d > _THM3_MAX_D):
         raise ValueError(f"Expected dummies <= {_THM3_MAX_D} for Thm 3, got dummies={np.max(d)}.")
-    eps, valid = _pure_epsilon_kernel(*_f64(T, n_, sigma, d))
-    return PureEpsilon(eps, valid)
+    printed, local, valid = _pure_epsilon_kernel(*_f64(T, n_, sigma, d))
+    return ScramblerPureEpsilon(local, printed, valid)
+
+
+def _capped_output_dist(x, sigma, d, n, T):
+    """Exact output law (dict: count vector -> probability) of the capped scrambler on input counts x."""
+    dist = {tuple([0] * T): 1.0}
+    for t, cnt in enumerate(x):
+        for _ in range(cnt):
+            nd = {}
+            for y, p in dist.items():
+                for t2 in range(T):
+                    q = (1.0 - sigma) if t2 == t else sigma / (T - 1)
+                    z = y[:t2] + (y[t2] + 1,) + y[t2 + 1:]
+                    nd[z] = nd.get(z, 0.0) + p * q
+            dist = nd
+    for _ in range(d):  # Algorithm 1 with B = True: a dummy goes uniformly to a target not yet holding n
+        nd = {}
+        for y, p in dist.items():
+            allowed = [t for t in range(T) if y[t] < n]
+            for t in allowed:
+                z = y[:t] + (y[t] + 1,) + y[t + 1:]
+                nd[z] = nd.get(z, 0.0) + p / len(allowed)
+        dist = nd
+    return dist
+
+
+def scrambler_pure_epsilon_exact(*, targets, n, sampling, dummies) -> float:
+    """Exact pure eps of the capped scrambler (Algorithm 1 with B = True after the T - 1 convention local
+    randomizer) by enumerating every input count vector, every neighbour (one message moved) and every output:
+    max log P(O | G) / P(O | G').  Small instances only (targets <= 4, n <= 8, dummies <= 8); used to check
+    Thm 3.  Scalars only."""
+    T = int(V.integer("targets", targets, minimum=2))
+    n_ = int(V.integer("n", n, minimum=1))
+    sigma = float(V.unit_open("sampling", sampling))
+    d = int(V.integer("dummies", dummies, minimum=0))
+    if T > 4 or n_ > 8 or d > 8:
+        raise ValueError(f"Expected targets <= 4, n <= 8, dummies <= 8 for the enumeration, got targets={T}, n={n_}, dummies={d}.")
+    import itertools
+
+    best = -math.inf
+    cache = {}
+    for x in itertools.product(range(n_ + 1), repeat=T):
+        if sum(x) != n_:
+            continue
+        for t in range(T):
+            if x[t] == 0:
+                continue
+            for t2 in range(T):
+                if t2 == t:
+                    continue
+                xp = list(x)
+                xp[t] -= 1
+                xp[t2] += 1
+                xp = tuple(xp)
+                for key in (x, xp):
+                    if key not in cache:
+                        cache[key] = _capped_output_dist(key, sigma, d, n_, T)
+                P, Q = cache[x], cache[xp]
+                for o, p in P.items():
+                    q = Q.get(o, 0.0)
+                    best = max(best, math.inf if q == 0 else math.log(p / q))
+    return best
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1136,3 +1218,69 @@ def messages_per_scrambler(
     status = np.where((value > limit) | (limit < 1), 1, status)
     value = np.where(status == 1, np.maximum(limit, 1.0), value)
     return _finish_deploy(value, status, limit, eps, delta, T, value, sigma, d, method, sources)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# App. D: empirical output distribution on neighbouring inputs (Figure 6)
+# ---------------------------------------------------------------------------------------------------------
+
+
+class OutputSimulation(NamedTuple):
+    """Distinct outputs (target-count vectors, one row each) seen on two neighbouring inputs, with how often
+    each occurred (``counts_1``, ``counts_2``) and the empirical log-ratio
+    r(O) = |ln(c_1(O) / c_2(O))| (+inf where one count is 0), sorted by decreasing r then by total count."""
+
+    outputs: np.ndarray
+    counts_1: np.ndarray
+    counts_2: np.ndarray
+    log_ratio: np.ndarray
+    runs: int
+
+
+def _sim_counts(rng, first_counts, sigma, d, runs):
+    """Target counts of ``runs`` runs of A_sigma^{n,d} (uncapped scrambler, T convention) on one input given by
+    its per-target message counts: each message is kept with probability 1 - sigma, and the sampled messages
+    plus the d dummies fall uniformly on the T targets (a multinomial)."""
+    T = first_counts.shape[0]
+    kept = rng.binomial(first_counts[None, :], 1.0 - sigma, size=(runs, T))
+    rest = first_counts.sum() + d - kept.sum(axis=1)
+    return kept + rng.multinomial(rest, np.full(T, 1.0 / T))
+
+
+def simulate_scrambler_outputs(*, targets, n, sampling, dummies, runs, seed=0, first=None) -> OutputSimulation:
+    """Monte Carlo rerun of Ladjel et al.'s Figure 6 simulation (App. D): run the scrambler algorithm
+    A_sigma^{n,d} (local sampling, T convention, then d uniform dummies and a shuffle; only the vector of
+    message counts per target is observable) ``runs`` times on each of two neighbouring communication
+    graphs, count each distinct output, and return the empirical log-ratios.
+
+    ``first``: the true targets of the n messages of the first graph (default: round robin over the targets);
+    the second graph moves message 0 to the next target.  Simulation with NumPy's generator seeded by
+    ``seed`` (a figure reproduction, not a bound: nothing here is reported as a guarantee).
+    """
+    T = int(V.integer("targets", targets, minimum=2))
+    n_ = int(V.integer("n", n, minimum=1))
+    sigma = float(V.probability("sampling", sampling))
+    d = int(V.integer("dummies", dummies, minimum=0))
+    runs = int(V.integer("runs", runs, minimum=1))
+    if T * math.log(n_ + d + 1) > 62 * math.log(2):
+        raise ValueError(f"Expected (n + dummies + 1)**targets < 2**62 for the output codes, got targets={T}, n={n_}, dummies={d}.")
+    if first is None:
+        first = np.arange(n_) % T
+    first = V.integer("first", first, minimum=0)
+    if first.shape != (n_,) or np.any(first >= T):
+        raise ValueError(f"Expected first to hold n={n_} targets in [0, {T}), got first={first!r}.")
+    second = first.copy()
+    second[0] = (second[0] + 1) % T
+    rng = np.random.default_rng(int(seed))
+    c1 = _sim_counts(rng, np.bincount(first, minlength=T), sigma, d, runs)
+    c2 = _sim_counts(rng, np.bincount(second, minlength=T), sigma, d, runs)
+    base = (n_ + d + 1) ** np.arange(T, dtype=np.int64)  # exact integer code of a count vector
+    codes = np.concatenate([c1 @ base, c2 @ base])
+    ucodes, inv = np.unique(codes, return_inverse=True)
+    uniq = (ucodes[:, None] // base[None, :]) % (n_ + d + 1)
+    n1 = np.bincount(inv[:runs], minlength=len(uniq))
+    n2 = np.bincount(inv[runs:], minlength=len(uniq))
+    with np.errstate(divide="ignore"):
+        r = np.abs(np.log(n1.astype(np.float64)) - np.log(n2.astype(np.float64)))
+    order = np.lexsort((-(n1 + n2), -r))
+    return OutputSimulation(uniq[order], n1[order], n2[order], r[order], runs)
