@@ -71,6 +71,7 @@ __all__ = [
     "network_sgd_epsilon",
     "local_sgd_epsilon",
     "central_sgd_epsilon",
+    "central_sgd_bassily_epsilon",
     "calibrate_sgd_sigma",
     # simulation
     "sample_walks",
@@ -918,6 +919,69 @@ def central_sgd_epsilon(*, sigma, n, T, delta, lipschitz=1.0):
     return _central_sgd_kernel(*_b(shape, s, nn, tt, d, L))
 
 
+def _analytic_gaussian_epsilon(ratio, log_delta):
+    """Exact eps of the Gaussian mechanism with sensitivity / sigma = ``ratio`` at delta (Balle & Wang 2018, Thm 8):
+    the least eps with Phi(r/2 - eps/r) - e^eps Phi(-r/2 - eps/r) <= delta, by 100 bisection steps on
+    [0, r^2/2 + r sqrt(2 ln(1/delta)) + 1] returning the feasible end."""
+    from .numerics import log_ndtr, log_sub
+
+    def log_d(e):
+        return log_sub(log_ndtr(0.5 * ratio - e / ratio), e + log_ndtr(-0.5 * ratio - e / ratio))
+
+    lo = jnp.zeros_like(ratio)
+    hi = 0.5 * ratio * ratio + ratio * jnp.sqrt(-2.0 * log_delta) + 1.0  # the classical bound, always feasible
+
+    def body(_, s):
+        lo, hi = s
+        mid = 0.5 * (lo + hi)
+        ok = log_d(mid) <= log_delta
+        return jnp.where(ok, lo, mid), jnp.where(ok, mid, hi)
+
+    lo, hi = jax.lax.fori_loop(0, 100, body, (lo, hi))
+    return jnp.where(log_d(jnp.zeros_like(ratio)) <= log_delta, 0.0, hi)
+
+
+def _bassily(sigma, n, T, delta, L):
+    """Central DP-SGD by amplification + advanced composition (the route of Bassily et al. 2014)."""
+    d1 = n * delta / (2.0 * T)  # T * delta1 / n = delta / 2
+    e1 = _analytic_gaussian_epsilon(2.0 * L / sigma, jnp.log(d1))
+    e2 = jnp.log1p(jnp.expm1(e1) / n)  # one user sampled out of n (Balle, Barthe, Gaboardi 2018)
+    eps = _advanced(e2, T, -jnp.log(0.5 * delta))
+    valid = d1 < 1.0
+    return jnp.where(valid, eps, jnp.inf), valid
+
+
+@float64_jit
+def _bassily_kernel(sigma, n, T, delta, L):
+    eps, valid = _bassily(sigma, n, T, delta, L)
+    return NetworkBound(eps, delta, valid)
+
+
+def central_sgd_bassily_epsilon(*, sigma, n, T, delta, lipschitz=1.0):
+    """Central DP-SGD accounted as in Bassily, Smith, Thakurta 2014 (the paper's "Centralized DP-SGD").
+
+    Per step the noisy gradient (sensitivity 2L) is (e1, delta1)-DP with e1 the exact (analytic) Gaussian
+    epsilon (Balle & Wang 2018; the classical sqrt(2 ln(1.25/delta1)) form would need e1 < 1); sampling one
+    user out of n amplifies it to e2 = ln(1 + (e^e1 - 1)/n), delta1 / n; advanced composition over T steps with
+    delta' = delta/2 and delta1 = n delta / (2T) gives (sqrt(2T ln(2/delta)) e2 + T e2 (e^e2 - 1), delta).
+    This is our own derivation along Bassily et al.'s route (their Thm 2.1 fixes T = n^2; the authors' script
+    uses the closed form 16 L sqrt(T ln(2/delta) ln(1.25 T/(delta n))) / (n eps)).  ``valid`` is False (and
+    epsilon inf) only where delta1 = n delta / (2T) >= 1.
+    Much looser than :func:`central_sgd_epsilon` (RDP); kept to reproduce the paper's comparison.
+    """
+    s = V.positive("sigma", sigma)
+    nn = _n("n", n)
+    tt = V.integer("T", T, minimum=1).astype(np.float64)
+    d = V.unit_open("delta", delta)
+    L = V.positive("lipschitz", lipschitz)
+    shape = V.broadcastable(sigma=s, n=nn, T=tt, delta=d, lipschitz=L)
+    return _bassily_kernel(*_b(shape, s, nn, tt, d, L))
+
+
+def _central_bassily_for_sigma(sigma, n, T, delta, L):
+    return _bassily(sigma, n, T, delta, L)[0]
+
+
 def _net_eps_for_sigma(sigma, n, tu, delta, L):
     return _network_sgd_eps(sigma, n, tu, delta, L, "balle2020")[0]
 
@@ -934,21 +998,23 @@ def calibrate_sgd_sigma(*, eps, delta, n, T, setting, contributions=None, lipsch
     """Minimal per-step noise std sigma meeting (eps, delta) for network, local or central DP-SGD (Sec. 5.2).
 
     ``setting``: ``"network"`` (Lemma 1 + Remark 5, :func:`network_sgd_epsilon`), ``"local"``
-    (:func:`local_sgd_epsilon`), ``"central"`` (:func:`central_sgd_epsilon`).  ``contributions`` (T_u) is
+    (:func:`local_sgd_epsilon`), ``"central"`` (:func:`central_sgd_epsilon`, RDP) or ``"central_bassily"``
+    (:func:`central_sgd_bassily_epsilon`, the paper's baseline).  ``contributions`` (T_u) is
     required for network and local (Sec. 5.2 enforces T_u = c T / n); central uses ``T``.  Batched through
     :func:`amplify_jax.calibrate.invert_monotone` (bisection on log sigma, feasible endpoint re-checked):
     returns its ``Inversion(value, status, achieved)`` with achieved = eps(value) <= eps when status is 0.
     """
     from .calibrate import invert_monotone
 
-    V.one_of("setting", setting, ("network", "local", "central"))
+    V.one_of("setting", setting, ("network", "local", "central", "central_bassily"))
     e = V.positive("eps", eps)
     d = V.unit_open("delta", delta)
     nn = _n("n", n)
     tt = V.integer("T", T, minimum=1).astype(np.float64)
     L = V.positive("lipschitz", lipschitz)
-    if setting == "central":
-        fn, args = _central_eps_for_sigma, (nn, tt, d, L)
+    if setting in ("central", "central_bassily"):
+        fn = _central_eps_for_sigma if setting == "central" else _central_bassily_for_sigma
+        args = (nn, tt, d, L)
     else:
         if contributions is None:
             raise ValueError(f"Expected contributions (T_u) for setting={setting!r}, got contributions=None.")

@@ -350,13 +350,38 @@ def test_central_sgd_against_dp_accounting():
     assert ours == pytest.approx(ref, rel=0.05)
 
 
+def gauss_delta(eps, r):
+    return stats.norm.cdf(r / 2 - eps / r) - math.exp(eps) * stats.norm.cdf(-r / 2 - eps / r)
+
+
+def test_central_bassily_route():
+    import jax.numpy as jnp
+    from amplify_jax.numerics import x64_scope
+
+    for r, d1 in [(0.5, 1e-5), (2.0, 1e-8), (0.05, 0.05)]:
+        with x64_scope():
+            e = float(N._analytic_gaussian_epsilon(jnp.asarray(r), jnp.log(jnp.asarray(d1))))
+        assert gauss_delta(e, r) <= d1 * (1 + 1e-9)
+        assert e == 0.0 or gauss_delta(e * (1 - 1e-6), r) > d1
+    sigma, n, T, delta = 6.0, 2000, 20_000, 1e-6
+    b = N.central_sgd_bassily_epsilon(sigma=sigma, n=n, T=T, delta=delta)
+    d1 = n * delta / (2 * T)
+    with x64_scope():
+        e1 = float(N._analytic_gaussian_epsilon(jnp.asarray(2.0 / sigma), jnp.log(jnp.asarray(d1))))
+    e2 = math.log1p(math.expm1(e1) / n)
+    assert float(b.epsilon) == pytest.approx(math.sqrt(2 * T * math.log(2 / delta)) * e2 + T * e2 * math.expm1(e2),
+                                             rel=1e-12)
+    # far looser than the RDP accountant of the same central algorithm
+    assert float(N.central_sgd_epsilon(sigma=sigma, n=n, T=T, delta=delta).epsilon) < float(b.epsilon)
+
+
 SEC52 = dict(delta=1e-6, n=2000, T=20_000)
 
 
-@pytest.mark.parametrize("setting", ["network", "local", "central"])
+@pytest.mark.parametrize("setting", ["network", "local", "central", "central_bassily"])
 def test_calibration_round_trip(setting):
     eps = np.array([1.0, 10.0])
-    kw = dict(contributions=12) if setting != "central" else {}
+    kw = dict(contributions=12) if setting in ("network", "local") else {}
     inv = N.calibrate_sgd_sigma(eps=eps, setting=setting, **SEC52, **kw)
     assert np.all(np.asarray(inv.status) == 0)
     s = np.asarray(inv.value)
@@ -364,8 +389,10 @@ def test_calibration_round_trip(setting):
         f = lambda x: np.asarray(N.network_sgd_epsilon(sigma=x, n=2000, contributions=12, delta=1e-6).epsilon)  # noqa: E731
     elif setting == "local":
         f = lambda x: np.asarray(N.local_sgd_epsilon(sigma=x, contributions=12, delta=1e-6).epsilon)  # noqa: E731
-    else:
+    elif setting == "central":
         f = lambda x: np.asarray(N.central_sgd_epsilon(sigma=x, n=2000, T=20_000, delta=1e-6).epsilon)  # noqa: E731
+    else:
+        f = lambda x: np.asarray(N.central_sgd_bassily_epsilon(sigma=x, n=2000, T=20_000, delta=1e-6).epsilon)  # noqa: E731
     assert np.all(f(s) <= eps)
     assert np.all(f(s * (1 - 1e-4)) > eps)
 
