@@ -125,6 +125,7 @@ _WOODBURY_REL_MARGIN = 1e-10  # extra relative margin on the Woodbury path (rank
 _WOODBURY_MAX_DEGREE = 48  # users of larger degree are removed by a direct Cholesky (adversary II)
 _ENUMERATION_BUDGET = 4e10  # adversary III: (number of removed sets) * n^3 allowed for exact enumeration
 _EIG_CACHE_SIZE = 8
+_LDP_UP = 1.0 + 8.0 * _U  # rounds a few correctly rounded float operations up (1/sigma^2, 2 C^2 d)
 
 
 class DisconnectedGraphWarning(UserWarning):
@@ -298,7 +299,19 @@ class SecGraph:
             if self.n >= LARGE_N:
                 raise ValueError(f"Expected a graph with n < {LARGE_N} users for a dense eigendecomposition, got n={self.n}.")
             lam, vec = sla.eigh(self.laplacian, driver="evd")
-            self._eig = (np.maximum(lam, 0.0), vec)
+            # Safe-side rounding of the spectrum.  The n_components smallest eigenvalues are exactly 0 with the
+            # normalised component indicators as eigenvectors: set them exactly.  Every other eigenvalue is
+            # lowered by a bound on the eigensolver's backward error, tau = 4 n u lambda_max (a smaller
+            # eigenvalue makes every term 1/(sigma_unc^2 + sigma_cor^2 lambda_k) larger).
+            k = self.n_components
+            labels = csgraph.connected_components(self.adjacency, directed=False)[1]
+            ind = np.zeros((self.n, k))
+            ind[np.arange(self.n), labels] = 1.0
+            ind /= np.sqrt(ind.sum(axis=0, keepdims=True))
+            tau = 4.0 * self.n * _U * max(float(lam[-1]), 0.0)
+            lam = np.concatenate([np.zeros(k), np.maximum(lam[k:] - tau, 0.0)])
+            vec = np.concatenate([ind, vec[:, k:]], axis=1)
+            self._eig = (lam, vec)
         return self._eig
 
     def node_connectivity(self) -> int:
@@ -457,8 +470,12 @@ def algebraic_connectivity(graph, *, removed: int = 0):
         vals = []
         for j in range(g.n):
             keep = np.arange(g.n) != j
+            if csgraph.connected_components(sp.csr_matrix(adj[np.ix_(keep, keep)]), directed=False)[0] > 1:
+                return 0.0, True  # some removal disconnects the graph: a(G - j) = 0 exactly
             sub = lap[np.ix_(keep, keep)] - np.diag(adj[keep, j])
-            vals.append(sla.eigvalsh(sub, subset_by_index=[1, 1])[0])
+            lam = sla.eigvalsh(sub)
+            tau = 4.0 * g.n * _U * max(float(lam[-1]), 0.0)  # safe side: lowered by the eigensolver's error
+            vals.append(lam[1] - tau)
         return float(max(min(vals), 0.0)), True
     return float(max(a0 - c * g.w_max, 0.0)), False
 
@@ -482,7 +499,7 @@ def _eig_diag(w, lam, su2, sc2):
     return r @ w.T
 
 
-def _woodbury_one_pair(vec, lam, nbr, wts, users, su2, sc2):
+def _woodbury_one_pair(vec, lam, nbr, wts, users, use, su2, sc2):
     """max over removed j in ``users`` and i != j of [Sigma_{-j}^{-1}]_ii, from S = Sigma^{-1} (one pair)."""
     s = (vec * (1.0 / (su2 + sc2 * lam))[None, :]) @ vec.T
     ds = jnp.diagonal(s)
@@ -504,13 +521,27 @@ def _woodbury_one_pair(vec, lam, nbr, wts, users, su2, sc2):
         return jnp.max(diag_j)
 
     vals = lax.map(per_user, (users, nbr[users], wts[users]), batch_size=64)
-    return jnp.max(vals)
+    return jnp.max(jnp.where(use, vals, -jnp.inf))
 
 
 @float64_jit
-def _woodbury_max(vec, lam, nbr, wts, users, su2, sc2):
-    """(P,) Woodbury removal maxima for the flattened pairs (su2, sc2)."""
-    return lax.map(lambda p: _woodbury_one_pair(vec, lam, nbr, wts, users, p[0], p[1]), (su2, sc2))
+def _woodbury_max(vec, lam, nbr, wts, users, use, su2, sc2):
+    """(P,) Woodbury removal maxima for the flattened pairs (su2, sc2); ``use`` masks the removed users."""
+    return lax.map(lambda p: _woodbury_one_pair(vec, lam, nbr, wts, users, use, p[0], p[1]), (su2, sc2))
+
+
+def _woodbury_tables(g):
+    """Neighbour tables padded to a power-of-two degree (fewer recompilations), all users with a mask of those
+    removed by Woodbury (degree <= _WOODBURY_MAX_DEGREE)."""
+    nbr, wts, deg = g.neighbours()
+    low = deg <= _WOODBURY_MAX_DEGREE
+    dmax = max(int(deg[low].max()) if low.any() else 1, 1)
+    dp = 1 << int(math.ceil(math.log2(dmax)))
+    if dp > nbr.shape[1]:
+        extra = dp - nbr.shape[1]
+        nbr = np.concatenate([nbr, np.repeat(np.arange(g.n)[:, None], extra, axis=1)], axis=1)
+        wts = np.concatenate([wts, np.zeros((g.n, extra))], axis=1)
+    return nbr[:, :dp], wts[:, :dp], np.arange(g.n), low
 
 
 def _masked_one(adj, mask, su2, sc2):
@@ -628,17 +659,15 @@ def _eig_path(g: SecGraph, su2, sc2):
 def _curious_path(g: SecGraph, su2, sc2):
     """Exact adversary II: Woodbury for users of degree <= _WOODBURY_MAX_DEGREE, Cholesky for the others."""
     lam, vec = g.eigh()
-    nbr, wts, deg = g.neighbours()
-    low = np.flatnonzero(deg <= _WOODBURY_MAX_DEGREE)
-    high = np.flatnonzero(deg > _WOODBURY_MAX_DEGREE)
+    nbr, wts, users, use = _woodbury_tables(g)
+    high = np.flatnonzero(~use)
     best = np.full(su2.shape, -np.inf)
     with x64_scope():
-        if low.size:
-            dp = max(int(deg[low].max()), 1)
+        if use.any():
             wb = np.asarray(
                 _woodbury_max(
-                    jnp.asarray(vec), jnp.asarray(lam), jnp.asarray(nbr[:, :dp]), jnp.asarray(wts[:, :dp]),
-                    jnp.asarray(low), jnp.asarray(su2), jnp.asarray(sc2),
+                    jnp.asarray(vec), jnp.asarray(lam), jnp.asarray(nbr), jnp.asarray(wts),
+                    jnp.asarray(users), jnp.asarray(use), jnp.asarray(su2), jnp.asarray(sc2),
                 )
             )
             best = np.maximum(best, wb * (1.0 + _WOODBURY_REL_MARGIN))
@@ -677,12 +706,12 @@ def _step_diag(g: SecGraph, adversary, c, su2, sc2):
     """(diag_max, spectral_diag, exact) arrays over the flattened pairs."""
     n = g.n
     if adversary == "local":
-        d = 1.0 / su2
+        d = _LDP_UP / su2
         return d, d, True
     removed = c
     a_lo, a_exact = algebraic_connectivity(g, removed=removed)
     n_h = n - removed
-    spec = _spectral_diag_bound(n_h, a_lo, su2, sc2)
+    spec = np.minimum(_spectral_diag_bound(n_h, a_lo, su2, sc2) * _LDP_UP, _LDP_UP / su2)
     if n >= LARGE_N:
         return spec, spec, False
     margin = _ROUND_ABS * n * _U / su2
@@ -696,6 +725,9 @@ def _step_diag(g: SecGraph, adversary, c, su2, sc2):
         else:
             d, exact = spec, False
     d = d + margin if exact else d
+    # Sigma_H >= sigma_unc^2 I, so [Sigma_H^{-1}]_ii <= 1/sigma_unc^2 exactly: the margin never goes above it
+    # (1/sigma_unc^2 itself rounded up).
+    d = np.minimum(d, _LDP_UP / su2)
     # The spectral bound is mathematically >= the exact value; keep the reported pair ordered under rounding.
     spec = np.maximum(spec, d)
     return d, spec, exact
@@ -719,11 +751,11 @@ def step_account(graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=None
     d = d.reshape(shape2)
     spec = np.asarray(spec).reshape(shape2)
     c2 = 2.0 * np.asarray(clip_a) ** 2
-    ldp = c2 / np.asarray(su) ** 2
+    ldp = c2 / np.asarray(su) ** 2 * _LDP_UP
     with x64_scope():
         return StepAccount(
-            eps1=jnp.asarray(np.broadcast_to(c2 * d, shape)),
-            spectral=jnp.asarray(np.broadcast_to(c2 * spec, shape)),
+            eps1=jnp.asarray(np.broadcast_to(c2 * d * _LDP_UP, shape)),
+            spectral=jnp.asarray(np.broadcast_to(c2 * spec * _LDP_UP, shape)),
             exact=jnp.asarray(np.broadcast_to(exact, shape)),
             connected=jnp.asarray(np.broadcast_to(connected, shape)),
             ldp=jnp.asarray(np.broadcast_to(ldp, shape)),
@@ -757,12 +789,12 @@ def spectral_bound(graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=No
     su2 = np.asarray(su) ** 2
     sc2 = np.asarray(sc) ** 2
     if c is None:
-        d = 1.0 / su2
+        d = _LDP_UP / su2
     else:
         a, _ = algebraic_connectivity(g, removed=c)
-        d = _spectral_diag_bound(g.n - c, a, su2, sc2)
+        d = np.minimum(_spectral_diag_bound(g.n - c, a, su2, sc2) * _LDP_UP, _LDP_UP / su2)
     with x64_scope():
-        return jnp.asarray(np.broadcast_to(2.0 * np.asarray(clip_a) ** 2 * d, shape))
+        return jnp.asarray(np.broadcast_to(2.0 * np.asarray(clip_a) ** 2 * d * _LDP_UP, shape))
 
 
 def diag_inverse_covariance(graph, *, sigma_unc, sigma_cor, removed=()):
@@ -964,14 +996,14 @@ class _Eps1Fn:
         self.vec = None
         self.masks = None
         if c == 1:
-            nbr, wts, deg = g.neighbours()
-            low = np.flatnonzero(deg <= _WOODBURY_MAX_DEGREE)
-            high = np.flatnonzero(deg > _WOODBURY_MAX_DEGREE)
-            dp = max(int(deg.max(initial=1)) if low.size == 0 else int(deg[low].max()), 1)
+            nbr, wts, users, use = _woodbury_tables(g)
+            high = np.flatnonzero(~use)
             self.vec = jnp.asarray(vec)
-            self.nbr = jnp.asarray(nbr[:, :dp])
-            self.wts = jnp.asarray(wts[:, :dp])
-            self.low = jnp.asarray(low) if low.size else None
+            self.nbr = jnp.asarray(nbr)
+            self.wts = jnp.asarray(wts)
+            self.users = jnp.asarray(users)
+            self.use = jnp.asarray(use)
+            self.low = True if use.any() else None
             if high.size:
                 m = np.ones((high.size, g.n))
                 m[np.arange(high.size), high] = 0.0
@@ -987,20 +1019,21 @@ class _Eps1Fn:
     def diag_max(self, su2, sc2):
         """max_i [Sigma_H^{-1}]_ii over the adversary's honest sets, flat (P,) arrays, plus margins."""
         if self.kind == "local":
-            return 1.0 / su2
+            return _LDP_UP / su2
         if self.kind == "spectral":
             return _spectral_diag_bound(self.n_h, self.a_lo, su2, sc2)
         r = 1.0 / (su2[:, None] + sc2[:, None] * self.lam[None, :])
         d = jnp.max(r @ self.w.T, axis=1)
         if self.vec is not None and self.low is not None:
-            wb = lax.map(lambda p: _woodbury_one_pair(self.vec, self.lam, self.nbr, self.wts, self.low, p[0], p[1]),
+            wb = lax.map(lambda p: _woodbury_one_pair(self.vec, self.lam, self.nbr, self.wts, self.users, self.use,
+                                                          p[0], p[1]),
                          (su2, sc2))
             d = jnp.maximum(d, wb * (1.0 + _WOODBURY_REL_MARGIN))
         if self.masks is not None:
             dm = lax.map(lambda p: jnp.max(lax.map(lambda m: _masked_one(self.adj, m, p[0], p[1]), self.masks)),
                          (su2, sc2))
             d = jnp.maximum(d, dm)
-        return d + _ROUND_ABS * self.n * _U / su2
+        return jnp.minimum(d + _ROUND_ABS * self.n * _U / su2, _LDP_UP / su2) * _LDP_UP
 
     def __call__(self, sigma_cor, sigma_unc, clip):
         shape = jnp.shape(sigma_cor)
@@ -1301,7 +1334,8 @@ def example_level_eps1_budget(epsilon, *, delta, steps, batch_size, sampling_rat
     b = float(V.positive("batch_size", batch_size))
     q = float(V.unit_open("sampling_rate", sampling_rate))
     V.one_of("sampling", sampling, _SAMPLINGS)
-    a = V.orders("orders", _example_orders(sampling) if orders is None else orders)
+    # integer orders by default: a superset-free, sound choice (any set of orders gives a valid bound)
+    a = V.orders("orders", np.arange(2.0, 129.0) if orders is None else orders)
 
     def eps_of(eps1_arr):
         sig = effective_noise_multiplier(eps1_arr, clip=1.0, batch_size=b, sampling=sampling)
@@ -1311,28 +1345,29 @@ def example_level_eps1_budget(epsilon, *, delta, steps, batch_size, sampling_rat
             curve = core_rdp.subsampled_gaussian_wor_rdp(a, q=q, sigma=sig)
         return np.asarray(epsilon_from_rdp(a, t * np.asarray(curve), delta=d, method=method).epsilon)
 
-    lo, hi = 1e-12, 1e-12
-    while eps_of(np.array([hi]))[0] <= e and hi < 1e6:
-        lo, hi = hi, hi * 10.0
-    if hi >= 1e6:
-        return hi
-    if lo == hi:
-        raise ValueError(f"Expected a reachable epsilon, got epsilon={e!r} (below the value at eps1=1e-12).")
-    # bisection on log eps1, 8 points per round
+    # every call has 30 points: one compiled shape in the core's kernels
+    grid = np.geomspace(1e-12, 1e6, 30)
+    ok = eps_of(grid) <= e
+    if not ok[0]:
+        raise ValueError(f"Expected a reachable epsilon, got epsilon={e!r} (exceeded already at eps1=1e-12).")
+    if ok[-1]:
+        return grid[-1]
+    k = int(np.flatnonzero(~ok)[0])
+    lo, hi = grid[k - 1], grid[k]
+    # bisection on log eps1, 30 interior points per round: the feasible endpoint is kept
     while hi / lo > 1.0 + rtol:
-        grid = np.geomspace(lo, hi, 10)[1:-1]
+        grid = np.geomspace(lo, hi, 32)[1:-1]  # 30 interior points
         ok = eps_of(grid) <= e
         lo_i = np.flatnonzero(ok)
-        new_lo = grid[lo_i[-1]] if lo_i.size else lo
         hi_i = np.flatnonzero(~ok)
-        new_hi = grid[hi_i[0]] if hi_i.size else hi
-        lo, hi = new_lo, new_hi
-    assert eps_of(np.array([lo]))[0] <= e
+        lo, hi = (grid[lo_i[-1]] if lo_i.size else lo), (grid[hi_i[0]] if hi_i.size else hi)
+    if not eps_of(np.full(30, lo))[0] <= e:  # re-check (monotone in eps1, so this holds)
+        raise RuntimeError("example_level_eps1_budget: re-check failed (non-monotone conversion?)")
     return lo
 
 
 def example_level_min_sigma_cor(graph, *, sigma_unc, clip, epsilon, delta, steps, batch_size, sampling_rate,
-                                sampling="poisson", adversary="eavesdropper", colluders=None,
+                                sampling="poisson", adversary="eavesdropper", colluders=None, orders=None,
                                 rtol=1e-6) -> Calibration:
     """Example-level counterpart of :func:`min_sigma_cor` (Decor App. D.1): the eps1 budget from
     :func:`example_level_eps1_budget`, then the minimal sigma_cor for each sigma_unc (batched)."""
@@ -1341,7 +1376,7 @@ def example_level_min_sigma_cor(graph, *, sigma_unc, clip, epsilon, delta, steps
     su = V.positive("sigma_unc", sigma_unc)
     cl = V.positive("clip", clip)
     unit = example_level_eps1_budget(epsilon, delta=delta, steps=steps, batch_size=batch_size,
-                                     sampling_rate=sampling_rate, sampling=sampling)
+                                     sampling_rate=sampling_rate, sampling=sampling, orders=orders)
     budget = unit * np.asarray(cl) ** 2  # eps1 scales as C^2 at fixed effective noise: budget at clip C
     # effective_noise_multiplier divides by sqrt(eps1) at clip 1; at clip C the noise multiplier is the
     # same function of eps1 / C^2, hence the budget scales with C^2.

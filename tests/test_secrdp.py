@@ -1,0 +1,388 @@
+"""Tests of the Decor SecRDP accountant (amplify_jax.secrdp).
+
+References: numpy.linalg.inv of Sigma_H built independently from networkx graphs, the direct removal of each
+user (against the Woodbury path), the closed form for the complete graph, the published accountant values of
+the authors' result files (public-values.md, "Decor accountant"), dp-accounting's RDP conversion.
+"""
+
+import itertools
+import math
+import warnings
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, strategies as st
+
+from amplify_jax import secrdp as S
+
+# ---------------------------------------------------------------------------------------------------------
+# independent reference: Sigma_H from a networkx graph, numpy.linalg.inv
+
+
+def _ref_diag_max(nxg, su, sc, removed=()):
+    h = nxg.copy()
+    h.remove_nodes_from(removed)
+    a = nx.to_numpy_array(h, nodelist=sorted(h.nodes()))
+    lap = np.diag(a.sum(1)) - a
+    return np.max(np.diag(np.linalg.inv(su**2 * np.eye(len(a)) + sc**2 * lap)))
+
+
+def _ref_eps1(nxg, su, sc, clip, sets):
+    return 2 * clip**2 * max(_ref_diag_max(nxg, su, sc, s) for s in sets)
+
+
+SMALL = {
+    "ring": (S.ring_graph(9), nx.cycle_graph(9)),
+    "torus": (S.torus_graph(3, 4), nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 4, periodic=True))),
+    "complete": (S.complete_graph(7), nx.complete_graph(7)),
+    "regular": (S.random_regular_graph(12, 3, seed=3), None),
+    "petersen": (nx.petersen_graph(), nx.petersen_graph()),
+}
+
+
+def _nx(name):
+    g, ref = SMALL[name]
+    return ref if ref is not None else nx.from_scipy_sparse_array(g)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_eavesdropper_matches_numpy_inverse(name):
+    g, _ = SMALL[name]
+    ref_g = _nx(name)
+    su = np.array([0.7, 3.0])[:, None]
+    sc = np.array([0.0, 1.5, 40.0])[None, :]
+    acc = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.3, adversary="eavesdropper")
+    ref = np.array([[_ref_eps1(ref_g, a, b, 1.3, [()]) for b in sc[0]] for a in su[:, 0]])
+    assert acc.eps1.shape == (2, 3)
+    np.testing.assert_allclose(acc.eps1, ref, rtol=1e-11)
+    assert np.all(np.asarray(acc.spectral) >= np.asarray(acc.eps1))
+    assert bool(np.all(acc.exact)) and bool(np.all(acc.connected))
+
+
+@pytest.mark.parametrize("name", ["path", "petersen", "regular"])
+def test_eavesdropper_never_below_mpmath(name):
+    """Against Sigma built and inverted in 50-digit arithmetic (a float64 Sigma already loses sigma_unc^2
+    next to sigma_cor^2 deg at large ratios, so numpy.linalg.inv is no reference there)."""
+    import mpmath as mp
+
+    nxg = {"path": nx.path_graph(20), "petersen": nx.petersen_graph(), "regular": _nx("regular")}[name]
+    lap = nx.laplacian_matrix(nxg, nodelist=sorted(nxg.nodes())).toarray()
+    n = len(lap)
+    mp.mp.dps = 50
+    for su, sc in [(0.01, 1000.0), (0.7, 40.0), (3.0, 0.0), (1.0, 1.0)]:
+        m = mp.matrix(n, n)
+        for i in range(n):
+            for j in range(n):
+                m[i, j] = mp.mpf(sc) ** 2 * int(lap[i, j]) + (mp.mpf(su) ** 2 if i == j else 0)
+        inv = mp.inverse(m)
+        exact = 2 * max(inv[i, i] for i in range(n))
+        ours = float(S.step_account(nxg, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="eavesdropper").eps1)
+        assert ours >= exact
+        assert ours <= exact * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("name", ["ring", "torus", "petersen", "regular"])
+def test_curious_woodbury_matches_direct_removal(name):
+    g, _ = SMALL[name]
+    ref_g = _nx(name)
+    n = ref_g.number_of_nodes()
+    for su, sc in [(1.0, 3.0), (0.3, 20.0), (2.0, 0.5)]:
+        acc = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="curious")
+        ref = _ref_eps1(ref_g, su, sc, 1.0, [(j,) for j in range(n)])
+        np.testing.assert_allclose(float(acc.eps1), ref, rtol=1e-8)
+        assert float(acc.eps1) >= ref
+
+
+def test_curious_high_degree_users_take_direct_path():
+    # wheel graph: hub of degree 60 (> the Woodbury degree cap) plus a ring of degree-3 users
+    nxg = nx.wheel_graph(61)
+    acc = S.step_account(nxg, sigma_unc=1.0, sigma_cor=4.0, clip=1.0, adversary="curious")
+    ref = _ref_eps1(nxg, 1.0, 4.0, 1.0, [(j,) for j in range(61)])
+    np.testing.assert_allclose(float(acc.eps1), ref, rtol=1e-8)
+
+
+def test_colluding_enumeration_and_local():
+    g, ref_g = SMALL["ring"]
+    n = 9
+    acc = S.step_account(g, sigma_unc=1.0, sigma_cor=5.0, clip=1.0, adversary="colluding", colluders=2)
+    sets = [()] + [s for k in (1, 2) for s in itertools.combinations(range(n), k)]
+    np.testing.assert_allclose(float(acc.eps1), _ref_eps1(ref_g, 1.0, 5.0, 1.0, sets), rtol=1e-10)
+    # a ring loses 2-connectivity to 2 colluders: warned, flagged, and the value tends to local DP
+    loc = S.step_account(g, sigma_unc=1.0, sigma_cor=5.0, clip=1.0, adversary="local")
+    np.testing.assert_allclose(float(loc.eps1), 2.0, rtol=1e-14)
+    one = S.step_account(g, sigma_unc=1.0, sigma_cor=5.0, clip=1.0, adversary="colluding", colluders=1)
+    cur = S.step_account(g, sigma_unc=1.0, sigma_cor=5.0, clip=1.0, adversary="curious")
+    np.testing.assert_allclose(float(one.eps1), float(cur.eps1), rtol=1e-12)
+    eav = S.step_account(g, sigma_unc=1.0, sigma_cor=5.0, clip=1.0, adversary="eavesdropper")
+    assert float(eav.eps1) < float(cur.eps1) < float(acc.eps1) <= float(loc.eps1)
+    assert not bool(acc.connected) and bool(cur.connected)
+
+
+def test_complete_graph_closed_form_and_spectral_exact():
+    n = 11
+    su = np.geomspace(0.1, 10, 5)[:, None]
+    sc = np.geomspace(0.01, 100, 6)[None, :]
+    acc = S.step_account(S.complete_graph(n), sigma_unc=su, sigma_cor=sc, clip=0.5, adversary="eavesdropper")
+    # K_n: Sigma = su^2 I + sc^2 (n I - J): eigenvalue su^2 on 1, su^2 + n sc^2 on its complement
+    closed = 2 * 0.25 * (1 / (n * su**2) + (1 - 1 / n) / (su**2 + n * sc**2))
+    np.testing.assert_allclose(acc.eps1, closed, rtol=1e-12)
+    np.testing.assert_allclose(acc.spectral, closed, rtol=1e-12)
+
+
+@settings(deadline=None, derandomize=True, max_examples=15)
+@given(
+    n=st.sampled_from([6, 12]),
+    p=st.floats(0.2, 0.9),
+    seed=st.integers(0, 10_000),
+    log_su=st.floats(-2, 2),
+    log_sc=st.floats(-2, 3),
+)
+def test_spectral_bound_dominates_exact(n, p, seed, log_su, log_sc):
+    g = S.erdos_renyi_graph(n, p, seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", S.DisconnectedGraphWarning)
+        for adv in ("eavesdropper", "curious"):
+            acc = S.step_account(g, sigma_unc=10**log_su, sigma_cor=10**log_sc, clip=1.0, adversary=adv)
+            bound = S.spectral_bound(g, sigma_unc=10**log_su, sigma_cor=10**log_sc, clip=1.0, adversary=adv)
+            assert float(bound) >= float(acc.eps1) * (1 - 1e-12)
+            assert float(acc.eps1) <= float(acc.ldp) * (1 + 1e-9)
+
+
+@settings(deadline=None, derandomize=True, max_examples=20)
+@given(seed=st.integers(0, 1000), s1=st.floats(0.1, 50), s2=st.floats(0.1, 50))
+def test_monotone_in_correlated_noise(seed, s1, s2):
+    g = S.random_regular_graph(10, 3, seed=seed)
+    lo, hi = sorted((s1, s2))
+    e = S.step_account(g, sigma_unc=1.0, sigma_cor=np.array([lo, hi]), clip=1.0, adversary="eavesdropper").eps1
+    assert float(e[1]) <= float(e[0]) * (1 + 1e-12)
+
+
+def test_algebraic_connectivity_known_values():
+    n = 12
+    a, exact = S.algebraic_connectivity(S.ring_graph(n))
+    assert exact and a == pytest.approx(2 - 2 * math.cos(2 * math.pi / n), rel=1e-12)
+    assert S.algebraic_connectivity(S.complete_graph(n))[0] == pytest.approx(n, rel=1e-12)
+    assert S.algebraic_connectivity(S.star_graph(n))[0] == pytest.approx(1.0, rel=1e-12)
+    # removing one vertex of a ring leaves a path on n - 1 vertices: 2 - 2 cos(pi / (n - 1))
+    a1, exact1 = S.algebraic_connectivity(S.ring_graph(n), removed=1)
+    assert exact1 and a1 == pytest.approx(2 - 2 * math.cos(math.pi / (n - 1)), rel=1e-10)
+
+
+def test_certified_fiedler_lower_bound_large_path():
+    # sparse certificate (Lanczos estimate + LDL^T inertia), compared with the exact ring/torus values
+    for adj, exact in [
+        (S.ring_graph(3000), 2 - 2 * math.cos(2 * math.pi / 3000)),
+        (S.torus_graph(40, 50), 2 - 2 * math.cos(2 * math.pi / 50)),
+    ]:
+        t = S._certified_fiedler_lower(adj)
+        assert 0.9 * exact <= t <= exact
+
+
+# ---------------------------------------------------------------------------------------------------------
+# published values (authors' result files; public-values.md)
+
+PUBLISHED = [
+    ("ring", 189.33600234505718, 501, 1.0409741704100391e-05, 1.3317534098343329),
+    ("ring", 17.827099282407094, 188, 4.656256603611915e-4, 10.29282950264761),
+    ("torus", 153.83550190535897, 501, 7.3513532020161215e-06, 1.1142600025482112),
+    ("torus", 17.827099282407094, 63, 5.248171088349908e-4, 11.034170552777466),
+    ("complete", 6.880990508150071, 8, 4.390156900607886e-3, 41.9664831294737),
+    ("complete", 153.83550190535897, 251, 7.0994030070188394e-06, 1.0945621561613659),
+]
+GRAPHS16 = {"ring": S.ring_graph(16), "torus": S.torus_graph(4, 4), "complete": S.complete_graph(16)}
+
+
+@pytest.mark.parametrize("row", PUBLISHED, ids=[f"{r[0]}-{r[2]}" for r in PUBLISHED])
+def test_published_decor_values(row):
+    name, su, sc, eps1, eps = row
+    acc = S.step_account(GRAPHS16[name], sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="eavesdropper")
+    np.testing.assert_allclose(float(acc.eps1), eps1, rtol=1e-11)
+    total = S.epsilon(GRAPHS16[name], sigma_unc=su, sigma_cor=sc, clip=1.0, steps=3500, delta=1e-5,
+                      adversary="eavesdropper")
+    np.testing.assert_allclose(float(total), eps, rtol=1e-11)
+    # the core's conversion (Balle et al. 2020) is never looser than the closed form
+    b = S.epsilon(GRAPHS16[name], sigma_unc=su, sigma_cor=sc, clip=1.0, steps=3500, delta=1e-5,
+                  adversary="eavesdropper", method="balle2020")
+    assert float(b) <= eps
+
+
+def test_published_inverse_values():
+    got = S.closed_form_eps1([1.0, 10.0, 40.0], steps=3500, delta=1e-5)
+    np.testing.assert_allclose(got, [5.948553811295857e-06, 4.4295863673583433e-4, 4.091434523681889e-3], rtol=1e-11)
+    back = S.closed_form_epsilon(got, steps=3500, delta=1e-5)
+    assert np.all(np.asarray(back) <= [1.0, 10.0, 40.0])
+
+
+def test_closed_form_is_mironov_minimum_and_dp_accounting_agrees():
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_acc
+
+    eps1, t, delta = 3e-5, 1000, 1e-6
+    alphas = 1 + np.geomspace(1e-3, 1e3, 200001)
+    brute = np.min(alphas * t * eps1 + np.log(1 / delta) / (alphas - 1))
+    cf = float(S.closed_form_epsilon(eps1, steps=t, delta=delta))
+    assert cf == pytest.approx(brute, rel=1e-8) and cf <= brute
+    orders = np.linspace(1.01, 200, 4000)
+    eps_dpa, _ = rdp_acc.compute_epsilon(orders, orders * t * eps1, delta)
+    ours = S.epsilon(S.complete_graph(5), sigma_unc=1 / math.sqrt(eps1 / 2), sigma_cor=0.0, clip=1.0, steps=t,
+                     delta=delta, adversary="local", method="balle2020", orders=orders)
+    assert float(ours) == pytest.approx(eps_dpa, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# step_rdp shape, calibration, example level
+
+
+def test_step_rdp_broadcasts_orders_last():
+    orders = np.array([1.5, 2.0, 8.0])
+    out = S.step_rdp(orders, S.ring_graph(8), sigma_unc=np.ones((2, 1)), sigma_cor=np.array([1.0, 2.0, 3.0]),
+                     clip=np.array([[1.0], [2.0]]), adversary="eavesdropper")
+    assert out.shape == (2, 3, 3)
+    acc = S.step_account(S.ring_graph(8), sigma_unc=1.0, sigma_cor=2.0, clip=2.0, adversary="eavesdropper")
+    np.testing.assert_allclose(out[1, 1], orders * float(acc.eps1), rtol=1e-14)
+
+
+def test_min_sigma_cor_is_feasible_and_tight():
+    g = S.torus_graph(4)
+    target = 10.0
+    cal = S.min_sigma_cor(g, sigma_unc=np.array([10.0, 17.827099282407094, 30.0, 80.0]), clip=1.0,
+                          epsilon=target, delta=1e-5, steps=3500)
+    st_ = np.asarray(cal.status)
+    assert st_.tolist() == [1, 0, 0, 2]  # below sigma_cdp infeasible, above sigma_ldp sigma_cor = 0 suffices
+    for i in (1, 2):
+        sc = float(cal.sigma_cor[i])
+        eps_at = S.epsilon(g, sigma_unc=float(cal.sigma_unc[i]), sigma_cor=sc, clip=1.0, steps=3500, delta=1e-5,
+                           adversary="eavesdropper")
+        assert float(eps_at) <= target
+        eps_below = S.epsilon(g, sigma_unc=float(cal.sigma_unc[i]), sigma_cor=sc * (1 - 1e-5), clip=1.0,
+                              steps=3500, delta=1e-5, adversary="eavesdropper")
+        assert float(eps_below) > target
+
+
+def test_min_sigma_cor_curious_and_frontier():
+    g = S.ring_graph(8)
+    cal = S.min_sigma_cor(g, sigma_unc=10.0, clip=1.0, epsilon=20.0, delta=1e-5, steps=500, adversary="curious")
+    assert int(cal.status) == 0
+    acc = S.step_account(g, sigma_unc=10.0, sigma_cor=float(cal.sigma_cor), clip=1.0, adversary="curious")
+    assert float(acc.eps1) <= float(cal.eps1_budget)
+    fr = S.noise_frontier(S.ring_graph(10), clip=1.0, epsilon=20.0, delta=1e-5, steps=500, num=6)
+    assert np.all(np.isin(np.asarray(fr.status), (0, 2)))
+    assert np.all(np.diff(np.asarray(fr.sigma_cor)) < 0)  # more uncorrelated noise, less correlated needed
+    assert np.all(np.asarray(fr.eps1) <= np.asarray(fr.eps1_budget))
+
+
+def test_optimal_noise_beats_frontier_grid_and_is_feasible():
+    g = S.torus_graph(4)
+    opt = S.optimal_noise(g, clip=1.0, epsilon=10.0, delta=1e-5, steps=3500, num=12, iterations=30)
+    fr = S.noise_frontier(g, clip=1.0, epsilon=10.0, delta=1e-5, steps=3500, num=12)
+    grid_cost = float(opt.k_unc) * np.asarray(fr.sigma_unc) ** 2 + float(opt.k_cor) * np.asarray(fr.sigma_cor) ** 2
+    assert float(opt.cost) <= grid_cost.min() * (1 + 1e-9)
+    acc = S.step_account(g, sigma_unc=float(opt.sigma_unc), sigma_cor=float(opt.sigma_cor), clip=1.0,
+                         adversary="eavesdropper")
+    assert float(acc.eps1) <= float(opt.eps1_budget)
+    b = S.baselines(16, clip=1.0, epsilon=10.0, delta=1e-5, steps=3500)
+    assert float(b.sigma_cdp) < float(opt.sigma_unc) < float(b.sigma_ldp)
+    assert float(b.sigma_ldp) == pytest.approx(math.sqrt(2 / 4.4295863673583433e-4), rel=1e-9)
+
+
+def test_example_level_effective_noise():
+    from amplify_jax import rdp as core_rdp
+
+    g = S.ring_graph(16)
+    orders = np.arange(2.0, 12.0)
+    curve = S.example_level_rdp(orders, g, sigma_unc=2.0, sigma_cor=10.0, clip=1.0, batch_size=64,
+                                sampling_rate=0.02, steps=10)
+    acc = S.step_account(g, sigma_unc=2.0, sigma_cor=10.0, clip=1.0, adversary="eavesdropper")
+    d = float(acc.eps1) / 2.0
+    ref = 10 * np.asarray(core_rdp.poisson_subsampled_gaussian_rdp(orders, q=0.02, sigma=64 / math.sqrt(d)))
+    np.testing.assert_allclose(curve, ref, rtol=1e-12)
+    # q -> 1 would recover the Gaussian with shift C/b: alpha * d / (2 * 64^2); amplification makes it smaller
+    assert np.all(np.asarray(curve)[:5] / 10 <= orders[:5] * d / (2 * 64**2))
+
+
+def test_example_level_calibration_round_trip():
+    g = S.ring_graph(16)
+    kw = dict(delta=1e-5, steps=200, batch_size=16, sampling_rate=0.05, orders=np.arange(2.0, 9.0))
+    cal = S.example_level_min_sigma_cor(g, sigma_unc=np.array([0.03, 0.05]), clip=1.0, epsilon=4.0, **kw)
+    assert np.all(np.isin(np.asarray(cal.status), (0, 2)))
+    for su, sc, s in zip(np.asarray(cal.sigma_unc), np.asarray(cal.sigma_cor), np.asarray(cal.status)):
+        if s in (0, 2):
+            e = S.example_level_epsilon(g, sigma_unc=su, sigma_cor=sc, clip=1.0, **kw)
+            assert float(e) <= 4.0
+            e_below = S.example_level_epsilon(g, sigma_unc=su, sigma_cor=sc * (1 - 1e-4), clip=1.0, **kw)
+            assert float(e_below) > 4.0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# graphs and bad input
+
+
+def test_graph_constructors():
+    assert S.ring_graph(10).sum() == 20
+    t = S.torus_graph(4, 5)
+    assert t.shape == (20, 20) and np.all(np.asarray(t.sum(1)).ravel() == 4)
+    assert S.complete_graph(6).sum() == 30
+    assert S.star_graph(6).sum() == 10
+    r = S.random_regular_graph(20, 4, seed=1)
+    assert np.all(np.asarray(r.sum(1)).ravel() == 4)
+    assert (S.random_regular_graph(20, 4, seed=1) != r).nnz == 0
+    e = S.erdos_renyi_graph(30, 0.2, seed=2)
+    assert (e != e.T).nnz == 0
+    # all three input kinds give the same accountant value
+    nxg = nx.cycle_graph(8)
+    vals = [float(S.step_account(x, sigma_unc=1.0, sigma_cor=2.0, clip=1.0, adversary="eavesdropper").eps1)
+            for x in (nxg, nx.to_numpy_array(nxg), sp.csr_matrix(nx.to_numpy_array(nxg)))]
+    assert vals[0] == vals[1] == vals[2]
+
+
+def test_disconnected_graph_warns_and_flags():
+    a = np.zeros((6, 6))
+    a[0, 1] = a[1, 0] = a[2, 3] = a[3, 2] = a[3, 4] = a[4, 3] = 1.0  # node 5 isolated
+    with pytest.warns(S.DisconnectedGraphWarning, match="local DP"):
+        acc = S.step_account(a, sigma_unc=2.0, sigma_cor=100.0, clip=1.0, adversary="eavesdropper")
+    assert not bool(acc.connected)
+    np.testing.assert_allclose(float(acc.eps1), float(acc.ldp), rtol=1e-12)  # the isolated user
+    with pytest.warns(S.DisconnectedGraphWarning, match="2-connected"):
+        acc = S.step_account(S.star_graph(6), sigma_unc=2.0, sigma_cor=1.0, clip=1.0, adversary="curious")
+    np.testing.assert_allclose(float(acc.eps1), float(acc.ldp), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(clip=0.0), "clip"),
+        (dict(clip=-1.0), "clip"),
+        (dict(sigma_unc=0.0), "sigma_unc"),
+        (dict(sigma_unc=-2.0), "sigma_unc"),
+        (dict(sigma_cor=-0.1), "sigma_cor"),
+        (dict(adversary="colluding", colluders=8), "colluders"),
+        (dict(adversary="colluding", colluders=12), "colluders"),
+        (dict(adversary="colluding"), "colluders"),
+        (dict(adversary="curious", colluders=1), "colluders"),
+        (dict(adversary="bogus"), "adversary"),
+    ],
+)
+def test_bad_parameters(kwargs, name):
+    args = dict(sigma_unc=1.0, sigma_cor=1.0, clip=1.0, adversary="eavesdropper")
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        S.step_rdp([2.0], S.ring_graph(8), **args)
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [
+        np.ones((3, 4)),
+        np.array([[0.0, 1.0], [0.0, 0.0]]),
+        np.array([[1.0, 1.0], [1.0, 0.0]]),
+        np.array([[0.0, -1.0], [-1.0, 0.0]]),
+        np.array([[0.0, np.nan], [np.nan, 0.0]]),
+        np.zeros((1, 1)),
+        nx.DiGraph([(0, 1), (1, 0)]),
+        nx.Graph([(0, 0), (0, 1)]),
+    ],
+)
+def test_bad_graphs(graph):
+    with pytest.raises(ValueError, match="graph"):
+        S.step_rdp([2.0], graph, sigma_unc=1.0, sigma_cor=1.0, clip=1.0, adversary="eavesdropper")
