@@ -830,7 +830,9 @@ def network_sgd_epsilon(*, sigma, n, contributions, delta, lipschitz=1.0, order=
     contributions of a user.  The RDP -> DP conversion is ``amplify_jax.conversions.rdp_epsilon_terms``
     (``method="balle2020"``, Balle et al. 2020, or ``"mironov"``, Mironov 2017 Prop. 3 as in the paper).
     ``order`` fixes alpha instead (ValueError naming sigma if Lemma 1's constraint fails).
-    Returns :class:`SgdEpsilon` (epsilon, order).
+    Returns :class:`SgdEpsilon` (epsilon, order).  This is Lemma 1 alone: for small sigma the admissible
+    interval is short and the result can exceed :func:`local_sgd_epsilon` (local DP implies network DP, so
+    the smaller of the two is also a valid network-DP guarantee).
     """
     V.one_of("method", method, ("balle2020", "mironov"))
     s = V.positive("sigma", sigma)
