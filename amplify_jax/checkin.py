@@ -67,6 +67,9 @@ __all__ = [
     "distributed_gaussian_calibrate_sigma",
     "distributed_gaussian_max_gamma",
     "distributed_gaussian_max_rounds",
+    "shuffled_checkin_epsilon",
+    "ApproxEpsilon",
+    "subsampled_shuffle_checkin_epsilon",
 ]
 
 #: Default bound on the binomial mass left outside the exactly summed window of k (its contribution is
@@ -169,16 +172,17 @@ def _finish_rdp(log_excess, alpha):
     return jnp.logaddexp(0.0, log_excess) / (alpha - 1.0) * (1.0 + _SAFETY_REL)
 
 
-def binomial_weighted_rdp(log_excess_fn: Callable, orders, *, n, gamma, tail_tol=DEFAULT_TAIL_TOL):
+def binomial_weighted_rdp(log_excess_fn: Callable, orders, *, n, gamma, args=(), tail_tol=DEFAULT_TAIL_TOL):
     """Thm 1 (Eq. 5) of the self check-in paper for any per-k base curve, as an exact upper bound.
 
     eps(lambda) = 1/(lambda-1) log sum_{k=0}^n Bin(k; n, gamma) M_k(lambda), where M_k is the lambda-th
     moment E_q[(p_k/q_k)^lambda] = exp((lambda-1) eps_k(lambda)) of the round with k participants (M_0 = 1).
 
-    ``log_excess_fn(k_lo, k_hi)`` is a pure jnp function (hashable, e.g. module-level or a cached
-    ``functools.partial``): given float arrays of shape batch + (K,) (batch = broadcast of n and gamma), it
-    returns an upper bound on log(M_k - 1) for every integer k in [k_lo, k_hi], shape batch + (K, len(orders)).
-    Monotone per-k curves make this easy (e.g. non-increasing in k: evaluate at k_lo).
+    ``log_excess_fn(k_lo, k_hi, alpha, n, *args)`` is a pure jnp function (module-level, so that compiled
+    code is reused): given float arrays k_lo, k_hi of shape batch + (K,) (batch = broadcast of n, gamma and
+    ``args``; n and the args come with the batch shape, alpha is the 1-D array of orders), it returns an
+    upper bound on log(M_k - 1) for every integer k in [k_lo, k_hi], shape batch + (K, len(orders)).
+    Monotone per-k curves make this easy (non-increasing in k: evaluate at k_lo).
 
     The sum is evaluated as 1 + sum_k Bin(k) (M_k - 1) (no cancellation for tiny eps), exactly on k = 1..64
     and on a window of :func:`window_size` consecutive k around n gamma, and bounded on geometric blocks
@@ -189,17 +193,18 @@ def binomial_weighted_rdp(log_excess_fn: Callable, orders, *, n, gamma, tail_tol
     _check_n_max(nn)
     g = V.probability("gamma", gamma)
     tol = V.unit_open("tail_tol", tail_tol)
-    shape = V.broadcastable(n=nn, gamma=g)
-    nf = np.broadcast_to(nn.astype(np.float64), shape)
-    gf = np.broadcast_to(g, shape)
-    width = window_size(nf, gf, float(tol))
+    args = tuple(V.finite(f"args[{i}]", x) for i, x in enumerate(args))
+    shape = V.broadcastable(n=nn, gamma=g, **{f"args[{i}]": x for i, x in enumerate(args)})
+    b = lambda x: jnp.asarray(np.broadcast_to(np.asarray(x, dtype=np.float64), shape))  # noqa: E731
+    width = window_size(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), float(tol))
     with x64_scope():
-        return _generic_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(a), log_excess_fn, width)
+        return _generic_kernel(b(nn), b(g), jnp.asarray(a), tuple(b(x) for x in args), log_excess_fn, width)
 
 
 @float64_jit(static_argnames=("log_excess_fn", "width"))
-def _generic_kernel(n, gamma, alpha, log_excess_fn, width):
-    return _finish_rdp(_binomial_log_excess(log_excess_fn, n, gamma, width), alpha)
+def _generic_kernel(n, gamma, alpha, args, log_excess_fn, width):
+    fn = lambda lo, hi: log_excess_fn(lo, hi, alpha, n, *args)  # noqa: E731
+    return _finish_rdp(_binomial_log_excess(fn, n, gamma, width), alpha)
 
 
 def _check_n_max(nn):
@@ -470,7 +475,7 @@ def _shuffled_gauss_checkin_log_excess(k_lo, k_hi, n, log_c, *, alpha_int, amax)
     """WBK Thm 9 at rate k_hi / n over the shuffled-Gaussian base with k_lo users (which dominates every k in
     the block: the mean of k i.i.d. likelihood ratios decreases in k in the convex order)."""
     j = tuple(range(2, amax + 1))
-    log_e = _shuffle_gauss_log_moment(k_lo, log_c[..., None, :, :], j, amax)  # batch + (K, J)
+    log_e = _shuffle_gauss_log_moment(k_lo, log_c, j, amax)  # batch + (K, J)
     base = log_e / (jnp.asarray(j, dtype=jnp.float64) - 1.0)
     log_q = jnp.log(jnp.minimum(k_hi / n[..., None], 1.0))
     return _wor_log_excess(base, log_q, alpha_int, amax)
@@ -721,36 +726,39 @@ def _count_bounds(mu, log_d1, log_d2):
 
 #: Splits of the delta budget searched by the strong-composition baselines: the fraction that goes to
 #: delta' of the composition, and the fraction of the per-round rest that goes to the two Chernoff events.
-_BASELINE_SPLITS = tuple((f1, f2) for f1 in (0.1, 0.25, 0.5, 0.75, 0.9) for f2 in (0.01, 0.1, 0.3, 0.5))
+_SPLIT_F1 = np.array([0.1, 0.25, 0.5, 0.75, 0.9])
+_SPLIT_F2 = np.array([0.01, 0.1, 0.3, 0.5])
 
 
 def _baseline_eps(per_round, n, gamma, rounds, log_delta):
     """min over budget splits of the strong composition of a per-round (eps(l1, l2, log_dm), dm + d1 + d2)."""
-    best = jnp.inf
-    mu = n * gamma
-    for f1, f2 in _BASELINE_SPLITS:
-        log_dp = math.log(f1) + log_delta
-        log_round = math.log(1.0 - f1) + log_delta - jnp.log(rounds)
-        log_d12 = math.log(f2 / 2.0) + log_round
-        log_dm = math.log(1.0 - f2) + log_round
-        l1, l2 = _count_bounds(mu, log_d12, log_d12)
-        q = jnp.minimum(l2 / n, 1.0)
-        e_round = per_round(l1, q, log_dm)
-        best = jnp.minimum(best, _advanced_composition(e_round, rounds, log_dp))
-    return best
+    f1 = jnp.asarray(np.repeat(_SPLIT_F1, _SPLIT_F2.size))
+    f2 = jnp.asarray(np.tile(_SPLIT_F2, _SPLIT_F1.size))
+    ex = lambda x: x[..., None]  # noqa: E731
+    mu = ex(n * gamma)
+    log_dp = jnp.log(f1) + ex(log_delta)
+    log_round = jnp.log1p(-f1) + ex(log_delta) - ex(jnp.log(rounds))
+    log_d12 = jnp.log(f2 / 2.0) + log_round
+    log_dm = jnp.log1p(-f2) + log_round
+    l1, l2 = _count_bounds(mu, log_d12, log_d12)
+    q = jnp.minimum(l2 / ex(n), 1.0)
+    e_round = per_round(l1, q, log_dm)
+    return jnp.min(_advanced_composition(e_round, ex(rounds), log_dp), axis=-1)
 
 
 def _shuffle_round(eps0):
+    e0 = eps0[..., None]
+
     def per_round(l1, q, log_dm):
         # the shuffle's delta is spent before subsampling: q * delta_s = delta_m
-        eps_s, _ = _fmt_eps(eps0, l1, jnp.exp(log_dm - jnp.log(q)))
-        return _subsample_eps(jnp.where(l1 >= 1, eps_s, eps0), q)
+        eps_s, _ = _fmt_eps(e0, l1, jnp.exp(log_dm - jnp.log(q)))
+        return _subsample_eps(jnp.where(l1 >= 1, eps_s, e0), q)
     return per_round
 
 
 def _gauss_round(sigma):
     def per_round(l1, q, log_dm):
-        mu = 2.0 / (sigma * jnp.sqrt(jnp.maximum(l1, 1.0)))
+        mu = 2.0 / (sigma[..., None] * jnp.sqrt(jnp.maximum(l1, 1.0)))
         eps_g = _gaussian_dp_epsilon(mu, log_dm - jnp.log(q))
         return jnp.where(l1 >= 1, _subsample_eps(eps_g, q), jnp.inf)
     return per_round
@@ -1080,3 +1088,67 @@ def distributed_gaussian_max_rounds(*, n, gamma, sigma, epsilon, delta, orders=N
                                     jnp.broadcast_to(jnp.log(jnp.asarray(d)), shape))
         status = jnp.where(t < 1, 1, jnp.where(t >= 2.0 ** 53, 2, 0)).astype(jnp.int32)
     return CheckinCalibration(t, ach, status)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# (eps, delta) after T rounds of shuffled check-in
+
+
+def shuffled_checkin_epsilon(*, n, gamma, eps0, rounds, delta, bound="upper", method="exact", orders=None):
+    """(eps, best order) after ``rounds`` rounds of shuffled check-in with eps0-LDP randomizers, at ``delta``.
+
+    ``bound="upper"``: Thm 2 (:func:`shuffled_checkin_upper_rdp`, ``method`` "exact" or "eq7"), a valid
+    (eps, delta)-DP guarantee.  ``bound="lower"``: the same conversion applied to Thm 3's lower bound on the
+    RDP (what Figure 1 plots as the lower bound): the best any RDP accounting of this mechanism can give
+    through Eq. 3, *not* a DP guarantee and not a lower bound on the true eps.  Orders default to 2..64.
+    """
+    from .conversions import epsilon_from_rdp
+
+    V.one_of("bound", bound, ("upper", "lower"))
+    o = CHECKIN_ORDERS if orders is None else orders
+    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    if bound == "upper":
+        rdp = shuffled_checkin_upper_rdp(o, n=n, gamma=gamma, eps0=eps0, method=method)
+    else:
+        rdp = shuffled_checkin_lower_rdp(o, n=n, gamma=gamma, eps0=eps0)
+    d = V.unit_open("delta", delta)
+    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), rounds=t, delta=d)
+    total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
+    return epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
+
+
+class ApproxEpsilon(NamedTuple):
+    """eps after T rounds of a delta-approximate RDP accounting (``valid`` False where delta is used up)."""
+
+    epsilon: jax.Array
+    order: jax.Array
+    valid: jax.Array
+    fallback: jax.Array
+
+
+def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, rounds, delta, shuffle_delta, delta0=0.0,
+                                       orders=None) -> ApproxEpsilon:
+    """eps after T rounds of the Sec. 4.1 route (:func:`subsampled_shuffle_checkin_rdp`), at total ``delta``.
+
+    The rounds compose as approximate RDP (curves and deltas add); the RDP curve is converted at
+    delta - T delta_round (Balle et al. 2020).  Where T delta_round >= delta no guarantee follows:
+    ``valid`` is False and epsilon is +inf (never silently).  Orders default to
+    :data:`amplify_jax.rdp.DEFAULT_ORDERS` (any orders > 1 work on this route).
+    """
+    from .conversions import epsilon_from_rdp
+    from .rdp import DEFAULT_ORDERS
+
+    o = DEFAULT_ORDERS if orders is None else orders
+    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    d = V.unit_open("delta", delta)
+    r = subsampled_shuffle_checkin_rdp(o, n=n, gamma=gamma, eps0=eps0, delta0=delta0,
+                                       shuffle_delta=shuffle_delta)
+    shape = V.broadcastable(rdp=np.empty(r.rdp.shape[:-1]), rounds=t, delta=d)
+    spent = np.broadcast_to(t * np.asarray(r.delta), shape)
+    left = np.broadcast_to(d, shape) - spent
+    valid = left > 0
+    total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(r.rdp), shape + r.rdp.shape[-1:])
+    res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.where(valid, left, 0.5))
+    with x64_scope():
+        eps = jnp.where(jnp.asarray(valid), res.epsilon, jnp.inf)
+    return ApproxEpsilon(eps, res.order, jnp.asarray(valid), jnp.broadcast_to(r.fallback, shape))

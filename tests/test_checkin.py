@@ -1,0 +1,438 @@
+"""Tests of amplify_jax.checkin (self check-in, Liew-Hasegawa-Takahashi) against independent references.
+
+References: direct sums over every k (scipy's binomial pmf + the core's without_replacement_rdp), mpmath,
+closed forms, brute-force enumeration of integer partitions (sympy), public-values.md, the shuffling module
+and scipy's normal CDF.  Orders are kept to a few small shared tuples so that compiled kernels are reused.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy import stats
+from scipy.special import logsumexp as np_logsumexp
+
+import jax.numpy as jnp
+
+from amplify_jax import checkin as C
+from amplify_jax.conversions import epsilon_from_rdp
+from amplify_jax.rdp import pure_dp_rdp, without_replacement_rdp
+from amplify_jax.shuffle import fmt_closed_form_epsilon
+
+ORDERS = (2, 3, 4, 5, 6, 8)
+OA = np.array(ORDERS, dtype=float)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Direct references (every k, numpy/scipy)
+
+
+def _direct_sum(log_moment_k, n, gamma):
+    """1/(l-1) log sum_{k=0}^n Bin(k) M_k, from log M_k at k = 1..n (shape (n, A)), in numpy."""
+    k = np.arange(1, n + 1)
+    lw = stats.binom.logpmf(k, n, gamma)
+    ex = np_logsumexp(lw[:, None] + np.log(np.expm1(log_moment_k)), axis=0)
+    return np.log1p(np.exp(ex)) / (OA - 1)
+
+
+def _gauss_moments(n, sigma, rate):
+    """log M_k of the k-participant Gaussian round at ORDERS, via the core's without_replacement_rdp."""
+    amax = max(ORDERS)
+    j = np.arange(2, amax + 1)
+    k = np.arange(1, n + 1)
+    base = 2.0 * j[None, :] / (k[:, None] * sigma**2)
+    curve = np.asarray(without_replacement_rdp(base, q=rate))
+    return (OA - 1) * curve[:, OA.astype(int) - 2]
+
+
+@pytest.mark.parametrize("n,gamma,sigma", [(300, 0.05, 1.0), (60, 0.5, 0.7)])
+def test_distributed_gaussian_matches_direct_sum(n, gamma, sigma):
+    k = np.arange(1, n + 1)
+    ref = _direct_sum(_gauss_moments(n, sigma, k / n), n, gamma)
+    got = np.asarray(C.distributed_gaussian_rdp(ORDERS, n=n, gamma=gamma, sigma=sigma))
+    assert np.all(got >= ref)
+    np.testing.assert_allclose(got, ref, rtol=3e-11)
+
+
+def test_paper_rate_sum_matches_direct_sum():
+    n, gamma, sigma = 300, 0.05, 1.0
+    ref_p = _direct_sum(_gauss_moments(n, sigma, np.full(n, gamma)), n, gamma)
+    got_p = np.asarray(C.distributed_gaussian_rdp(ORDERS, n=n, gamma=gamma, sigma=sigma, method="exact_paper_rate"))
+    np.testing.assert_allclose(got_p, ref_p, rtol=3e-11)
+    assert np.all(got_p >= ref_p)
+
+
+def test_tail_blocks_bound_the_rest_of_the_sum():
+    # A tolerance of 0.3 leaves a 128-wide window at sd ~ 20: the tails are bounded by blocks.
+    n, gamma, sigma = 2000, 0.3, 1.0
+    assert C.window_size(n, gamma, 0.3) == 128
+    ref = _direct_sum(_gauss_moments(n, sigma, np.arange(1, n + 1) / n), n, gamma)
+    loose = np.asarray(C.distributed_gaussian_rdp(ORDERS, n=n, gamma=gamma, sigma=sigma, tail_tol=0.3))
+    assert np.all(loose >= ref)
+    assert np.all(loose <= 1.05 * ref)
+    assert np.any(loose >= (1 + 1e-9) * ref)  # the blocks did contribute (the check is not vacuous)
+
+
+@pytest.mark.parametrize("n,gamma", [(1e4, 1e-3), (1e7, 1e-3), (1e9, 0.3), (5e3, 0.999)])
+def test_window_carries_all_but_the_tolerance(n, gamma):
+    tol = 1e-12
+    w = C.window_size(n, gamma, tol)
+    start = np.clip(np.floor(n * gamma) - w // 2, 65, max(65, n - w + 1))
+    inside = stats.binom.cdf(start + w - 1, n, gamma) - stats.binom.cdf(start - 1, n, gamma)
+    head = stats.binom.cdf(64, n, gamma)
+    assert 1.0 - inside - head <= tol
+
+
+def _lin_excess(k_lo, k_hi, alpha, n, c):
+    """M_k - 1 = c k / n (increasing in k: the block bound is the value at k_hi)."""
+    return jnp.log(c[..., None] * k_hi / n[..., None])[..., None] + jnp.zeros(alpha.shape)
+
+
+def _const_excess(k_lo, k_hi, alpha, n, c):
+    return jnp.zeros(k_lo.shape + alpha.shape) + jnp.log(c)[..., None, None]
+
+
+def test_generic_sum_closed_forms():
+    n = np.array([10, 1e5, 1e9])
+    gamma = np.array([0.3, 1e-3, 1e-4])
+    c = 3.7
+    # sum_k Bin(k) c k / n = c gamma; sum_{k>=1} Bin(k) c = c (1 - (1 - gamma)^n)
+    got = np.asarray(C.binomial_weighted_rdp(_lin_excess, OA, n=n, gamma=gamma, args=(c,)))
+    np.testing.assert_allclose(got, np.log1p(c * gamma)[:, None] / (OA - 1), rtol=1e-9)
+    got = np.asarray(C.binomial_weighted_rdp(_const_excess, OA, n=n, gamma=gamma, args=(c,)))
+    p_any = -np.expm1(n * np.log1p(-gamma))
+    ref = np.log1p(c * p_any)[:, None] / (OA - 1)
+    assert np.all(got >= ref * (1 - 1e-15))
+    np.testing.assert_allclose(got, ref, rtol=1e-9)
+
+
+def test_large_n_against_mpmath():
+    """n = 1e9: the windowed sum against an mpmath sum over +-12 sd around the mean (the rest < 1e-30)."""
+    import mpmath as mp
+
+    n, gamma, sigma = 10**9, 1e-5, 1.0
+    got = np.asarray(C.distributed_gaussian_rdp(ORDERS, n=n, gamma=gamma, sigma=sigma))[[0, 2]]
+    mp.mp.dps = 25
+    mu = n * gamma
+    ks = range(int(mu - 12 * math.sqrt(mu)), int(mu + 12 * math.sqrt(mu)))
+    out = []
+    for lam in (2, 4):
+        s = mp.mpf(0)
+        for k in ks:
+            q = mp.mpf(k) / n
+            eps = lambda j: mp.mpf(2 * j) / (k * sigma**2)  # noqa: E731
+            ex = q**2 * mp.binomial(lam, 2) * min(4 * mp.expm1(eps(2)), 2 * mp.exp(eps(2)))
+            ex += sum(2 * q**j * mp.binomial(lam, j) * mp.exp((j - 1) * eps(j)) for j in range(3, lam + 1))
+            logpmf = (mp.loggamma(n + 1) - mp.loggamma(k + 1) - mp.loggamma(n - k + 1) + k * mp.log(gamma)
+                      + (n - k) * mp.log1p(-gamma))
+            s += mp.exp(logpmf) * ex
+        out.append(float(mp.log1p(s) / (lam - 1)))
+    np.testing.assert_allclose(got, out, rtol=1e-9)
+    assert np.all(got >= np.array(out) * (1 - 1e-12))
+
+
+def test_wor_private_copy_equals_core():
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0, 3, size=(5, 9)).cumsum(-1) / 3
+    q = rng.uniform(1e-4, 0.9, size=5)
+    core = np.asarray(without_replacement_rdp(base, q=q))
+    alpha = tuple(range(2, 11))
+    lex = np.asarray(C._wor_log_excess(jnp.asarray(base), jnp.log(jnp.asarray(q)), alpha, 10))
+    np.testing.assert_allclose(np.log1p(np.exp(lex)) / (np.array(alpha) - 1), core, rtol=1e-13)
+
+
+def test_eq11_bounds_the_paper_rate_sum():
+    for n, gamma, sigma in [(300, 0.05, 1.0), (300, 0.05, 2.0)]:
+        exact = np.asarray(C.distributed_gaussian_rdp(ORDERS, n=n, gamma=gamma, sigma=sigma,
+                                                      method="exact_paper_rate"))
+        for cd in (None, 0.5):
+            e11 = np.asarray(C.distributed_gaussian_rdp(ORDERS, n=n, gamma=gamma, sigma=sigma, method="eq11",
+                                                        chernoff_delta=cd))
+            assert np.all(e11 >= exact)
+
+
+@settings(deadline=None, derandomize=True, max_examples=12)
+@given(st.floats(0.3, 3.0), st.floats(1.05, 2.0))
+def test_distributed_gaussian_decreases_in_sigma(sigma, factor):
+    a, b = np.asarray(C.distributed_gaussian_rdp(ORDERS, n=300, gamma=0.05, sigma=[sigma, sigma * factor]))
+    assert np.all(b < a)
+
+
+def test_broadcasting_shapes():
+    out = C.distributed_gaussian_rdp(ORDERS, n=[[100], [200]], gamma=[0.1, 0.2, 0.3], sigma=1.0)
+    assert out.shape == (2, 3, len(ORDERS))
+    single = C.distributed_gaussian_rdp(ORDERS, n=200, gamma=0.2, sigma=1.0)
+    np.testing.assert_allclose(out[1, 1], single, rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Sec. 4.1: shuffled Gaussian
+
+
+def _partitions(total, largest=None):
+    """Every integer partition of ``total`` as a non-increasing list (plain enumeration)."""
+    largest = total if largest is None else largest
+    if total == 0:
+        yield []
+        return
+    for first in range(min(total, largest), 0, -1):
+        for rest in _partitions(total - first, first):
+            yield [first] + rest
+
+
+def _brute_shuffle_gauss(lam, n, sigma):
+    from collections import Counter
+
+    total = 0.0
+    for parts in _partitions(lam):
+        m = len(parts)
+        if m > n:
+            continue
+        mult = math.factorial(lam) / math.prod(math.factorial(x) for x in parts)
+        counts = Counter(parts).values()
+        perm = math.comb(n, m) * math.factorial(m) / math.prod(math.factorial(c) for c in counts)
+        total += mult * perm * math.exp(sum(x * (x - 1) for x in parts) / (2 * sigma**2))
+    return math.log(total / n**lam) / (lam - 1)
+
+
+def test_shuffled_gaussian_public_values_and_errata():
+    # public-values.md: order 2, sigma = 1, n = 10 -> 0.1585651 = log(1 + (e - 1)/10)
+    v = float(C.shuffled_gaussian_rdp([2], n=10, sigma=1.0)[0])
+    assert v == pytest.approx(math.log1p((math.e - 1) / 10), rel=1e-12)
+    assert round(v, 7) == 0.1585651
+    # ERRATA: n = 1, lambda = 2, sigma = 1 gives 1.0 (not the authors' 1.31326)
+    assert float(C.shuffled_gaussian_rdp([2], n=1, sigma=1.0)[0]) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_shuffled_gaussian_public_epsilons():
+    # sigma = 1, n = 6e5, delta = 1/n, orders up to 20: 1 round 0.491312, 10 rounds 0.491570;
+    # subsampled (without replacement) to m = 6e4: 0.572236 and 1.268656.
+    o = np.arange(2, 21)
+    r = np.asarray(C.shuffled_gaussian_rdp(o, n=6e5, sigma=1.0))
+    e1 = float(epsilon_from_rdp(o, r, delta=1 / 6e5).epsilon)
+    e10 = float(epsilon_from_rdp(o, 10 * r, delta=1 / 6e5).epsilon)
+    sub = np.asarray(without_replacement_rdp(np.asarray(C.shuffled_gaussian_rdp(o, n=6e4, sigma=1.0)), q=0.1))
+    s1 = float(epsilon_from_rdp(o, sub, delta=1 / 6e5).epsilon)
+    s10 = float(epsilon_from_rdp(o, 10 * sub, delta=1 / 6e5).epsilon)
+    np.testing.assert_allclose([e1, e10, s1, s10], [0.491312, 0.491570, 0.572236, 1.268656], atol=6e-7)
+
+
+@pytest.mark.parametrize("lam,n,sigma", [(5, 3, 1.0), (7, 100, 0.8), (10, 4, 2.0), (12, 1000, 1.5), (6, 6, 0.5)])
+def test_shuffled_gaussian_against_partition_enumeration(lam, n, sigma):
+    got = float(C.shuffled_gaussian_rdp([lam], n=n, sigma=sigma)[0])
+    ref = _brute_shuffle_gauss(lam, n, sigma)
+    assert got >= ref
+    assert got == pytest.approx(ref, rel=1e-12)
+
+
+def test_shuffled_gaussian_order_64_is_finite_and_monotone_in_n():
+    r = np.asarray(C.shuffled_gaussian_rdp(np.arange(2, 65), n=[10, 1000, 10**6], sigma=1.0))
+    assert np.all(np.isfinite(r))
+    assert np.all(np.diff(r, axis=0) < 0)
+
+
+def test_shuffled_gaussian_checkin_matches_direct_sum():
+    n, gamma, sigma = 120, 0.1, 1.0
+    j = np.arange(2, max(ORDERS) + 1)
+    base = np.stack([np.asarray(C.shuffled_gaussian_rdp(j, n=k, sigma=sigma)) for k in range(1, n + 1)])
+    curve = np.asarray(without_replacement_rdp(base, q=np.arange(1, n + 1) / n))
+    ref = _direct_sum((OA - 1) * curve[:, OA.astype(int) - 2], n, gamma)
+    got = np.asarray(C.shuffled_gaussian_checkin_rdp(ORDERS, n=n, gamma=gamma, sigma=sigma))
+    np.testing.assert_allclose(got, ref, rtol=1e-10)
+    assert np.all(got >= ref * (1 - 1e-12))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Thm 2 / Thm 3 and the baselines
+
+
+def _girgis_numpy(q, eps0, k, lam):
+    """Independent transcription of the per-k bound (Girgis et al. 2021, constants as in ERRATA)."""
+    kb = math.floor((k - 1) / (2 * math.exp(eps0))) + 1
+    s = 4 * math.comb(lam, 2) * q**2 * math.expm1(eps0) ** 2 / (kb * math.exp(eps0))
+    for j in range(3, lam + 1):
+        s += (math.comb(lam, j) * q**j * j * math.gamma(j / 2)
+              * (2 * math.expm1(2 * eps0) ** 2 / (kb * math.exp(2 * eps0))) ** (j / 2))
+    c = math.expm1(2 * eps0) / math.exp(eps0)
+    s += ((1 + q * c) ** lam - 1 - lam * q * c) * math.exp(-(k - 1) / (8 * math.exp(eps0)))
+    return s
+
+
+def test_thm2_eq7_against_transcription():
+    n, gamma, eps0, d = 1e5, 0.01, 1.0, 0.4
+    got = np.asarray(C.shuffled_checkin_upper_rdp(ORDERS, n=n, gamma=gamma, eps0=eps0, method="eq7",
+                                                  chernoff_delta=d))
+    k1 = math.floor((1 - d) * n * gamma)
+    ref = [math.log1p(math.exp(-d * d * n * gamma / 2) * _girgis_numpy(gamma, eps0, 1, lam)
+                      + _girgis_numpy(gamma, eps0, k1 + 1, lam)) / (lam - 1) for lam in ORDERS]
+    np.testing.assert_allclose(got, ref, rtol=1e-10)
+    assert np.all(got >= ref)
+    # the minimum over the Delta grid is at least as good as any single Delta
+    best = np.asarray(C.shuffled_checkin_upper_rdp(ORDERS, n=n, gamma=gamma, eps0=eps0, method="eq7"))
+    assert np.all(best <= got)
+
+
+def test_thm2_exact_against_direct_sum():
+    n, gamma, eps0 = 400, 0.05, 0.8
+    k = np.arange(1, n + 1)
+    lm = np.array([[math.log1p(_girgis_numpy(kk / n, eps0, kk, lam)) for lam in ORDERS] for kk in k])
+    ref = _direct_sum(lm, n, gamma)
+    got = np.asarray(C.shuffled_checkin_upper_rdp(ORDERS, n=n, gamma=gamma, eps0=eps0))
+    np.testing.assert_allclose(got, ref, rtol=1e-10)
+    assert np.all(got >= ref)
+
+
+def test_thm3_lower_bound_formula():
+    n, gamma, eps0, d = 1e6, 1e-3, 1.0, 0.3
+    got = np.asarray(C.shuffled_checkin_lower_rdp(ORDERS, n=n, gamma=gamma, eps0=eps0, chernoff_delta=d))
+    mu = n * gamma
+    ref = [math.log1p(-math.expm1(-d * d * mu / (2 + d)) * math.comb(lam, 2) * gamma**2 * math.expm1(eps0) ** 2
+                      / ((1 + d) * mu * math.exp(eps0))) / (lam - 1) for lam in ORDERS]
+    np.testing.assert_allclose(got, ref, rtol=1e-10)
+    assert np.all(got <= ref)
+
+
+@settings(deadline=None, derandomize=True, max_examples=20)
+@given(st.floats(2.0, 8.0), st.floats(-3.5, -0.5), st.floats(0.1, 3.0))
+def test_lower_below_upper(log10_n, log10_gamma, eps0):
+    n, gamma = float(np.round(10**log10_n)), 10**log10_gamma
+    lo = np.asarray(C.shuffled_checkin_lower_rdp(ORDERS, n=n, gamma=gamma, eps0=eps0))
+    up = np.asarray(C.shuffled_checkin_upper_rdp(ORDERS, n=n, gamma=gamma, eps0=eps0, method="eq7"))
+    assert np.all(lo <= up)
+
+
+def test_lower_below_exact_upper():
+    n = np.array([1e3, 1e5, 3e3])
+    gamma = np.array([0.1, 1e-3, 0.03])
+    lo = np.asarray(C.shuffled_checkin_lower_rdp(ORDERS, n=n, gamma=gamma, eps0=[0.5, 1.0, 2.0]))
+    ex = np.asarray(C.shuffled_checkin_upper_rdp(ORDERS, n=n, gamma=gamma, eps0=[0.5, 1.0, 2.0]))
+    assert np.all(lo <= ex)
+
+
+def test_gaussian_dp_epsilon_is_the_feasible_end():
+    for mu, delta in [(0.5, 1e-5), (0.05, 1e-8), (3.0, 1e-3)]:
+        e = float(C._gaussian_dp_epsilon(jnp.asarray(mu), jnp.log(jnp.asarray(delta))))
+
+        def d_at(x):
+            return stats.norm.cdf(mu / 2 - x / mu) - math.exp(x) * stats.norm.cdf(-mu / 2 - x / mu)
+
+        assert d_at(e) <= delta
+        assert d_at(e * (1 - 1e-7)) > delta
+
+
+def test_fmt_private_copy_equals_shuffle_module():
+    eps0 = np.array([0.5, 1.0, 2.0, 4.0, 6.0])
+    n = np.array([1e3, 1e4, 1e5, 1e5, 1e6])
+    d = 1e-6
+    ref = fmt_closed_form_epsilon(eps0, n=n, delta=d)
+    got, ok = C._fmt_eps(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(d))
+    np.testing.assert_allclose(got, ref.epsilon, rtol=1e-14)
+    np.testing.assert_array_equal(ok, ref.valid)
+
+
+def test_strong_composition_baselines_are_monotone_in_rounds():
+    t = np.array([1, 10, 100, 1000, 10000])
+    g = np.asarray(C.distributed_gaussian_strong_composition_epsilon(n=6e5, gamma=1e-3, sigma=1.0, rounds=t,
+                                                                       delta=1e-8))
+    s = np.asarray(C.shuffled_checkin_strong_composition_epsilon(n=1e6, gamma=1e-2, eps0=1.0, rounds=t,
+                                                                  delta=1e-6))
+    assert np.all(np.diff(g) > 0) and np.all(np.diff(s) > 0) and np.all(np.isfinite(g))
+    # one round of the Gaussian baseline is at least the subsampled Gaussian at the smallest count's noise
+    assert g[0] > 0
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Sec. 4.1 route
+
+
+def test_rr_excess_equals_core_pure_dp_curve():
+    o = np.array([1.5, 2.0, 3.0, 8.0, 32.0])
+    for e in (1e-6, 0.1, 1.0, 5.0):
+        lex = np.asarray(C._rr_log_excess(jnp.asarray(o), jnp.asarray(e)))
+        np.testing.assert_allclose(np.log1p(np.exp(lex)) / (o - 1), pure_dp_rdp(o, eps0=e), rtol=1e-13)
+
+
+def test_conversion_route_against_direct_sum():
+    n, gamma, eps0, ds = 200, 0.2, 0.5, 1e-6
+    o = np.array([1.5, 2.0, 4.0, 10.0])
+    k = np.arange(1, n + 1)
+    es = fmt_closed_form_epsilon(np.full(n, eps0), n=k, delta=ds)
+    eps_k = np.log1p(k / n * np.expm1(np.asarray(es.epsilon)))
+    lm = (o - 1) * np.asarray(pure_dp_rdp(o, eps0=eps_k))
+    lw = stats.binom.logpmf(k, n, gamma)
+    ref = np.log1p(np.exp(np_logsumexp(lw[:, None] + np.log(np.expm1(lm)), axis=0))) / (o - 1)
+    # one call for both points (one compiled kernel): n = 200 (checked against the direct sum) and n = 1e5
+    r = C.subsampled_shuffle_checkin_rdp(o, n=[n, 1e5], gamma=[gamma, 0.01], eps0=eps0, shuffle_delta=ds)
+    dbar = gamma * ds
+    np.testing.assert_allclose(np.asarray(r.rdp)[0], ref - np.log1p(-dbar) / (o - 1), rtol=1e-10)
+    assert float(r.delta[0]) == pytest.approx(dbar)
+    # n gamma = 40 reports are too few for FMT at eps0 = 0.5: footnote 3's fallback; 1000 reports are enough
+    assert list(np.asarray(r.fallback)) == [True, False]
+    eps = C.subsampled_shuffle_checkin_epsilon(n=[n, 1e5], gamma=[gamma, 0.01], eps0=eps0, shuffle_delta=ds,
+                                               rounds=[[10], [10**9]], delta=1e-5, orders=o)
+    assert np.all(np.asarray(eps.valid[0])) and not np.any(np.asarray(eps.valid[1]))
+    assert np.all(np.isinf(np.asarray(eps.epsilon)[1]))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Calibration
+
+
+def test_calibrate_sigma_is_feasible_and_minimal():
+    kw = dict(n=200, gamma=0.1, delta=1e-5, orders=ORDERS)
+    c = C.distributed_gaussian_calibrate_sigma(rounds=[10, 100], epsilon=[2.0, 4.0], **kw)
+    assert np.all(np.asarray(c.status) == 0)
+    s = np.asarray(c.value)
+    at = np.asarray(C.distributed_gaussian_epsilon(sigma=s, rounds=[10, 100], **kw).epsilon)
+    below = np.asarray(C.distributed_gaussian_epsilon(sigma=s * (1 - 1e-4), rounds=[10, 100], **kw).epsilon)
+    assert np.all(at <= [2.0, 4.0]) and np.all(below > [2.0, 4.0])
+
+
+def test_max_rounds_and_max_gamma():
+    kw = dict(n=200, sigma=1.0, delta=1e-5, orders=ORDERS)
+    r = C.distributed_gaussian_max_rounds(gamma=0.1, epsilon=[3.0, 6.0, 0.01], **kw)
+    t = np.asarray(r.value)
+    assert list(np.asarray(r.status)) == [0, 0, 1]
+    e_at = np.asarray(C.distributed_gaussian_epsilon(gamma=0.1, rounds=t[:2], **kw).epsilon)
+    e_next = np.asarray(C.distributed_gaussian_epsilon(gamma=0.1, rounds=t[:2] + 1, **kw).epsilon)
+    assert np.all(e_at <= [3.0, 6.0]) and np.all(e_next > [3.0, 6.0])
+    g = C.distributed_gaussian_max_gamma(rounds=20, epsilon=4.0, gamma_hi=0.5, grid_points=9, **kw)
+    assert int(g.status) == 0
+    gv = float(g.value)
+    assert float(C.distributed_gaussian_epsilon(gamma=gv, rounds=20, **kw).epsilon) <= 4.0
+    assert float(C.distributed_gaussian_epsilon(gamma=gv * (1 + 1e-4), rounds=20, **kw).epsilon) > 4.0
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Bad input
+
+
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: C.distributed_gaussian_rdp(ORDERS, n=100, gamma=1.5, sigma=1.0), "gamma"),
+        (lambda: C.distributed_gaussian_rdp(ORDERS, n=100, gamma=-0.1, sigma=1.0), "gamma"),
+        (lambda: C.distributed_gaussian_rdp(ORDERS, n=0, gamma=0.1, sigma=1.0), "n"),
+        (lambda: C.distributed_gaussian_rdp(ORDERS, n=10.5, gamma=0.1, sigma=1.0), "n"),
+        (lambda: C.distributed_gaussian_rdp(ORDERS, n=100, gamma=0.1, sigma=0.0), "sigma"),
+        (lambda: C.distributed_gaussian_rdp([2, 2.5], n=100, gamma=0.1, sigma=1.0), "orders"),
+        (lambda: C.shuffled_gaussian_rdp([1], n=10, sigma=1.0), "orders"),
+        (lambda: C.shuffled_gaussian_rdp([2], n=10, sigma=-1.0), "sigma"),
+        (lambda: C.shuffled_checkin_upper_rdp(ORDERS, n=100, gamma=2.0, eps0=1.0), "gamma"),
+        (lambda: C.effective_checkin_rate(p=1.2), "p"),
+        (lambda: C.effective_checkin_rate(p=0.5, p_dropout=-0.2), "p_dropout"),
+        (lambda: C.subsampled_shuffle_checkin_rdp([2.0], n=10, gamma=0.5, eps0=1.0, delta0=2.0,
+                                                  shuffle_delta=1e-6), "delta0"),
+        (lambda: C.distributed_gaussian_epsilon(n=100, gamma=0.1, sigma=1.0, rounds=0, delta=1e-5), "rounds"),
+    ],
+)
+def test_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        call()
+
+
+def test_effective_rate_and_zero_rate():
+    assert float(C.effective_checkin_rate(p=0.5, p_dropout=0.2)) == pytest.approx(0.4)
+    z = np.asarray(C.distributed_gaussian_rdp(ORDERS, n=100, gamma=0.0, sigma=1.0))
+    assert np.all(z == 0.0)
