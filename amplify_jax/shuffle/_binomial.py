@@ -110,6 +110,37 @@ def log_binom_pmf(k, n, p):
     return jnp.where((k < 0) | (k > n), -jnp.inf, out)
 
 
+def log_binom_pmf_window(start, n, p, width: int):
+    """log Bin(n, p) pmf at start, start+1, ..., start+width-1 (new trailing axis), integer start and n.
+
+    The first point by :func:`log_binom_pmf`, the others by the exact ratio
+    b(k+1)/b(k) = (n-k)/(k+1) * p/(1-p) accumulated in log space (about 1 ulp of |log ratio| per step:
+    ~1e-13 relative over 1e3 points), which is several times cheaper than the saddle-point form per point.
+    p in {0, 1} (point masses at 0 and n) is handled exactly.
+    """
+    start = jnp.asarray(start, dtype=jnp.float64)[..., None]
+    n = jnp.asarray(n, dtype=jnp.float64)[..., None]
+    p = jnp.asarray(p, dtype=jnp.float64)[..., None]
+    k = start + jnp.arange(width, dtype=jnp.float64)
+    degenerate = (p <= 0) | (p >= 1)
+    ps = jnp.where(degenerate, 0.5, p)
+    first = log_binom_pmf(start, n, ps)
+    kk = k[..., :-1]
+    ratio = jnp.where((kk >= 0) & (kk < n), jnp.log(jnp.maximum(n - kk, 1.0)) - jnp.log(kk + 1.0), -jnp.inf)
+    ratio = ratio + jnp.log(ps) - jnp.log1p(-ps)
+    # Where start < 0 the window first reaches the support later: restart from the pmf at 0 there.
+    steps = jnp.concatenate([jnp.zeros_like(first), ratio], axis=-1)
+    start_in = start >= 0
+    first_in = jnp.where(start_in, first, log_binom_pmf(jnp.zeros_like(start), n, ps))
+    offset = jnp.where(start_in, 0.0, -start)  # index of k = 0 inside the window
+    idx = jnp.arange(width, dtype=jnp.float64)
+    steps = jnp.where(idx > offset, steps, 0.0)
+    out = first_in + jnp.cumsum(steps, axis=-1)
+    out = jnp.where((k < 0) | (k > n), -jnp.inf, out)
+    point = jnp.where(p <= 0, 0.0, n)  # the atom of a degenerate binomial
+    return jnp.where(degenerate, jnp.where(k == point, 0.0, -jnp.inf), out)
+
+
 def log_tail_upper(k, n, p):
     """log of a Chernoff bound on P[X >= k], X ~ Bin(n, p): -n KL(k/n || p) for k > n p, else 0."""
     k = jnp.asarray(k, dtype=jnp.float64)

@@ -264,8 +264,7 @@ def _m_window(n, gamma, tail_sd, Wm):
     start = jnp.clip(start, 0.0, jnp.maximum(N - (Wm - 1), 0.0))
     idx = jnp.arange(Wm, dtype=jnp.float64)
     mp = start[..., None] + idx
-    lw = B.log_binom_pmf(mp, N[..., None], gamma[..., None])
-    lw = jnp.where(mp <= N[..., None], lw, -jnp.inf)
+    lw = B.log_binom_pmf_window(start, N, gamma, Wm)
     lo_tail = B.log_tail_lower(start - 1.0, N, gamma)
     hi_tail = B.log_tail_upper(start + Wm, N, gamma)
     out_mass = jnp.minimum(jnp.exp(lo_tail) + jnp.exp(hi_tail), 1.0)
@@ -319,7 +318,7 @@ def _delta_exact_point(eps, n, d, T, sigma, *, Wm, Wj, WJt, Ws, tail_sd):
     sdJ = jnp.sqrt(K * pJ * (1.0 - pJ))
     j0 = jnp.clip(jnp.floor(K * pJ - tail_sd * sdJ) - 1.0, 0.0, None)
     J = j0[:, None] + jnp.arange(Wj, dtype=jnp.float64)[None, :]  # (Wm, Wj)
-    lwJ = jnp.where(J <= K[:, None], B.log_binom_pmf(J, K[:, None], pJ), -jnp.inf)
+    lwJ = B.log_binom_pmf_window(j0, K, pJ, Wj)
     outJ = jnp.exp(B.log_tail_lower(j0 - 1.0, K, pJ)) + jnp.exp(B.log_tail_upper(j0 + Wj, K, pJ))
     outJ = jnp.where(jnp.isfinite(lw), outJ, 0.0)
     # Table of tail sums of Bin(J, 1/2), rows J = Jt0 + r.
@@ -328,7 +327,7 @@ def _delta_exact_point(eps, n, d, T, sigma, *, Wm, Wj, WJt, Ws, tail_sd):
     Jrow = Jt0 + jnp.arange(WJt, dtype=jnp.float64)  # (WJt,)
     s0 = jnp.clip(jnp.floor(Jrow / 2.0 - tail_sd * jnp.sqrt(Jrow) / 2.0) - 1.0, 0.0, None)
     n1 = s0[:, None] + jnp.arange(Ws, dtype=jnp.float64)[None, :]  # (WJt, Ws)
-    b = jnp.exp(B.log_binom_pmf(n1, Jrow[:, None], 0.5))
+    b = jnp.exp(B.log_binom_pmf_window(s0, Jrow, 0.5, Ws))
     G = _rev_cumsum(b)
     H = _rev_cumsum(n1 * b)
     outN = jnp.exp(B.log_tail_lower(s0 - 1.0, Jrow, 0.5)) + jnp.exp(B.log_tail_upper(s0 + Ws, Jrow, 0.5))
@@ -352,7 +351,8 @@ def _delta_exact_point(eps, n, d, T, sigma, *, Wm, Wj, WJt, Ws, tail_sd):
     # Mass of (J, N1) pairs the table does not cover: rows outside it, and N1 outside each row's window.
     lost_rows = jnp.sum(jnp.where(row_ok, wJ * outN[rowc], wJ), axis=-1)
     w = jnp.exp(lw)
-    main = one_m * T * (1.0 + ee) * jnp.sum(w * inner / K)
+    # (1 + 1e-11): the windowed pmfs carry ~1e-13 relative error each.
+    main = one_m * T * (1.0 + ee) * jnp.sum(w * inner / K) * (1.0 + 1e-11)
     lost = out_m + jnp.sum(w * (outJ + lost_rows))
     delta = main + jnp.maximum(l_max, 0.0) * jnp.minimum(lost, 1.0)
     delta = jnp.where((l_max <= 0) | (one_m <= 0), 0.0, delta)
@@ -363,7 +363,11 @@ def _delta_exact(eps, n, d, T, sigma, *, Wm, Wj, WJt, Ws, tail_sd):
     shape = jnp.broadcast_shapes(eps.shape, n.shape, d.shape, T.shape, sigma.shape)
     flat = [jnp.broadcast_to(x, shape).reshape(-1) for x in (eps, n, d, T, sigma)]
     f = partial(_delta_exact_point, Wm=Wm, Wj=Wj, WJt=WJt, Ws=Ws, tail_sd=tail_sd)
-    return jax.vmap(f)(*flat).reshape(shape)
+    # Batches of points under vmap, sized to keep the per-point tables within ~256 MiB.
+    per_point = 8 * 12 * (Wm * Wj + WJt * Ws)
+    batch = int(max(1, min(flat[0].shape[0], (256 << 20) // per_point)))
+    out = jax.lax.map(lambda a: f(*a), tuple(flat), batch_size=batch)
+    return out.reshape(shape)
 
 
 # ---------------------------------------------------------------------------------------------------------
