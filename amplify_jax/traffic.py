@@ -516,10 +516,15 @@ def _g_exact(k, st: _LStats, eps, T, sigma, m_window: int, table):
     tau = jnp.expm1(eps) / (2.0 * (1.0 + jnp.exp(eps)))
     safe_tau = jnp.where(tau > 0, tau, 1.0)
     cond = jnp.where(tau > 0, A0 * jnp.exp(-2.0 * (m_hi + 1.0) * safe_tau**2) / (4.0 * safe_tau), jnp.inf)
-    high = jnp.minimum(high, cond * _binom_upper_tail(m_hi + 1.0, k, p))
+    tail_m = _binom_upper_tail(m_hi + 1.0, k, p)
+    high = jnp.minimum(high, jnp.where(tail_m > 0, cond * tail_m, 0.0))
     tails = low + high
     g = jnp.minimum((body + tails) / k, st.pos_mean)
     return jnp.minimum(g, _g_bennett(k_full, st))
+
+
+_F64_EPS = float(np.finfo(np.float64).eps)
+_J_STRIDE_MAX = 16  # the m-window is _J_WINDOW bins of up to this many values each
 
 
 def _delta_sum(g_fn, eps, T, n, sigma, d, st: _LStats, j_window: int):
@@ -528,23 +533,38 @@ def _delta_sum(g_fn, eps, T, n, sigma, d, st: _LStats, j_window: int):
     (the paper's (1/(gamma n)) sum_m m/(m+d) C(n,m) ... form re-indexed with j = m - 1; it also covers
     sigma = 0, where only j = 0 remains: delta <= E[sum_{i<=d+1} L_i]_+ / (d + 1)).
 
-    j is summed over a window of ``j_window`` values around (n - 1) sigma.  g(k) = E[sum_{i<=k} L_i]_+ / k is
-    non-increasing in k (the average of k + 1 exchangeable terms is the mean of its leave-one-out averages;
-    convexity of (.)_+), so the upper tail is bounded by its mass times g at the window's last k, and the lower
-    tail by its mass times E[L_+] >= g(k); both masses are bounded by Chernoff.
+    g(k) = E[sum_{i<=k} L_i]_+ / k is non-increasing in k (the average of k + 1 exchangeable terms is the mean
+    of its leave-one-out averages; convexity of (.)_+).  j runs over ``j_window`` bins of ``stride`` consecutive
+    values (stride 1, i.e. exact, while the window covers mean +- 6 sd; wider for large n), each bin's mass
+    times g at its lowest j; the mass above the window times g at the last bin, and the mass below it times
+    E[L_+] >= g(k), both bounded by Chernoff.
     """
     N = n - 1.0
-    hi0 = jnp.maximum(N - j_window + 1.0, 0.0)
-    j0 = jnp.clip(jnp.floor(N * sigma - j_window / 2.0), 0.0, hi0)
-    j = j0[..., None] + jnp.arange(j_window, dtype=jnp.float64)
-    w = jnp.exp(log_binom_pmf(jnp.minimum(j, N[..., None]), N[..., None], sigma[..., None]))
-    w = jnp.where(j <= N[..., None], w, 0.0)
+    sd = jnp.sqrt(N * sigma * (1.0 - sigma))
+    stride = jnp.clip(jnp.ceil(12.0 * sd / j_window), 1.0, float(_J_STRIDE_MAX))
+    span = stride * j_window
+    hi0 = jnp.maximum(N - span + 1.0, 0.0)
+    j0 = jnp.clip(jnp.floor(N * sigma - span / 2.0), 0.0, hi0)
+    idx = jnp.arange(j_window * _J_STRIDE_MAX, dtype=jnp.float64)
+    jf = j0[..., None] + idx
+    Nb = N[..., None]
+    wf = jnp.exp(log_binom_pmf(jnp.minimum(jf, Nb), Nb, sigma[..., None]))
+    wf = jnp.where((jf <= Nb) & (idx < span[..., None]), wf, 0.0)
+    # bin masses: bins are contiguous blocks of `stride` fine points, read off the cumulative sum (its round-off,
+    # at most a few ulps of 1 per bin, is covered by the margin added to the body below)
+    cum = jnp.cumsum(wf, axis=-1)
+    bins = jnp.arange(j_window, dtype=jnp.float64)
+    last = ((bins + 1.0) * stride[..., None] - 1.0).astype(jnp.int32)
+    cum_hi = jnp.take_along_axis(cum, last, axis=-1)
+    cum_lo = jnp.concatenate([jnp.zeros_like(cum_hi[..., :1]), cum_hi[..., :-1]], axis=-1)
+    w = jnp.maximum(cum_hi - cum_lo, 0.0)
+    j = j0[..., None] + bins * stride[..., None]
     k = j + d[..., None] + 1.0
     ex = lambda x: x[..., None]  # noqa: E731
     st_b = _LStats(*(ex(x) for x in st))
     g = g_fn(k, st_b, ex(eps), ex(T), ex(sigma))
-    body = jnp.sum(w * g, axis=-1)
-    j_hi = j0 + j_window - 1.0
+    body = jnp.sum(w * g, axis=-1) + 4.0 * j_window * _F64_EPS * jnp.max(g, axis=-1)
+    j_hi = j0 + span - 1.0
     low = _binom_lower_tail(j0 - 1.0, N, sigma) * st.pos_mean
     high = _binom_upper_tail(j_hi + 1.0, N, sigma) * g[..., -1]
     return body + low + high
@@ -711,18 +731,30 @@ def _local_eps0(T, sigma):
     return jnp.where(sigma > 0, e0, jnp.inf)
 
 
+_EPS_ITERS = 48  # bisection steps on [0, hi]: width hi / 2^48
+
+
 def _eps_from_fn(fn, delta, T, sigma, rtol):
-    """Shared tail of the inversions: bisection of the decreasing fn(eps) on [lo, min(eps0, cap)]."""
+    """Smallest eps in [0, min(eps0, cap)] with fn(eps) <= delta for a non-increasing fn, by bisection that
+    keeps the feasible end (``hi``) and returns it; fn is traced twice only (loop body and final re-check),
+    which keeps compilation short.  Stops after _EPS_ITERS halvings or when hi - lo <= rtol hi."""
     eps0 = _local_eps0(T, sigma)
-    hi = jnp.where(jnp.isfinite(eps0), jnp.maximum(eps0, 2.0 * _EPS_LO), _EPS_CAP)
-    inv = invert_monotone_kernel(fn, delta, (), _EPS_LO, hi, above=True, rtol=rtol, integer=False)
-    good = (inv.status == OK) | (inv.status == AT_LIMIT)
-    at_zero = fn(jnp.zeros_like(delta)) <= delta
-    eps = jnp.where(at_zero, 0.0, jnp.where(good, inv.value, eps0))
-    amplified = good & (eps < eps0)
+    hi0 = jnp.where(jnp.isfinite(eps0), eps0, _EPS_CAP)
+
+    def body(i, state):
+        lo, hi = state
+        mid = 0.5 * (lo + hi)
+        active = (hi - lo) > rtol * hi
+        ok = fn(mid) <= delta
+        return jnp.where(active & ok, lo, jnp.where(active, mid, lo)), jnp.where(active & ok, mid, hi)
+
+    lo, hi = jax.lax.fori_loop(0, _EPS_ITERS, body, (jnp.zeros_like(hi0), hi0))
+    achieved = fn(hi)
+    ok = achieved <= delta  # re-check of the returned end (fails only where even hi0 is infeasible)
+    amplified = ok & (hi < eps0)
+    eps = jnp.where(ok, hi, eps0)
     status = jnp.where(amplified, 0, 1).astype(jnp.int32)
-    achieved = jnp.where(jnp.isfinite(eps), fn(jnp.where(jnp.isfinite(eps), eps, 0.0)), inv.achieved)
-    achieved = jnp.where(jnp.isfinite(eps0) & ~amplified, 0.0, achieved)
+    achieved = jnp.where(ok, achieved, jnp.where(jnp.isfinite(eps0), 0.0, achieved))
     return EpsilonInversion(eps, status, achieved)
 
 
@@ -777,6 +809,9 @@ def scrambler_epsilon(
     """Smallest eps with :func:`scrambler_delta` <= delta (Ladjel et al. §IV-C: "fix delta and numerically
     search for the lowest eps"), by the core's bracketed bisection (feasible endpoint, re-checked).
 
+    Bisection on [0, eps0] that keeps and returns the feasible end (relative width ``rtol``) and re-checks it
+    (a private loop rather than amplify_jax.calibrate.invert_monotone: it traces the bound twice instead of five
+    times, which matters for the compile time of the exact method).
     Where no eps below the local guarantee ``ln(1 + (1 - sigma) T / sigma)`` reaches delta, that guarantee is
     returned with ``status = 1`` (+inf for sigma = 0, where no finite eps exists; then ``achieved`` is the
     bound at eps = 64).  For Monte Carlo the draws are shared by every eps tried (common random numbers); the

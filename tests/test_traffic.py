@@ -1,0 +1,371 @@
+"""Tests of amplify_jax.traffic (Ladjel, Anciaux, Bellet, Scerri: DP for communication patterns).
+
+References used: brute-force enumeration of the local randomizer (Thm 2) and of the capped scrambler
+(Thm 3), the proof expressions of App. B, mpmath sums over the multinomial counts (Thm 4 exact), the
+independent privacy-blanket implementation in amplify_jax.shuffle (exact method), direct enumeration of the
+3-point law of L (Lemma 5), closed forms of §IV-D, and the exact output law of the scrambler (Figure 6).
+"""
+
+import itertools
+import math
+
+import jax
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from amplify_jax import traffic as tr
+
+# ------------------------------------------------------------------------------------------------------
+# Thm 2
+
+
+def _local_ratio_bruteforce(T, sigma, d):
+    """max over outputs and t != t' of P[R(t) = O] / P[R(t') = O], enumerating the randomizer of §III-A."""
+    targets = range(T)
+
+    def law(t):
+        out = {}
+        for first in targets:  # first message: true target w.p. 1 - sigma, else uniform over all T
+            p_first = (1 - sigma) * (first == t) + sigma / T
+            others = [u for u in targets if u != first]
+            for rest in itertools.combinations(others, d):
+                o = frozenset((first,) + rest)
+                out[o] = out.get(o, 0.0) + p_first / math.comb(T - 1, d)
+        return out
+
+    P, Q = law(0), law(1)
+    return max(P[o] / Q[o] for o in P)
+
+
+@pytest.mark.parametrize("T,sigma,d", [(5, 0.3, 0), (5, 0.3, 1), (6, 0.1, 2), (6, 0.7, 3), (4, 0.5, 2)])
+def test_local_epsilon_matches_enumeration_and_proof(T, sigma, d):
+    got = tr.local_epsilon(targets=T, sampling=sigma, dummies=d)
+    assert bool(got.valid)
+    # App. B: ((1 - sigma)(T - d - 1)/(T - 1) + sigma P) / (sigma P), P = (d + 1)(T - d - 1) / (T (T - 1))
+    P = (d + 1) * (T - d - 1) / (T * (T - 1))
+    proof = ((1 - sigma) * (T - d - 1) / (T - 1) + sigma * P) / (sigma * P)
+    assert float(got.eps) == pytest.approx(math.log(proof), rel=1e-12)
+    assert float(got.eps) == pytest.approx(math.log(_local_ratio_bruteforce(T, sigma, d)), rel=1e-12)
+
+
+def test_local_epsilon_edges():
+    e = tr.local_epsilon(targets=20, sampling=[0.0, 0.5, 0.5], dummies=[3, 19, 0])
+    assert np.isinf(e.eps[0]) and not bool(e.valid[0])
+    assert float(e.eps[1]) == 0.0  # broadcast
+    assert float(e.eps[2]) == pytest.approx(math.log(1 + 0.5 * 20 / 0.5))
+    with pytest.raises(ValueError, match="dummies"):
+        tr.local_epsilon(targets=5, sampling=0.5, dummies=5)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Thm 3
+
+
+def _thm3_printed_mpmath(T, n, sigma, d):
+    sb, R = mp.mpf(1) - sigma, mp.mpf(sigma) / (T - 1)
+    num = den = mp.mpf(0)
+    for k in range(0, min(d, n - 1) + 1):
+        c = mp.binomial(d, k) * mp.binomial(n - 1, k) * sb**k * R ** (n - k - 1)
+        num += c * (sb + k * R**2 / sb)
+        den += c * (R + k * R**2 / sb)
+    return float(mp.log(num / den))
+
+
+@pytest.mark.parametrize("T,n,sigma,d", [(20, 100, 0.3, 50), (20, 600, 0.05, 10), (3, 3, 0.3, 1), (10, 50, 0.8, 49)])
+def test_thm3_printed_formula_in_log_space(T, n, sigma, d):
+    got = tr.scrambler_pure_epsilon(targets=T, n=n, sampling=sigma, dummies=d)
+    assert bool(got.valid)
+    ref = _thm3_printed_mpmath(T, n, sigma, d)
+    local = math.log((1 - sigma) * (T - 1) / sigma)
+    assert float(got.printed) == pytest.approx(min(ref, local), rel=1e-10)
+    assert float(got.eps) == pytest.approx(local, rel=1e-12)
+
+
+@pytest.mark.parametrize("T,n,sigma,d", [(3, 3, 0.3, 1), (3, 4, 0.5, 2), (4, 3, 0.4, 2)])
+def test_thm3_as_printed_underreports_but_reported_eps_is_sound(T, n, sigma, d):
+    exact = tr.scrambler_pure_epsilon_exact(targets=T, n=n, sampling=sigma, dummies=d)
+    got = tr.scrambler_pure_epsilon(targets=T, n=n, sampling=sigma, dummies=d)
+    assert float(got.printed) < exact - 1e-3  # the printed formula is below the true worst case
+    assert float(got.eps) >= exact  # what we report is not
+
+
+def test_thm3_hand_computed_counterexample():
+    # T = 3, n = 3, d = 1, sigma = 0.3 at App. C's worst configuration, computed by hand (see the docstring).
+    sb, R = 0.7, 0.15
+    pg = sb * R**2 / 2 + (2 * sb**2 * R + R**3) / 3
+    pq = R**3 / 2 + (2 * sb * R**2 + R**3) / 3
+    assert tr.scrambler_pure_epsilon_exact(targets=3, n=3, sampling=0.3, dummies=1) == pytest.approx(math.log(pg / pq), rel=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Lemma 5 (corrected) and Thm 4
+
+
+def test_amplification_variable_moments_by_enumeration():
+    for eps, T, s in [(0.5, 20, 0.2), (2.0, 5, 0.7), (1.0, 2, 0.0)]:
+        a, bm, bp, c = (float(x) for x in tr.amplification_variable_bounds(eps, targets=T, sampling=s))
+        ez = math.exp(eps)
+        vals = [s * (1 - ez) + (1 - s) * T, s * (1 - ez) - (1 - s) * T * ez, s * (1 - ez)]
+        probs = [1 / T, 1 / T, 1 - 2 / T]
+        mean = sum(v * p for v, p in zip(vals, probs))
+        assert -a == pytest.approx(mean, rel=1e-12)
+        assert bp == pytest.approx(max(vals), rel=1e-12) and bm == pytest.approx(min(vals), rel=1e-12)
+        assert c == pytest.approx(sum(v * v * p for v, p in zip(vals, probs)), rel=1e-12)
+        assert bp - bm == pytest.approx((1 - s) * T * (1 + ez), rel=1e-12)  # ERRATA: Thm 4's b
+
+
+def _delta_mpmath(eps, T, n, sigma, d):
+    """Lemma 2 with E[sum L]_+ summed over every multinomial count (N1, N2)."""
+    mp.mp.dps = 30
+    ez = mp.e ** mp.mpf(eps)
+    tot = mp.mpf(0)
+    for j in range(n):
+        wj = mp.binomial(n - 1, j) * mp.mpf(sigma) ** j * (1 - mp.mpf(sigma)) ** (n - 1 - j)
+        k = j + d + 1
+        E = mp.mpf(0)
+        for n1 in range(k + 1):
+            for n2 in range(k - n1 + 1):
+                v = k * sigma * (1 - ez) + (1 - sigma) * T * (n1 - ez * n2)
+                if v > 0:
+                    p = mp.factorial(k) / (mp.factorial(n1) * mp.factorial(n2) * mp.factorial(k - n1 - n2))
+                    E += p * (mp.mpf(1) / T) ** (n1 + n2) * (1 - mp.mpf(2) / T) ** (k - n1 - n2) * v
+        tot += wj * E / k
+    return float(tot)
+
+
+@pytest.mark.parametrize(
+    "eps,T,n,sigma,d",
+    [(0.5, 5, 8, 0.3, 3), (1.0, 20, 10, 0.2, 5), (0.2, 3, 6, 0.0, 4), (30.0, 5, 6, 0.0, 3), (0.9, 4, 7, 0.05, 2)],
+)
+def test_exact_matches_mpmath(eps, T, n, sigma, d):
+    got = float(tr.scrambler_delta(eps, targets=T, n=n, sampling=sigma, dummies=d, method="exact").delta)
+    ref = _delta_mpmath(eps, T, n, sigma, d)
+    assert got >= ref
+    assert got == pytest.approx(ref, rel=1e-9, abs=1e-15)
+
+
+def test_sigma_zero_floor():
+    # sigma = 0, huge eps: only outputs without a message to t' leak, delta = (1 - 1/T)^d exactly
+    got = float(tr.scrambler_delta(40.0, targets=5, n=6, sampling=0.0, dummies=3, method="exact").delta)
+    assert got == pytest.approx(0.8**3, rel=1e-9) and got >= 0.8**3
+
+
+# one grid shared by the comparisons (one compilation per method)
+_EPS = np.array([0.3, 0.7, 1.0, 1.5, 2.5, 0.6, 1.2, 0.4])
+_T = np.array([20, 20, 20, 20, 20, 5, 10, 2])
+_N = np.array([100, 500, 100, 300, 100, 50, 200, 40])
+_S = np.array([0.2, 0.2, 0.0, 0.1, 0.2, 0.5, 0.3, 0.6])
+_D = np.array([50, 50, 50, 10, 1000, 10, 0, 5])
+
+
+@pytest.fixture(scope="module")
+def exact_grid():
+    return np.asarray(tr.scrambler_delta(_EPS, targets=_T, n=_N, sampling=_S, dummies=_D, method="exact").delta)
+
+
+@pytest.mark.slow
+def test_exact_agrees_with_independent_blanket_implementation(exact_grid):
+    from amplify_jax import shuffle as sh
+
+    sel = np.array([0, 1, 2, 3, 5, 7])  # leave out d = 1000 (large windows there: a slow compilation)
+    r = sh.target_randomizer(targets=_T[sel], sampling=_S[sel])
+    other = np.asarray(sh.blanket_delta(_EPS[sel], n=_N[sel], randomizer=r, dummies=_D[sel], method="exact").delta)
+    mine = exact_grid[sel]
+    big = other > 1e-10
+    np.testing.assert_allclose(mine[big], other[big], rtol=1e-6)
+    assert np.all(mine[~big] < 1e-9)
+
+
+@pytest.mark.parametrize("method", ["hoeffding", "bennett"])
+def test_concentration_bounds_above_exact(method, exact_grid):
+    got = np.asarray(tr.scrambler_delta(_EPS, targets=_T, n=_N, sampling=_S, dummies=_D, method=method).delta)
+    assert np.all(got >= exact_grid)
+    assert np.all(got <= 1.0)
+
+
+def test_hoeffding_closed_form_sigma_zero():
+    # Thm 4, sigma = 0 (corrected a, b): delta <= b^2/(4a) exp(-2(d+1)a^2/b^2) / (d+1), capped by E[L_+] = 1
+    eps, T, d = 3.0, 4, 400
+    a, b = math.expm1(eps), T * (1 + math.exp(eps))
+    ref = b * b / (4 * a) * math.exp(-2 * (d + 1) * a * a / (b * b)) / (d + 1)
+    got = float(tr.scrambler_delta(eps, targets=T, n=7, sampling=0.0, dummies=d, method="hoeffding").delta)
+    assert got == pytest.approx(ref, rel=1e-12)
+
+
+def test_monte_carlo_upper_confidence_bound(exact_grid):
+    sel = np.array([0, 1, 3, 5])
+    for seed in range(2):
+        mc = tr.scrambler_delta(_EPS[sel], targets=_T[sel], n=_N[sel], sampling=_S[sel], dummies=_D[sel],
+                                method="monte_carlo", key=jax.random.PRNGKey(seed), samples=1 << 15)
+        assert np.all(np.asarray(mc.delta) >= exact_grid[sel])
+        # the plain estimate is close to the exact value (loose: 25% or 1e-3 absolute at 32768 samples)
+        np.testing.assert_allclose(np.asarray(mc.estimate), exact_grid[sel], rtol=0.25, atol=1e-3)
+
+
+def test_local_guarantee_zeroes_delta():
+    eps0 = math.log1p(0.8 * 20 / 0.2)
+    r = tr.scrambler_delta([eps0 * 0.999, eps0], targets=20, n=100, sampling=0.2, dummies=50, method="bennett")
+    assert not bool(r.local[0]) and bool(r.local[1]) and float(r.delta[1]) == 0.0
+
+
+@settings(max_examples=20)
+@given(
+    eps=st.floats(0.05, 4.0), n=st.integers(1, 400), d=st.integers(0, 300), s=st.floats(0.0, 0.9),
+    method=st.sampled_from(["exact", "bennett", "hoeffding"]),
+)
+def test_delta_monotone(eps, n, d, s, method):
+    """delta is non-increasing in d and n for every method (each term's k grows, g(k) non-increasing) and in
+    eps for the exact method.  Hoeffding and Bennett are NOT monotone in eps at large eps (b^2/(4a) grows like
+    e^eps; Bennett's beta -> 0 when sigma = 0), which is why the inversion re-checks its endpoint."""
+    f = lambda e, nn, dd: np.asarray(tr.scrambler_delta(e, targets=20, n=nn, sampling=s, dummies=dd, method=method).delta)  # noqa: E731
+    base = f(eps, n, d)
+    tol = 1e-12 + 1e-9 * base
+    if method == "exact":
+        assert f(eps * 1.1, n, d) <= base + tol
+    assert f(eps, n, d + 7) <= base + tol
+    assert f(eps, n + 13, d) <= base + tol
+
+
+def test_epsilon_round_trip():
+    delta = np.array([1e-4, 1e-6, 1e-4])
+    kw = dict(targets=20, n=[500, 300, 100], sampling=[0.2, 0.3, 0.0], dummies=[50, 100, 50])
+    inv = tr.scrambler_epsilon(delta, **kw)
+    # sigma = 0 with few dummies: no finite eps reaches delta (floor (1 - 1/T)^d): status 1, eps = inf
+    assert list(np.asarray(inv.status)) == [0, 0, 1] and np.isinf(float(inv.eps[2]))
+    eps = np.where(np.isfinite(inv.eps), inv.eps, 60.0)
+    at = np.asarray(tr.scrambler_delta(eps, **kw).delta)
+    below = np.asarray(tr.scrambler_delta(eps * (1 - 1e-5), **kw).delta)
+    assert np.all(at[:2] <= delta[:2]) and np.all(below[:2] > delta[:2])
+    np.testing.assert_allclose(np.asarray(inv.achieved)[:2], at[:2], rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Thm 1
+
+
+def test_plans():
+    agg = tr.aggregate_plan(3)
+    p = tr.plan_privacy(agg, eps=0.4, delta=1e-5)
+    assert float(p.eps) == pytest.approx(1.2) and float(p.eps) >= 1.2
+    assert float(p.delta) == pytest.approx(3e-5)
+    km = tr.kmeans_plan(10)
+    p = tr.plan_privacy(km, eps={f"S{i}": 0.1 * i for i in range(1, 11)}, delta={"S1": 1e-6})
+    assert float(p.eps) == pytest.approx(5.5) and float(p.delta) == pytest.approx(1e-6)
+    # Example 6: items choose one branch -> max, not sum; eps and delta worst cases taken separately
+    ex6 = tr.ExecutionPlan([("a", "S1"), ("S1", "C1"), ("b", "S2"), ("S2", "C2")], protected=["S1", "S2"])
+    p = tr.plan_privacy(ex6, eps={"S1": 0.5, "S2": [0.7, 0.2]}, delta={"S1": 2e-5, "S2": 1e-6})
+    np.testing.assert_allclose(p.eps, [0.7, 0.5])
+    assert float(p.delta) == pytest.approx(2e-5)
+    with pytest.raises(ValueError, match="cycle"):
+        tr.ExecutionPlan([("S1", "C1"), ("C1", "S1")])
+    with pytest.raises(ValueError, match="eps"):
+        tr.plan_privacy(agg, eps=-1.0, delta=0.0)
+    with pytest.raises(ValueError, match="delta"):
+        tr.plan_privacy(agg, eps=1.0, delta=1.5)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Metrics and deployment inversions
+
+
+def test_costs_closed_forms():
+    c = tr.scrambler_costs(sources=10_000, targets=20, n=100, sampling=0.2, dummies=50)
+    assert float(c.sources) == 12_500 and float(c.extra_consents) == 2_500 and float(c.scramblers) == 125
+    assert float(c.channels) == 12_500 + 125 * 20 and float(c.messages) == 12_500 + 125 * 150
+    assert float(c.channels_per_scrambler) == 120
+    l = tr.local_costs(sources=10_000, targets=20, sampling=0.2, dummies=3)
+    assert float(l.messages) == 12_500 * 4 and float(l.channels_per_source) == 4
+    z = tr.scrambler_costs(sources=10, targets=5, n=3, sampling=1.0, dummies=0)
+    assert not bool(z.feasible) and np.isinf(float(z.sources))
+
+
+def test_fewest_dummies_round_trip():
+    r = tr.fewest_dummies(1.0, 1e-4, targets=20, n=100, sampling=0.2, sources=10_000,
+                          max_messages=[40_000, 10_000_000], method="bennett")
+    assert list(np.asarray(r.status)) == [1, 0]
+    d = float(r.value[1])
+    assert float(r.delta[1]) <= 1e-4
+    before = float(tr.scrambler_delta(1.0, targets=20, n=100, sampling=0.2, dummies=d - 1, method="bennett").delta)
+    assert before > 1e-4
+    assert float(r.messages[1]) <= 10_000_000
+    assert float(r.limit[0]) < d  # the small budget cannot pay for the dummies
+
+
+@pytest.mark.slow
+def test_smallest_sampling_and_messages_per_scrambler():
+    r = tr.smallest_sampling(1.0, 1e-4, targets=20, n=100, dummies=50, method="bennett")
+    s = float(r.value)
+    assert int(r.status) == 0 and float(r.delta) <= 1e-4
+    assert float(tr.scrambler_delta(1.0, targets=20, n=100, sampling=s * (1 - 1e-4), dummies=50, method="bennett").delta) > 1e-4
+    m = tr.messages_per_scrambler(1.0, 1e-4, targets=20, sampling=0.2, dummies=50, max_channels=[200, 5000], method="bennett")
+    assert list(np.asarray(m.status)) == [1, 0]
+    n_min = float(m.value[1])
+    assert float(m.delta[1]) <= 1e-4 and float(m.limit[1]) == 4980
+    assert float(tr.scrambler_delta(1.0, targets=20, n=n_min - 1, sampling=0.2, dummies=50, method="bennett").delta) > 1e-4
+
+
+# ------------------------------------------------------------------------------------------------------
+# Bad input
+
+
+@pytest.mark.parametrize(
+    "kw,name",
+    [
+        (dict(targets=1), "targets"),
+        (dict(dummies=-1), "dummies"),
+        (dict(sampling=1.5), "sampling"),
+        (dict(sampling=-0.1), "sampling"),
+        (dict(n=0), "n"),
+        (dict(eps=-0.5), "eps"),
+        (dict(method="chebyshev"), "method"),
+    ],
+)
+def test_bad_input(kw, name):
+    args = dict(eps=1.0, targets=20, n=10, sampling=0.2, dummies=5, method="hoeffding")
+    args.update(kw)
+    eps = args.pop("eps")
+    with pytest.raises(ValueError, match=name):
+        tr.scrambler_delta(eps, **args)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, -1e-3, 2.0])
+def test_bad_delta(delta):
+    with pytest.raises(ValueError, match="delta"):
+        tr.scrambler_epsilon(delta, targets=20, n=10, sampling=0.2, dummies=5)
+    with pytest.raises(ValueError, match="delta"):
+        tr.fewest_dummies(1.0, delta, targets=20, n=10, sampling=0.2)
+
+
+def test_monte_carlo_needs_key():
+    with pytest.raises(ValueError, match="key"):
+        tr.scrambler_delta(1.0, targets=20, n=10, sampling=0.2, dummies=5, method="monte_carlo")
+
+
+# ------------------------------------------------------------------------------------------------------
+# Figure 6 simulation
+
+
+def test_simulation_frequencies_match_exact_law():
+    T, n, s, d = 3, 2, 0.4, 1
+    sim = tr.simulate_scrambler_outputs(targets=T, n=n, sampling=s, dummies=d, runs=200_000, seed=1)
+    # exact law of the uncapped scrambler on the first input (targets 0, 1) and the second (1, 1)
+    def law(x):
+        out = {}
+        for msgs in itertools.product(range(T), repeat=n + d):
+            p = 1.0
+            for i, m in enumerate(msgs):
+                p *= ((1 - s) * (m == x[i]) + s / T) if i < n else 1 / T
+            o = tuple(np.bincount(msgs, minlength=T))
+            out[o] = out.get(o, 0.0) + p
+        return out
+
+    P, Q = law((0, 1)), law((1, 1))
+    for o, c1, c2 in zip(map(tuple, sim.outputs), sim.counts_1, sim.counts_2):
+        for c, L in ((c1, P), (c2, Q)):
+            p = L.get(o, 0.0)
+            sd = math.sqrt(sim.runs * p * (1 - p)) + 1
+            assert abs(c - sim.runs * p) < 6 * sd
+    finite = np.isfinite(sim.log_ratio)
+    assert np.all(np.diff(sim.log_ratio[finite]) <= 0)
