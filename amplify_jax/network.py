@@ -1117,28 +1117,60 @@ def _hidden_one(walk, n, tables, eps0_terms, log_inv_dt, log1m_d0, receiver_know
     return jnp.where(eye, 0.0, eps), jnp.where(eye, 0.0, delta)
 
 
-def _path_known_one(walk, n, tables, log_inv_dt, log1m_d0):
-    """Public path (ring, Sec. 3): u's contributions in a cycle of v are known; each costs the aggregate's eps."""
+def _multi_eps(j, m, eps0, delta0, mechanism):
+    """eps of the aggregate of a cycle of m contributions in which u appears j >= 1 times (path known).
+
+    Gaussian: the aggregate is a Gaussian mechanism with sensitivity j and noise sqrt(m) sigma, sigma the
+    classical calibration of (eps0, delta0); its eps at delta0 is j eps0 / sqrt(m) while that is < 1 (classical
+    bound), else r^2/2 + r sqrt(2 ln(1/delta0)) with r = j eps0 / (sqrt(m) sqrt(2 ln(1.25/delta0))) (Gaussian
+    tail bound on the privacy loss N(r^2/2, r^2), valid for every r).  Histograms: j eps0 for j >= 2 (group
+    privacy of the j eps0-LDP reports; shuffling is not used), the shuffled eps_A(m) for j = 1.
+    """
+    mm = jnp.maximum(m, 1.0)
+    if mechanism == "gaussian":
+        lin = j * eps0 / jnp.sqrt(mm)
+        r = lin / jnp.sqrt(2.0 * jnp.log(1.25 / delta0))
+        tail = 0.5 * r * r + r * jnp.sqrt(-2.0 * jnp.log(delta0))
+        return jnp.where(lin < 1.0, lin, tail)
+    one = _aggregate_eps(mm, eps0, delta0, mechanism)
+    return jnp.where(j <= 1.0, one, j * eps0)
+
+
+def _path_known_one(walk, n, eps0, delta0, mechanism, log_inv_dt, log1m_d0):
+    """Public path (ring, Sec. 3): u's contributions in each cycle of v are known.
+
+    If u appears j times in a cycle of length m, that cycle costs one item eps(j, m) (:func:`_multi_eps`):
+    the j-th occurrence adds the increment of the KOV sums from eps(j - 1, m) to eps(j, m) (telescoping).
+    """
     T = walk.shape[0]
     t = jnp.arange(T, dtype=jnp.int32)
     big = jnp.int32(T + 1)
 
     def per_v(v):
         is_v = walk == v
-        # previous visit of v strictly before t, and the next visit at or after t
         prev_incl = jax.lax.cummax(jnp.where(is_v, t, -1), axis=0)
         prev_strict = jnp.concatenate([jnp.full(1, -1, jnp.int32), prev_incl[:-1]])
         nxt = jax.lax.cummin(jnp.where(is_v, t, big), axis=0, reverse=True)
         gap_at = t - prev_strict - 1  # meaningful where is_v
         nxt_c = jnp.clip(nxt, 0, T - 1)
-        m = jnp.where((nxt < big) & ~is_v, gap_at[nxt_c], 0)
-        terms = tables[:, m]  # (3, T)
-        sums = jax.ops.segment_sum(terms.T, walk, num_segments=n)  # (n, 3) per target u
-        cnt = jax.ops.segment_sum((m > 0).astype(jnp.float64), walk, num_segments=n)
+        seen = (nxt < big) & ~is_v
+        m = jnp.where(seen, gap_at[nxt_c], 0).astype(jnp.float64)
+        # occurrence index j of walk[s] within its cycle (key: cycle end, user)
+        key = jnp.where(seen, nxt.astype(jnp.int64) * n + walk, jnp.int64(T + 2) * n)
+        order = jnp.argsort(key, stable=True)
+        ks = key[order]
+        idx = jnp.arange(T)
+        start = jax.lax.cummax(jnp.where(jnp.concatenate([jnp.ones(1, bool), ks[1:] != ks[:-1]]), idx, 0))
+        j = jnp.zeros(T, jnp.float64).at[order].set((idx - start + 1).astype(jnp.float64))
+        e_j = _multi_eps(j, m, eps0, delta0, mechanism)
+        e_prev = jnp.where(j > 1.0, _multi_eps(j - 1.0, m, eps0, delta0, mechanism), 0.0)
+        inc = [jnp.where(seen, a - b, 0.0) for a, b in zip(_kov_terms(e_j), _kov_terms(e_prev))]
+        sums = jax.ops.segment_sum(jnp.stack(inc, -1), walk, num_segments=n)  # (n, 3) per target u
+        cnt = jax.ops.segment_sum((seen & (j == 1.0)).astype(jnp.float64), walk, num_segments=n)
         return sums, cnt
 
     sums, cnt = jax.lax.map(per_v, jnp.arange(n, dtype=jnp.int32))  # (v, u, 3), (v, u)
-    sums = jnp.swapaxes(sums, 0, 1)  # (u, v, 3)
+    sums = jnp.maximum(jnp.swapaxes(sums, 0, 1), 0.0)  # (u, v, 3); clip round-off of the telescoping
     cnt = cnt.T
     eps = _kov_from_sums(sums[..., 0], sums[..., 1], sums[..., 2], log_inv_dt)
     delta = -jnp.expm1(jnp.log1p(-jnp.exp(-log_inv_dt)) + cnt * log1m_d0)
@@ -1155,7 +1187,8 @@ def _walk_kernel(walks, eps0, delta_cycle, delta_tilde, n, mechanism, view):
     log1m_d0 = jnp.log1p(-delta_cycle)
     e0 = jnp.stack(_kov_terms(eps0))
     if view == "path_known":
-        net, net_d = jax.vmap(lambda w: _path_known_one(w, n, tables, log_inv_dt, log1m_d0))(walks)
+        net, net_d = jax.vmap(lambda w: _path_known_one(w, n, eps0, delta_cycle, mechanism, log_inv_dt,
+                                                        log1m_d0))(walks)
     else:
         rk = view == "receiver_known"
         net, net_d = jax.vmap(lambda w: _hidden_one(w, n, tables, e0, log_inv_dt, log1m_d0, rk))(walks)
@@ -1185,8 +1218,9 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
     * ``"hidden"`` (Sec. 4): sender and receiver unknown; the loss depends on v only (all u alike).
     * ``"receiver_known"`` (App. G): v knows who sent it the token and to whom it sent it; those spotted
       contributions cost the full eps0 each (App. G), the rest of the cycle is amplified as above.
-    * ``"path_known"`` (ring, Sec. 3, or any public path): no subsampling; each contribution of u in a cycle of
-      length m costs eps_A(m).
+    * ``"path_known"`` (ring, Sec. 3, or any public path): no subsampling; a cycle of length m in which u
+      appears j times costs the aggregate's eps with sensitivity j (eps_A(m) for j = 1; see
+      :func:`_multi_eps` for j >= 2).
 
     The local-DP comparison (Fig. 1(b)) composes eps0 over each user's actual number of contributions with the
     same KOV bound.  Returns :class:`WalkLosses`; see :func:`summarize_walk_losses`.

@@ -417,7 +417,7 @@ def test_calibration_orders_settings():
 # walk simulation against a plain-Python reference
 
 
-def ref_walk_losses(walk, n, eps0, dt, view):
+def ref_walk_losses(walk, n, eps0, dt, view, d0=1e-6):
     """Loop implementation of the simulation, written from the docstring of walk_privacy_losses (Gaussian)."""
     T = len(walk)
     out = np.zeros((n, n))
@@ -427,9 +427,12 @@ def ref_walk_losses(walk, n, eps0, dt, view):
         prev = -1
         for t in visits:
             m = t - prev - 1
-            if view == "path_known":
-                for s in range(prev + 1, t):
-                    per_u[walk[s]].append(eps0 / math.sqrt(m))
+            if view == "path_known":  # one item per (cycle, u): Gaussian with sensitivity k = multiplicity
+                for u in set(walk[prev + 1:t]):
+                    k = walk[prev + 1:t].count(u)
+                    lin = k * eps0 / math.sqrt(m)
+                    r = lin / math.sqrt(2 * math.log(1.25 / d0))
+                    per_u[u].append(lin if lin < 1 else r * r / 2 + r * math.sqrt(2 * math.log(1 / d0)))
             else:
                 known = []
                 if view == "receiver_known" and m >= 1:
@@ -528,3 +531,14 @@ def test_sgd_epsilons_decrease_in_sigma(sigma, ratio, tu):
     net = np.asarray(N.network_sgd_epsilon(sigma=s, n=2000, contributions=float(tu), delta=1e-6).epsilon)
     loc = np.asarray(N.local_sgd_epsilon(sigma=s, contributions=float(tu), delta=1e-6).epsilon)
     assert net[1] <= net[0] * (1 + 1e-9) and loc[1] <= loc[0] * (1 + 1e-9)
+
+
+def test_path_known_repeated_contributions_use_group_sensitivity():
+    walk = [0, 1, 1, 0, 2, 2, 2, 0, 1, 2, 0, 3, 1, 1, 1, 1, 0]  # u repeats inside v = 0's cycles
+    n = 4
+    res = N.walk_privacy_losses(np.array([walk]), n=n, eps0=0.9, delta_prime=1e-5, delta_cycle=1e-6,
+                                view="path_known")
+    ref = ref_walk_losses(walk, n, 0.9, 1e-5, "path_known")
+    np.testing.assert_allclose(np.asarray(res.network[0]), ref, rtol=1e-10, atol=1e-14)
+    # u = 1 appears 4 times in v = 0's last cycle (m = 5): sensitivity 4, past the classical regime
+    assert 4 * 0.9 / math.sqrt(5) > 1
