@@ -139,7 +139,6 @@ def _binomial_log_excess(log_excess_fn, n, gamma, width: int):
     k_exact = jnp.concatenate([k_head, k_win], axis=-1)
     valid = k_exact <= nb
     k_safe = jnp.where(valid, k_exact, 1.0)
-    logw = jnp.where(valid, log_binom_pmf(k_safe, nb, gb), -jnp.inf)
 
     # Geometric blocks below and above the window, clipped to [HEAD + 1, start - 1] and [start + W, n].
     blo = jnp.asarray(_BLOCK_LO)
@@ -152,11 +151,13 @@ def _binomial_log_excess(log_excess_fn, n, gamma, width: int):
     hi_s = jnp.where(bvalid, hi, 1.0)
     # The pmf is unimodal: its largest value on [lo, hi] is at the mode clipped into the block (both
     # candidate modes floor((n+1)p) and ceil((n+1)p) - 1 are tried).
-    m1 = jnp.floor((nb + 1.0) * gb)
-    m2 = jnp.ceil((nb + 1.0) * gb) - 1.0
-    pm1 = log_binom_pmf(jnp.clip(m1, lo_s, hi_s), nb, gb)
-    pm2 = log_binom_pmf(jnp.clip(m2, lo_s, hi_s), nb, gb)
-    log_mass = jnp.log(hi_s - lo_s + 1.0) + jnp.maximum(pm1, pm2)
+    m1 = jnp.clip(jnp.floor((nb + 1.0) * gb), lo_s, hi_s)
+    m2 = jnp.clip(jnp.ceil((nb + 1.0) * gb) - 1.0, lo_s, hi_s)
+    # one pmf evaluation for the window and both block candidates (one copy of Loader's code to compile)
+    nk, nbk = k_safe.shape[-1], lo_s.shape[-1]
+    pm = log_binom_pmf(jnp.concatenate([k_safe, m1, m2], axis=-1), nb, gb)
+    logw = jnp.where(valid, pm[..., :nk], -jnp.inf)
+    log_mass = jnp.log(hi_s - lo_s + 1.0) + jnp.maximum(pm[..., nk:nk + nbk], pm[..., nk + nbk:])
     log_mass = jnp.where(bvalid, log_mass, -jnp.inf)
 
     all_lo = jnp.concatenate([k_safe, lo_s], axis=-1)
@@ -228,6 +229,16 @@ def effective_checkin_rate(*, p, p_dropout=0.0):
 # Sampling without replacement (Wang, Balle, Kasiviswanathan 2019, Thm 9), in log-excess form
 
 
+@functools.lru_cache(maxsize=None)
+def _log_binom_table(alpha_int, amax):
+    """log C(a, j) for a in alpha_int, j = 2..amax (-inf where j > a): a trace-time constant (numpy)."""
+    a = np.asarray(alpha_int, dtype=np.float64)[:, None]
+    j = np.arange(2, amax + 1, dtype=np.float64)[None, :]
+    lg = np.vectorize(math.lgamma)
+    out = lg(a + 1.0) - lg(j + 1.0) - lg(np.maximum(a - j, 0.0) + 1.0)
+    return np.where(j <= a, out, -np.inf)
+
+
 def _wor_log_excess(base, log_q, alpha_int, amax: int, log_inf_factor=None):
     """log of the excess (moment - 1) of WBK 2019 Thm 9 at the integer orders ``alpha_int`` (jnp).
 
@@ -238,7 +249,6 @@ def _wor_log_excess(base, log_q, alpha_int, amax: int, log_inf_factor=None):
     + sum_{j=3}^{a} q^j C(a,j) e^{(j-1) eps(j)} min{2, (e^{eps(inf)}-1)^j}; eps(inf) = inf by default.
     """
     j = jnp.arange(2, amax + 1, dtype=jnp.float64)
-    a = jnp.asarray(alpha_int, dtype=jnp.float64)[:, None]  # (A, 1)
     eps2 = base[..., 0:1]
     if log_inf_factor is None:
         cap2 = jnp.log(2.0)
@@ -250,10 +260,8 @@ def _wor_log_excess(base, log_q, alpha_int, amax: int, log_inf_factor=None):
     t2 = jnp.minimum(jnp.log(4.0) + log_expm1(eps2), eps2 + cap2)
     tj = (j - 1.0) * base + capj
     tj = jnp.where(j == 2.0, t2, tj)  # batch + (J,)
-    log_binom = (jsp.gammaln(a + 1.0) - jsp.gammaln(j + 1.0) - jsp.gammaln(jnp.maximum(a - j, 0.0) + 1.0))
-    terms = j * log_q[..., None, None] + log_binom + tj[..., None, :]  # batch + (A, J)
-    terms = jnp.where(j <= a, terms, -jnp.inf)
-    return logsumexp(terms, axis=-1)
+    terms = j * log_q[..., None, None] + jnp.asarray(_log_binom_table(alpha_int, amax)) + tj[..., None, :]
+    return logsumexp(terms, axis=-1)  # batch + (A,)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -534,7 +542,8 @@ def _girgis_log_excess(k_lo, log_q, eps0, alpha_int):
     lam = jnp.asarray(alpha_int, dtype=jnp.float64)
     amax = max(alpha_int)
     j = jnp.arange(2, amax + 1, dtype=jnp.float64)
-    lb = jsp.gammaln(lam[:, None] + 1.0) - jsp.gammaln(j + 1.0) - jsp.gammaln(jnp.maximum(lam[:, None] - j, 0.0) + 1.0)
+    lb = jnp.asarray(np.where(np.isfinite(_log_binom_table(alpha_int, amax)), _log_binom_table(alpha_int, amax),
+                              0.0))
     jmask = j <= lam[:, None]  # (A, J)
     lq = log_q[..., None, None]
     lkb = jnp.log(kb)[..., None, None]
