@@ -25,6 +25,12 @@ Where the printed paper is wrong or does not support a number, the docstring say
   P(X >= (1 + a) mu) <= exp(-a^2 mu / (2 + a)) is used and the result's ``valid`` flag is False.
 * Remark 1: per-user noise sigma_loc / sqrt(n) leaves each window of n - 1 contributions with variance
   (n - 1)/n sigma_loc^2 < sigma_loc^2; we use sigma_loc / sqrt(n - 1).
+* App. D / E state delta_cycle <= delta_A for Eq. 10.  A cycle samples users *with replacement*, and
+  Balle, Barthe, Gaboardi 2018 Thm 10's delta' also carries the group-privacy deltas of the cycles where u
+  is drawn k >= 2 times.  The closed forms below keep the paper's delta (documented); the walk simulation
+  computes the full delta' by default (``cycle_delta="group"``), and it is far larger (about 5e-3 instead of
+  1e-5 for Fig. 1(b) at n = 400, eps0 = 0.4; about 1 for histograms, where k >= 2 reports are only bounded by
+  group privacy of the local randomizer).
 """
 
 from __future__ import annotations
@@ -515,7 +521,9 @@ def complete_graph_sum_bound(*, n, T, eps0, delta0, delta_prime, delta_hat, coll
     ``colluders`` = c: Sec. 4.3, c colluding users act as one node of a graph with n / c users (the visits to
     the coalition are Binomial(T, c/n) and cycles Geometric(c/n)), so the bound is evaluated at n / c.
     ``fixed_contributions=True``: Fig. 1(a)'s dashed curves, every user contributes exactly T/n times
-    (N_v = T/n, no delta_hat).  delta = (N_v + T/n) delta0 + delta' + delta_hat.
+    (N_v = T/n, no delta_hat).  delta = (N_v + T/n) delta0 + delta' + delta_hat as in App. D; this omits the
+    group-privacy terms of cycles where u is drawn several times (module docstring; the walk simulation's
+    ``cycle_delta="group"`` computes them), so it is the paper's delta, not a certified one.
     """
     nn, tt, e, dp, dh = _thm3_inputs(n, T, eps0, delta_prime, delta_hat)
     d0 = V.probability("delta0", delta0)
@@ -616,7 +624,8 @@ def complete_graph_histogram_bound(*, n, T, eps0, delta, delta_prime, delta_hat,
       numerical ``"fmt"`` form.  Refused outside Thm 6's conditions eps0 <= 1, n >= 14^2 ln(4/delta).
 
     Advanced composition over k = N_v + T/n cycles with the corrected second term k eps_c (e^{eps_c} - 1)
-    (the printed Thm 6 has the same slip as App. D); delta = k delta + delta' + delta_hat.
+    (the printed Thm 6 has the same slip as App. D); delta = k delta + delta' + delta_hat as in App. E (the
+    paper's delta: it omits the group terms of repeated draws, see the module docstring).
     ``colluders``: Sec. 4.3, evaluated at n / c.
     """
     V.one_of("form", form, ("fmt", "eq11"))
@@ -1078,6 +1087,44 @@ def _tables(T, n, eps0, delta, mechanism, subsample):
     return jnp.stack(_kov_terms(e))  # (3, T+1)
 
 
+_KMAX_GROUP = 24
+
+
+def _group_delta_table(T, n, eps0, delta0, mechanism):
+    """log(1 - delta_cycle(m)) for m = 0..T with the group terms of Balle, Barthe, Gaboardi 2018 Thm 10.
+
+    Sampling m users with replacement among the n - 1 others, u is drawn K ~ Binomial(m, 1/(n-1)) times;
+    Thm 10's delta' = sum_k P(K = k) delta_k(eps_A), delta_k the base mechanism's delta at eps_A for k changed
+    elements.  delta_1 = delta0 (as in the paper).  k >= 2: Gaussian -- the exact hockey-stick of the Gaussian
+    with sensitivity k and noise sqrt(m) sigma (Balle & Wang 2018); histograms -- the worst k eps0-DP pair,
+    (e^{k eps0} - e^{eps_A}) / (e^{k eps0} + 1).  k > 24 is charged delta = 1 (P(K > 24) by betainc).
+    """
+    from jax.scipy.special import betainc
+
+    from .numerics import log_binom_pmf, log_ndtr, log_sub
+
+    m = jnp.arange(T + 1, dtype=jnp.float64)[:, None]
+    k = jnp.arange(1, _KMAX_GROUP + 1, dtype=jnp.float64)[None, :]
+    p = 1.0 / (n - 1.0)
+    mm = jnp.maximum(m, 1.0)
+    ea = _aggregate_eps(mm, eps0, delta0, mechanism)
+    if mechanism == "gaussian":
+        r = k * eps0 / (jnp.sqrt(mm) * jnp.sqrt(2.0 * jnp.log(1.25 / delta0)))
+        log_dk = log_sub(log_ndtr(0.5 * r - ea / r), ea + log_ndtr(-0.5 * r - ea / r))
+        dk = jnp.exp(log_dk)
+    else:
+        ke = k * eps0
+        dk = jnp.maximum(-jnp.expm1(ea - ke) / (1.0 + jnp.exp(-ke)), 0.0)
+    dk = jnp.where(k == 1.0, delta0, dk)
+    pmf = jnp.exp(log_binom_pmf(jnp.minimum(k, mm), mm, p))
+    pmf = jnp.where(k <= m, pmf, 0.0)
+    tail = jnp.where(m[:, 0] > _KMAX_GROUP,
+                     betainc(_KMAX_GROUP + 1.0, jnp.maximum(m[:, 0] - _KMAX_GROUP, 1.0), p), 0.0)
+    d = jnp.minimum(jnp.sum(pmf * dk, axis=-1) + tail, 1.0)
+    d = jnp.where(m[:, 0] > 0, d, 0.0)
+    return jnp.log1p(-d)
+
+
 def _cycles(walk):
     """Sorted (user, time) pairs and, for each visit, the previous visit time of the same user (-1 if none)."""
     T = walk.shape[0]
@@ -1090,7 +1137,7 @@ def _cycles(walk):
     return users, times, prev, gap
 
 
-def _hidden_one(walk, n, tables, eps0_terms, log_inv_dt, log1m_d0, receiver_known):
+def _hidden_one(walk, n, tables, eps0_terms, log_inv_dt, log1m_d0, receiver_known, log1m_table):
     users, times, prev, gap = _cycles(walk)
     if receiver_known:
         known = jnp.minimum(gap, jnp.where(prev >= 0, 2, 1))  # v's receiver (regular cycles) and sender
@@ -1099,7 +1146,7 @@ def _hidden_one(walk, n, tables, eps0_terms, log_inv_dt, log1m_d0, receiver_know
         m_mid = gap
     terms = tables[:, m_mid]  # (3, T)
     sums = jax.ops.segment_sum(terms.T, users, num_segments=n)  # (n, 3) per observer v
-    n_cyc = jax.ops.segment_sum((m_mid > 0).astype(jnp.float64), users, num_segments=n)
+    log1m_cyc = jax.ops.segment_sum(log1m_table[m_mid], users, num_segments=n)  # sum of log(1 - delta_cycle)
     if receiver_known:
         T = walk.shape[0]
         last_user = walk[jnp.clip(times - 1, 0, T - 1)]
@@ -1111,8 +1158,7 @@ def _hidden_one(walk, n, tables, eps0_terms, log_inv_dt, log1m_d0, receiver_know
         spotted = jnp.zeros((n, n), jnp.float64)
     s = [sums[None, :, k] + spotted * eps0_terms[k] for k in range(3)]  # (u, v)
     eps = _kov_from_sums(s[0], s[1], s[2], log_inv_dt)
-    cnt = n_cyc[None, :] + spotted
-    delta = -jnp.expm1(jnp.log1p(-jnp.exp(-log_inv_dt)) + cnt * log1m_d0)
+    delta = -jnp.expm1(jnp.log1p(-jnp.exp(-log_inv_dt)) + log1m_cyc[None, :] + spotted * log1m_d0)
     eye = jnp.eye(n, dtype=bool)
     return jnp.where(eye, 0.0, eps), jnp.where(eye, 0.0, delta)
 
@@ -1178,8 +1224,8 @@ def _path_known_one(walk, n, eps0, delta0, mechanism, log_inv_dt, log1m_d0):
     return jnp.where(eye, 0.0, eps), jnp.where(eye, 0.0, delta)
 
 
-@float64_jit(static_argnames=("n", "mechanism", "view"))
-def _walk_kernel(walks, eps0, delta_cycle, delta_tilde, n, mechanism, view):
+@float64_jit(static_argnames=("n", "mechanism", "view", "group"))
+def _walk_kernel(walks, eps0, delta_cycle, delta_tilde, n, mechanism, view, group):
     T = walks.shape[1]
     nf = jnp.asarray(float(n))
     tables = _tables(T, nf, eps0, delta_cycle, mechanism, subsample=(view != "path_known"))
@@ -1191,14 +1237,19 @@ def _walk_kernel(walks, eps0, delta_cycle, delta_tilde, n, mechanism, view):
                                                         log1m_d0))(walks)
     else:
         rk = view == "receiver_known"
-        net, net_d = jax.vmap(lambda w: _hidden_one(w, n, tables, e0, log_inv_dt, log1m_d0, rk))(walks)
+        if group:
+            l1m = _group_delta_table(T, nf, eps0, delta_cycle, mechanism)
+        else:
+            l1m = jnp.where(jnp.arange(T + 1) > 0, log1m_d0, 0.0)
+        net, net_d = jax.vmap(lambda w: _hidden_one(w, n, tables, e0, log_inv_dt, log1m_d0, rk, l1m))(walks)
     counts = jax.vmap(lambda w: jnp.bincount(w, length=n))(walks).astype(jnp.float64)
     loc = _kov_from_sums(counts * e0[0], counts * e0[1], counts * e0[2], log_inv_dt)
     loc_d = -jnp.expm1(jnp.log1p(-delta_tilde) + counts * log1m_d0)
     return WalkLosses(net, net_d, loc, loc_d)
 
 
-def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="gaussian", view="hidden"):
+def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="gaussian", view="hidden",
+                        cycle_delta="group"):
     """Privacy loss of every ordered pair (u, v) from actual walks (Cyffers & Bellet Sec. 5.1, Fig. 1(b), Fig. 3).
 
     For observer v, the walk is cut at v's visits; the visit at time t closes a cycle of the m = t - t_prev - 1
@@ -1222,11 +1273,20 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
       appears j times costs the aggregate's eps with sensitivity j (eps_A(m) for j = 1; see
       :func:`_multi_eps` for j >= 2).
 
+    ``cycle_delta`` (hidden and receiver-known views): the epsilon of a cycle is Eq. 10 either way; its delta is
+    ``"paper"``: delta_cycle per cycle, as App. D states (delta_cycle <= delta_A), or ``"group"`` (default):
+    Balle, Barthe, Gaboardi 2018 Thm 10's full delta' = sum_k P(K = k) delta_k(eps_A), which also charges the
+    cycles where u is drawn K >= 2 times (sampling with replacement) with the base mechanism's group-privacy
+    delta (:func:`_group_delta_table`).  The paper omits these terms; with m ~ n they dominate (P(K >= 2) is
+    about 1/4), so the "group" delta is much larger than the paper's: that is the delta the epsilon is
+    actually supported with.
+
     The local-DP comparison (Fig. 1(b)) composes eps0 over each user's actual number of contributions with the
     same KOV bound.  Returns :class:`WalkLosses`; see :func:`summarize_walk_losses`.
     """
     V.one_of("mechanism", mechanism, ("gaussian", "histogram"))
     V.one_of("view", view, ("hidden", "receiver_known", "path_known"))
+    V.one_of("cycle_delta", cycle_delta, ("paper", "group"))
     nn = int(V.integer("n", n, minimum=2))
     e = float(V.positive("eps0", eps0))
     if mechanism == "gaussian" and e >= 1:
@@ -1242,7 +1302,8 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
     if w.min() < 0 or w.max() >= nn:
         raise ValueError(f"Expected walk entries in [0, n), got values in [{w.min()}, {w.max()}] with n={nn}.")
     with x64_scope():
-        return _walk_kernel(jnp.asarray(w, jnp.int32), _f64(e), _f64(dc), _f64(dp), nn, mechanism, view)
+        return _walk_kernel(jnp.asarray(w, jnp.int32), _f64(e), _f64(dc), _f64(dp), nn, mechanism, view,
+                            cycle_delta == "group")
 
 
 def summarize_walk_losses(losses):

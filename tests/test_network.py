@@ -542,3 +542,30 @@ def test_path_known_repeated_contributions_use_group_sensitivity():
     np.testing.assert_allclose(np.asarray(res.network[0]), ref, rtol=1e-10, atol=1e-14)
     # u = 1 appears 4 times in v = 0's last cycle (m = 5): sensitivity 4, past the classical regime
     assert 4 * 0.9 / math.sqrt(5) > 1
+
+
+def test_group_delta_table_matches_scipy():
+    import jax.numpy as jnp
+    from amplify_jax.numerics import x64_scope
+
+    n, eps0, d0, T = 50, 0.4, 1e-7, 200
+    with x64_scope():
+        tab = np.asarray(N._group_delta_table(T, jnp.asarray(float(n)), jnp.asarray(eps0), jnp.asarray(d0),
+                                              "gaussian"))
+    c0 = math.sqrt(2 * math.log(1.25 / d0))
+    for m in (1, 7, 49, 200):
+        ea = eps0 / math.sqrt(m)
+        ref = stats.binom.pmf(1, m, 1 / (n - 1)) * d0
+        for k in range(2, m + 1):
+            r = k * eps0 / (math.sqrt(m) * c0)
+            ref += stats.binom.pmf(k, m, 1 / (n - 1)) * gauss_delta(ea, r)
+        assert -math.expm1(tab[m]) == pytest.approx(ref, rel=1e-8, abs=1e-300)
+    assert tab[0] == 0.0
+    # the paper's per-cycle delta omits the K >= 2 terms: much smaller than the group delta
+    walks = N.sample_walks(0, n=6, T=80, num_walks=2)
+    kw = dict(n=6, eps0=0.4, delta_prime=1e-5, delta_cycle=1e-6)
+    g = N.walk_privacy_losses(walks, **kw)
+    p = N.walk_privacy_losses(walks, **kw, cycle_delta="paper")
+    np.testing.assert_array_equal(np.asarray(g.network), np.asarray(p.network))
+    off = ~np.eye(6, dtype=bool)
+    assert np.all(np.asarray(g.network_delta)[:, off] > np.asarray(p.network_delta)[:, off])
