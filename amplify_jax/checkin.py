@@ -109,27 +109,40 @@ def window_size(n, gamma, tail_tol=DEFAULT_TAIL_TOL) -> int:
     """The (static) number W of consecutive k summed exactly around n gamma, for a grid of (n, gamma).
 
     Bernstein's inequality, P(|k - n gamma| >= t) <= 2 exp(-t^2 / (2 (v + t/3))) with v = n gamma (1 - gamma),
-    gives t = L/3 + sqrt(L^2/9 + 2 L v), L = log(2 / tail_tol); W = 2t + 2 rounded up to a power of two
-    (at least 64, at most the power of two above max n), so that nearby grids share compiled code.
+    gives t = L/3 + sqrt(L^2/9 + 2 L v), L = log(2 / tail_tol); W = 2t + 2 rounded up to a multiple of a
+    quarter of the power of two below it (so nearby grids share compiled code, and at most 25% is wasted),
+    at least 64 and at most the power of two above max n.
     """
     n = np.asarray(n, dtype=np.float64)
     g = np.asarray(gamma, dtype=np.float64)
     v = float(np.max(n * g * (1.0 - g))) if n.size and g.size else 0.0
     L = math.log(2.0 / float(tail_tol))
     t = L / 3.0 + math.sqrt(L * L / 9.0 + 2.0 * L * v)
-    w = max(64, 1 << int(math.ceil(math.log2(2.0 * t + 2.0))))
+    x = 2.0 * t + 2.0
+    step = max(16, (1 << int(math.floor(math.log2(x)))) // 4)
+    w = max(64, int(math.ceil(x / step)) * step)
     cap = max(64, 1 << int(math.ceil(math.log2(float(np.max(n)) + 1.0))))
     return int(min(w, cap))
 
 
-def _binomial_log_excess(log_excess_fn, n, gamma, width: int):
+def _sum_plan(n, gamma, tail_tol=DEFAULT_TAIL_TOL):
+    """Static shape of a sum: (window size, number of geometric blocks needed to reach max n, in steps of 16)."""
+    n_max = float(np.max(np.asarray(n, dtype=np.float64)))
+    nb = int(np.searchsorted(_BLOCK_LO, n_max, side="right"))
+    nb = min(len(_BLOCK_LO), max(16, -(-nb // 16) * 16))
+    return (window_size(n, gamma, tail_tol), nb)
+
+
+def _binomial_log_excess(log_excess_fn, n, gamma, plan):
     """log of an upper bound on sum_{k>=1} Bin(k; n, gamma) (M_k - 1), shape batch + orders (jnp).
 
     ``log_excess_fn(k_lo, k_hi)`` returns, for arrays batch + (K,), an upper bound on log(M_k - 1) valid for
     every integer k in [k_lo, k_hi] (equality k_lo = k_hi for single terms), with shape batch + (K, A), where
     M_k = E[(p_k / q_k)^lambda] is the lambda-th moment of the k-participant round (M_k >= 1).  ``n`` and
-    ``gamma`` have the batch shape.  The k = 0 round reveals nothing (M_0 = 1) and contributes 0.
+    ``gamma`` have the batch shape.  The k = 0 round reveals nothing (M_0 = 1) and contributes 0.  ``plan`` is
+    the static (window size, number of blocks) of :func:`_sum_plan` (the blocks must reach max n).
     """
+    width, n_blocks = plan if isinstance(plan, tuple) else (plan, len(_BLOCK_LO))
     nb = n[..., None]
     gb = gamma[..., None]
     mu = n * gamma
@@ -141,8 +154,8 @@ def _binomial_log_excess(log_excess_fn, n, gamma, width: int):
     k_safe = jnp.where(valid, k_exact, 1.0)
 
     # Geometric blocks below and above the window, clipped to [HEAD + 1, start - 1] and [start + W, n].
-    blo = jnp.asarray(_BLOCK_LO)
-    bhi = jnp.asarray(_BLOCK_HI)
+    blo = jnp.asarray(_BLOCK_LO[:n_blocks])
+    bhi = jnp.asarray(_BLOCK_HI[:n_blocks])
     sb = start[..., None]
     lo = jnp.concatenate([jnp.broadcast_to(blo, n.shape + blo.shape), jnp.maximum(blo, sb + width)], axis=-1)
     hi = jnp.concatenate([jnp.minimum(bhi, sb - 1.0), jnp.minimum(bhi, nb)], axis=-1)
@@ -197,7 +210,7 @@ def binomial_weighted_rdp(log_excess_fn: Callable, orders, *, n, gamma, args=(),
     args = tuple(V.finite(f"args[{i}]", x) for i, x in enumerate(args))
     shape = V.broadcastable(n=nn, gamma=g, **{f"args[{i}]": x for i, x in enumerate(args)})
     b = lambda x: jnp.asarray(np.broadcast_to(np.asarray(x, dtype=np.float64), shape))  # noqa: E731
-    width = window_size(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), float(tol))
+    width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), float(tol))
     with x64_scope():
         return _generic_kernel(b(nn), b(g), jnp.asarray(a), tuple(b(x) for x in args), log_excess_fn, width)
 
@@ -354,7 +367,7 @@ def distributed_gaussian_rdp(orders, *, n, gamma, sigma, method="exact", chernof
             dgrid = _chernoff_grid(chernoff_delta, shape)
             return _gauss_eq11_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(sf), jnp.asarray(dgrid),
                                       alpha_int)
-        width = window_size(nf, gf, float(tol))
+        width = _sum_plan(nf, gf, float(tol))
         return _distributed_gaussian_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(sf), alpha_int, width,
                                             method == "exact_paper_rate")
 
@@ -515,7 +528,7 @@ def shuffled_gaussian_checkin_rdp(orders, *, n, gamma, sigma, tail_tol=DEFAULT_T
     shape = V.broadcastable(n=nn, gamma=g, sigma=s)
     nf = np.broadcast_to(nn.astype(np.float64), shape)
     gf = np.broadcast_to(g, shape)
-    width = window_size(nf, gf, float(tol))
+    width = _sum_plan(nf, gf, float(tol))
     with x64_scope():
         return _shuffled_gauss_checkin_kernel(jnp.asarray(nf), jnp.asarray(gf),
                                               jnp.asarray(np.broadcast_to(s, shape)), alpha_int, width)
@@ -616,7 +629,7 @@ def shuffled_checkin_upper_rdp(orders, *, n, gamma, eps0, method="exact", cherno
                 raise ValueError(f"Expected gamma > 0 for method='eq7', got gamma={np.min(gf)!r}.")
             dgrid = _chernoff_grid(chernoff_delta, shape)
             return _eq7_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(ef), jnp.asarray(dgrid), alpha_int)
-        width = window_size(nf, gf, float(tol))
+        width = _sum_plan(nf, gf, float(tol))
         return _shuffled_checkin_exact_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(ef), alpha_int, width)
 
 
@@ -904,7 +917,7 @@ def subsampled_shuffle_checkin_rdp(orders, *, n, gamma, eps0, delta0=0.0, shuffl
     tol = V.unit_open("tail_tol", tail_tol)
     shape = V.broadcastable(n=nn, gamma=g, eps0=e0, delta0=d0, shuffle_delta=ds)
     b = lambda x: jnp.asarray(np.broadcast_to(np.asarray(x, dtype=np.float64), shape))  # noqa: E731
-    width = window_size(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), float(tol))
+    width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), float(tol))
     with x64_scope():
         return _conversion_kernel(b(nn), b(g), b(e0), b(d0), b(ds), jnp.asarray(a), width)
 
@@ -993,7 +1006,7 @@ def distributed_gaussian_calibrate_sigma(*, n, gamma, rounds, epsilon, delta, or
     _check_n_max(nn)
     g = V.probability("gamma", gamma)
     shape = V.broadcastable(n=nn, gamma=g, rounds=t, epsilon=e, delta=d)
-    width = window_size(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), tail_tol)
+    width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), tail_tol)
     inv = invert_monotone(_cal_fn("sigma", alpha_int, width), e, args=(nn, g, t, np.log(d)),
                           lo=sigma_lo, hi=sigma_hi, feasible="above", rtol=rtol)
     return CheckinCalibration(inv.value, inv.achieved, inv.status)
@@ -1006,7 +1019,7 @@ def _variance_cap(glo, ghi):
 
 def _eps_on_points(gam, n, sigma, rounds, log_delta, alpha_int, tol):
     """eps after the rounds at every point (arrays of one shape), with one window for all (one compile)."""
-    width = window_size(n, gam, tol)
+    width = _sum_plan(n, gam, tol)
     with x64_scope():
         return np.asarray(_points_eps_kernel(*(jnp.asarray(x) for x in (gam, n, sigma, rounds, log_delta)),
                                              _cal_fn("gamma", alpha_int, width)))
@@ -1055,7 +1068,7 @@ def distributed_gaussian_max_gamma(*, n, sigma, rounds, epsilon, delta, orders=N
         idx = np.minimum(idx, gp - 2)
         lo = np.take_along_axis(grid, idx[..., None], -1)[..., 0]
         hi = np.take_along_axis(grid, idx[..., None] + 1, -1)[..., 0]
-    width = window_size(b(nn), _variance_cap(lo, hi), tail_tol)
+    width = _sum_plan(b(nn), _variance_cap(lo, hi), tail_tol)
     inv = invert_monotone(_cal_fn("gamma", alpha_int, width), e, args=(b(nn), b(s), b(t), np.log(b(d))),
                           lo=lo, hi=hi, feasible="below", rtol=rtol)
     return CheckinCalibration(inv.value, inv.achieved, inv.status)

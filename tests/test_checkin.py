@@ -64,14 +64,18 @@ def test_paper_rate_sum_matches_direct_sum():
 
 
 def test_tail_blocks_bound_the_rest_of_the_sum():
-    # A tolerance of 0.3 leaves a 128-wide window at sd ~ 20: the tails are bounded by blocks.
+    # Large tail tolerances leave small windows (sd ~ 20): the tails are then bounded by the geometric blocks,
+    # always from above, and the looser the window the larger the (safe) overshoot.
     n, gamma, sigma = 2000, 0.3, 1.0
-    assert C.window_size(n, gamma, 0.3) == 128
     ref = _direct_sum(_gauss_moments(n, sigma, np.arange(1, n + 1) / n), n, gamma)
-    loose = np.asarray(C.distributed_gaussian_rdp(ORDERS, n=n, gamma=gamma, sigma=sigma, tail_tol=0.3))
-    assert np.all(loose >= ref)
-    assert np.all(loose <= 1.05 * ref)
-    assert np.any(loose >= (1 + 1e-9) * ref)  # the blocks did contribute (the check is not vacuous)
+    over = []
+    for tol in (0.3, 0.01):
+        assert C.window_size(n, gamma, tol) <= 160
+        got = np.asarray(C.distributed_gaussian_rdp(ORDERS, n=n, gamma=gamma, sigma=sigma, tail_tol=tol))
+        assert np.all(got >= ref)
+        over.append(np.max(got / ref - 1))
+    assert over[0] < 0.15 and over[1] < 2e-3 and over[1] < over[0]
+    assert over[1] > 1e-9  # the blocks did contribute (the check is not vacuous)
 
 
 @pytest.mark.parametrize("n,gamma", [(1e4, 1e-3), (1e7, 1e-3), (1e9, 0.3), (5e3, 0.999)])
