@@ -456,7 +456,8 @@ def subsampled_cycle_epsilon(*, n, m, eps_aggregate):
 
     The token's change over a cycle is a mechanism A (epsilon eps_aggregate) applied to m users drawn
     uniformly with replacement among n: eps_cycle = log(1 + (1 - (1 - 1/n)^m)(e^eps_aggregate - 1)), with
-    delta_cycle <= delta_A as stated in App. D.  Gaussian aggregation of m contributions: eps_aggregate =
+    delta_cycle <= delta_A as stated in App. D -- Balle et al.'s Thm 10 adds the group-privacy deltas of
+    repeated draws (module docstring).  Gaussian aggregation of m contributions: eps_aggregate =
     eps0 / sqrt(m) (classical Gaussian mechanism, eps0 < 1).
     """
     nn = _n("n", n)
