@@ -68,7 +68,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
-from ..calibrate import invert_monotone_kernel, OK, INFEASIBLE, AT_LIMIT, NOT_MONOTONE
 from ..numerics import float64_jit, x64_scope
 from . import _binomial as B
 
@@ -362,12 +361,17 @@ def _delta_exact_point(eps, n, d, T, sigma, *, Wm, Wj, WJt, Ws, tail_sd):
 def _delta_exact(eps, n, d, T, sigma, *, Wm, Wj, WJt, Ws, tail_sd):
     shape = jnp.broadcast_shapes(eps.shape, n.shape, d.shape, T.shape, sigma.shape)
     flat = [jnp.broadcast_to(x, shape).reshape(-1) for x in (eps, n, d, T, sigma)]
-    f = partial(_delta_exact_point, Wm=Wm, Wj=Wj, WJt=WJt, Ws=Ws, tail_sd=tail_sd)
-    # Batches of points under vmap, sized to keep the per-point tables within ~256 MiB.
+    f = jax.vmap(partial(_delta_exact_point, Wm=Wm, Wj=Wj, WJt=WJt, Ws=Ws, tail_sd=tail_sd))
+    # Batches of points under vmap, sized to keep the per-point tables within ~256 MiB; the batch is padded
+    # to a whole number of batches so that the body is traced once.
+    size = flat[0].shape[0]
     per_point = 8 * 12 * (Wm * Wj + WJt * Ws)
-    batch = int(max(1, min(flat[0].shape[0], (256 << 20) // per_point)))
-    out = jax.lax.map(lambda a: f(*a), tuple(flat), batch_size=batch)
-    return out.reshape(shape)
+    batch = int(max(1, min(size, (256 << 20) // per_point)))
+    nb = -(-size // batch)
+    pad = nb * batch - size
+    flat = [jnp.concatenate([x, jnp.broadcast_to(x[:1], (pad,))]).reshape(nb, batch) for x in flat]
+    out = jax.lax.map(lambda a: f(*a), tuple(flat))
+    return out.reshape(-1)[:size].reshape(shape)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -508,48 +512,76 @@ EPS_SEARCH_CAP = 50.0
 _EPS_FLOOR = 1e-12
 
 
+def _bisect_eps(fn, target, hi, rtol, max_iter=200):
+    """Smallest eps in [1e-12, hi] with fn(eps) <= target, for a batch, with ONE traced instance of fn.
+
+    The same contract as ``amplify_jax.calibrate.invert_monotone`` (feasible endpoint, geometric bisection
+    to relative width rtol) -- written here so that the expensive delta kernels are traced once per
+    inversion (the core's kernel traces fn at both ends, in the loop and in the re-check: five copies,
+    which made the exact kernel's compilation several times slower).  Iteration 0 evaluates fn at hi
+    (reachable at all?), iteration 1 at the floor (feasible everywhere?); every returned value is a point
+    where fn was evaluated and found <= target, so ``achieved`` is that evaluation (no separate re-check).
+    Returns (eps, reachable, achieved).
+    """
+    floor = jnp.full_like(target, _EPS_FLOOR)
+
+    def cond(st):
+        it, lo, hi_, ach, reach = st
+        wide = jnp.log(hi_) - jnp.log(lo) > jnp.log1p(rtol)
+        return (it < 2) | ((it < max_iter) & jnp.any(reach & wide))
+
+    def body(st):
+        it, lo, hi_, ach, reach = st
+        x = jnp.where(it == 0, hi_, jnp.where(it == 1, floor, jnp.sqrt(lo * hi_)))
+        v = fn(x)
+        ok = (v <= target) & ~jnp.isnan(v)
+        reach = jnp.where(it == 0, ok, reach)
+        active = reach & (jnp.log(hi_) - jnp.log(lo) > jnp.log1p(rtol))
+        take = (it == 0) | (active & ok)
+        hi_new = jnp.where(take & ((it > 0) | ok), x, hi_)
+        ach = jnp.where(take, v, ach)
+        lo_new = jnp.where((it > 0) & active & ~ok, x, lo)
+        # At the floor and feasible: collapse the bracket there.
+        lo_new = jnp.where((it == 1) & ok, x, lo_new)
+        return it + 1, lo_new, hi_new, ach, reach
+
+    st = (0, floor, hi, jnp.ones_like(target), jnp.zeros(target.shape, bool))
+    _, lo, hi_, ach, reach = jax.lax.while_loop(cond, body, st)
+    return hi_, reach, ach
+
+
 @float64_jit(static_argnames=("method", "kind", "Wm", "Wj", "WJt", "Ws", "tail_sd"))
 def _eps_kernel(method, kind, delta, n, d, eps0, k, sigma, rtol, *, Wm, Wj, WJt, Ws, tail_sd):
-    def fn(x, n, d, eps0, k, sigma):
+    def fn(x):
         if method == "exact":
             return _delta_exact(x, n, d, k, sigma, Wm=Wm, Wj=Wj, WJt=WJt, Ws=Ws, tail_sd=tail_sd)
         return _delta_concentration(method, kind, x, n, d, eps0, k, sigma, Wm=Wm, tail_sd=tail_sd)
 
-    hi = jnp.minimum(eps0, EPS_SEARCH_CAP)
-    hi = jnp.maximum(hi, 2.0 * _EPS_FLOOR)
-    inv = invert_monotone_kernel(fn, delta, (n, d, eps0, k, sigma), _EPS_FLOOR, hi, above=True, rtol=rtol,
-                                 integer=False)
-    return _finish_inversion(inv, eps0)
-
-
-def _finish_inversion(inv, eps0):
-    """OK / AT_LIMIT (feasible already at the 1e-12 floor): the feasible endpoint; otherwise fall back to eps0."""
-    ok = (inv.status == OK) | (inv.status == AT_LIMIT)
-    eps = jnp.where(ok, inv.value, eps0)
-    return BlanketEpsilon(eps, ~ok, inv.achieved)
+    hi = jnp.maximum(jnp.minimum(eps0, EPS_SEARCH_CAP), 2.0 * _EPS_FLOOR)
+    eps, reach, ach = _bisect_eps(fn, delta, hi, rtol)
+    return BlanketEpsilon(jnp.where(reach, eps, eps0), ~reach, ach)
 
 
 @float64_jit(static_argnames=("samples",))
 def _mc_eps_kernel(key, key_check, delta, n, d, eps0, k, sigma, alpha, rtol, *, samples):
-    def fn(x, n, d, k, sigma, alpha):
+    def fn(x):
         return _delta_mc(key, x, n, d, k, sigma, alpha, samples=samples)[1]
 
     hi = jnp.maximum(jnp.minimum(eps0, EPS_SEARCH_CAP), 2.0 * _EPS_FLOOR)
-    inv = invert_monotone_kernel(fn, delta, (n, d, k, sigma, alpha), _EPS_FLOOR, hi, above=True, rtol=rtol,
-                                 integer=False)
+    eps, reach, _ = _bisect_eps(fn, delta, hi, rtol)
     # Re-check with an independent key: the bisection chose eps with the first sample.
-    check = _delta_mc(key_check, inv.value, n, d, k, sigma, alpha, samples=samples)[1]
-    ok = ((inv.status == OK) | (inv.status == AT_LIMIT)) & (check <= delta)
-    eps = jnp.where(ok, inv.value, eps0)
-    return BlanketEpsilon(eps, ~ok, jnp.where(ok, check, jnp.minimum(check, 1.0)))
+    check = _delta_mc(key_check, eps, n, d, k, sigma, alpha, samples=samples)[1]
+    ok = reach & (check <= delta)
+    return BlanketEpsilon(jnp.where(ok, eps, eps0), ~ok, check)
 
 
 def blanket_epsilon(delta, *, n, randomizer, dummies=0, method="hoeffding", key=None, confidence=0.95,
                     samples=5000, rtol=1e-9, tail_sd=DEFAULT_TAIL_SD) -> BlanketEpsilon:
     """The smallest eps with delta(eps) <= delta (Ladjel Thm 5 / Balle et al. 2019), by the core's inversion.
 
-    Bisection on eps in [1e-12, eps0] (eps0 the local guarantee; capped at 50 when infinite) returning the
-    feasible endpoint (relative width ``rtol``) and re-checking it.  Where even eps0 does not reach delta
+    Geometric bisection on eps in [1e-12, eps0] (eps0 the local guarantee; capped at 50 when infinite)
+    returning the feasible endpoint (relative width ``rtol``), the contract of the core's
+    ``invert_monotone`` (see ``_bisect_eps`` for why it is re-implemented here).  Where even eps0 does not reach delta
     the result falls back to the local guarantee eps0 (inf for the target randomizer with sigma = 0) with
     ``fallback=True``.  Monte Carlo: the bisection uses ``key`` (common random numbers), and the returned
     eps is re-checked with an independent key split from it; a failed re-check also falls back.
