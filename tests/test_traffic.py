@@ -194,6 +194,28 @@ def test_hoeffding_closed_form_sigma_zero():
     assert got == pytest.approx(ref, rel=1e-12)
 
 
+def test_hoeffding_theorem4_sigma_positive_corrected_form():
+    # Thm 4 (sigma > 0) in the paper's own m-form, with a = e^eps - 1 and b = (1 - sigma) T (1 + e^eps)
+    eps, T, n, s, d = 2.0, 4, 60, 0.1, 200
+    mp.mp.dps = 30
+    a, b = mp.expm1(eps), (1 - mp.mpf(s)) * T * (1 + mp.e**eps)
+    tot = mp.mpf(0)
+    for m in range(1, n + 1):
+        tot += mp.mpf(m) / (m + d) * mp.binomial(n, m) * mp.mpf(s) ** m * (1 - mp.mpf(s)) ** (n - m) \
+            * b**2 / (4 * a) * mp.e ** (-2 * (m + d) * a**2 / b**2)
+    ref = float(tot / (s * n))
+    got = float(tr.scrambler_delta(eps, targets=T, n=n, sampling=s, dummies=d, method="hoeffding").delta)
+    assert ref < 0.5  # the E[L_+] cap is not active here
+    assert got >= ref and got == pytest.approx(ref, rel=1e-9)
+
+
+def test_extreme_eps_no_nan():
+    for m in ("hoeffding", "bennett", "exact"):
+        for e in (0.0, 800.0):
+            r = float(tr.scrambler_delta(e, targets=5, n=6, sampling=0.0, dummies=3, method=m).delta)
+            assert np.isfinite(r) and 0.8**3 <= r <= 1.0
+
+
 def test_monte_carlo_upper_confidence_bound(exact_grid):
     sel = np.array([0, 1, 3, 5])
     for seed in range(2):
@@ -206,8 +228,9 @@ def test_monte_carlo_upper_confidence_bound(exact_grid):
 
 def test_local_guarantee_zeroes_delta():
     eps0 = math.log1p(0.8 * 20 / 0.2)
-    r = tr.scrambler_delta([eps0 * 0.999, eps0], targets=20, n=100, sampling=0.2, dummies=50, method="bennett")
-    assert not bool(r.local[0]) and bool(r.local[1]) and float(r.delta[1]) == 0.0
+    below = tr.scrambler_delta(eps0 * 0.999, targets=20, n=100, sampling=0.2, dummies=50, method="bennett")
+    at = tr.scrambler_delta(eps0, targets=20, n=100, sampling=0.2, dummies=50, method="bennett")
+    assert not bool(below.local) and bool(at.local) and float(at.delta) == 0.0
 
 
 @settings(max_examples=20)
