@@ -50,7 +50,7 @@ def main():
     ax2.set_ylabel("|ln c1(O) / c2(O)|")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower left", framealpha=0.9)
+    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=4)
     ax.set_title(f"Fig. 6 rerun: T = {T}, sigma = {SIGMA}, d = {D}, n = {N}, {RUNS:,} runs per input "
                  f"({int((~finite).sum())} outputs seen under one input only)", fontsize=9)
     fig.tight_layout()
