@@ -181,6 +181,23 @@ def _binomial_log_excess(log_excess_fn, n, gamma, plan):
     return logsumexp(terms, axis=-2)
 
 
+#: Points of a parameter grid evaluated together by the exact sums (larger grids are looped over with
+#: ``lax.map``, so the batch + (K, orders, j) intermediate stays in cache instead of growing with the grid).
+_MAP_BATCH = 4
+
+
+def _map_batch(fn, arrays):
+    """fn over the broadcast batch of ``arrays`` (a tuple), in chunks of _MAP_BATCH points (jnp)."""
+    arrays = jnp.broadcast_arrays(*arrays)
+    shape = arrays[0].shape
+    size = int(np.prod(shape))
+    if size <= _MAP_BATCH:
+        return fn(arrays)
+    flat = tuple(a.reshape(size) for a in arrays)
+    out = jax.lax.map(lambda x: fn(x), flat, batch_size=_MAP_BATCH)
+    return out.reshape(shape + out.shape[1:])
+
+
 def _finish_rdp(log_excess, alpha):
     """RDP = log(1 + S) / (alpha - 1), with the relative safety margin."""
     return jnp.logaddexp(0.0, log_excess) / (alpha - 1.0) * (1.0 + _SAFETY_REL)
@@ -315,14 +332,18 @@ def _gauss_fn(alpha_int, amax, paper_rate):
 
 def _distributed_gaussian_log_excess(n, gamma, sigma, alpha_int, width, paper_rate=False):
     """jnp: log of the Eq. 5 excess for distributed check-in with the Gaussian mechanism (batch + orders)."""
-    n, gamma, sigma = jnp.broadcast_arrays(n, gamma, sigma)
     amax = max(alpha_int)
     f = _gauss_fn(alpha_int, amax, paper_rate)
-    if paper_rate:
-        fn = lambda lo, hi: f(lo, hi, gamma, sigma)  # noqa: E731
-    else:
-        fn = lambda lo, hi: f(lo, hi, n, sigma)  # noqa: E731
-    return _binomial_log_excess(fn, n, gamma, width)
+
+    def one(x):
+        n, gamma, sigma = x
+        if paper_rate:
+            fn = lambda lo, hi: f(lo, hi, gamma, sigma)  # noqa: E731
+        else:
+            fn = lambda lo, hi: f(lo, hi, n, sigma)  # noqa: E731
+        return _binomial_log_excess(fn, n, gamma, width)
+
+    return _map_batch(one, (n, gamma, sigma))
 
 
 @float64_jit(static_argnames=("alpha_int", "width", "paper_rate"))
@@ -330,6 +351,8 @@ def _distributed_gaussian_kernel(n, gamma, sigma, alpha_int, width, paper_rate=F
     alpha = jnp.asarray(alpha_int, dtype=jnp.float64)
     lex = _distributed_gaussian_log_excess(n, gamma, sigma, alpha_int, width, paper_rate)
     return _finish_rdp(lex, alpha)
+
+
 
 
 def distributed_gaussian_rdp(orders, *, n, gamma, sigma, method="exact", chernoff_delta=None,
@@ -505,10 +528,15 @@ def _shuffled_gauss_checkin_log_excess(k_lo, k_hi, n, log_c, *, alpha_int, amax)
 @float64_jit(static_argnames=("alpha_int", "width"))
 def _shuffled_gauss_checkin_kernel(n, gamma, sigma, alpha_int, width):
     amax = max(alpha_int)
-    log_c = _shuffle_gauss_log_c(sigma, amax)
-    fn = functools.partial(_shuffled_gauss_checkin_log_excess, n=n, log_c=log_c, alpha_int=alpha_int,
-                           amax=amax)
-    lex = _binomial_log_excess(fn, n, gamma, width)
+
+    def one(x):
+        n, gamma, sigma = x
+        log_c = _shuffle_gauss_log_c(sigma, amax)
+        fn = functools.partial(_shuffled_gauss_checkin_log_excess, n=n, log_c=log_c, alpha_int=alpha_int,
+                               amax=amax)
+        return _binomial_log_excess(fn, n, gamma, width)
+
+    lex = _map_batch(one, (n, gamma, sigma))
     return _finish_rdp(lex, jnp.asarray(alpha_int, dtype=jnp.float64))
 
 
@@ -581,8 +609,12 @@ def _girgis_checkin_log_excess(k_lo, k_hi, n, eps0, *, alpha_int):
 
 @float64_jit(static_argnames=("alpha_int", "width"))
 def _shuffled_checkin_exact_kernel(n, gamma, eps0, alpha_int, width):
-    fn = functools.partial(_girgis_checkin_log_excess, n=n, eps0=eps0, alpha_int=alpha_int)
-    lex = _binomial_log_excess(fn, n, gamma, width)
+    def one(x):
+        n, gamma, eps0 = x
+        fn = functools.partial(_girgis_checkin_log_excess, n=n, eps0=eps0, alpha_int=alpha_int)
+        return _binomial_log_excess(fn, n, gamma, width)
+
+    lex = _map_batch(one, (n, gamma, eps0))
     return _finish_rdp(lex, jnp.asarray(alpha_int, dtype=jnp.float64))
 
 
@@ -878,9 +910,13 @@ def _conversion_log_excess(k_lo, k_hi, n, eps0, delta0, shuffle_delta, alpha):
 
 @float64_jit(static_argnames=("width",))
 def _conversion_kernel(n, gamma, eps0, delta0, shuffle_delta, alpha, width):
-    fn = functools.partial(_conversion_log_excess, n=n, eps0=eps0, delta0=delta0, shuffle_delta=shuffle_delta,
-                           alpha=alpha)
-    lex = _binomial_log_excess(fn, n, gamma, width)
+    def one(x):
+        n, gamma, eps0, delta0, shuffle_delta = x
+        fn = functools.partial(_conversion_log_excess, n=n, eps0=eps0, delta0=delta0, shuffle_delta=shuffle_delta,
+                               alpha=alpha)
+        return _binomial_log_excess(fn, n, gamma, width)
+
+    lex = _map_batch(one, (n, gamma, eps0, delta0, shuffle_delta))
     # delta of the round: sum_k Bin(k) (k/n) delta_k <= gamma max(delta_s, delta0); the decomposition of each
     # conditional pair reweights the k-marginal by at most 1/(1 - delta), hence the extra log term.
     dbar = gamma * jnp.where(delta0 > 0, delta0, shuffle_delta)

@@ -396,7 +396,7 @@ def test_calibrate_sigma_is_feasible_and_minimal():
     assert np.all(at <= [2.0, 4.0]) and np.all(below > [2.0, 4.0])
 
 
-def test_max_rounds_and_max_gamma():
+def test_max_rounds():
     kw = dict(n=200, sigma=1.0, delta=1e-5, orders=ORDERS)
     r = C.distributed_gaussian_max_rounds(gamma=0.1, epsilon=[3.0, 6.0, 0.01], **kw)
     t = np.asarray(r.value)
@@ -404,6 +404,11 @@ def test_max_rounds_and_max_gamma():
     e_at = np.asarray(C.distributed_gaussian_epsilon(gamma=0.1, rounds=t[:2], **kw).epsilon)
     e_next = np.asarray(C.distributed_gaussian_epsilon(gamma=0.1, rounds=t[:2] + 1, **kw).epsilon)
     assert np.all(e_at <= [3.0, 6.0]) and np.all(e_next > [3.0, 6.0])
+
+
+@pytest.mark.slow
+def test_max_gamma_is_feasible_and_maximal():
+    kw = dict(n=200, sigma=1.0, delta=1e-5, orders=ORDERS)
     g = C.distributed_gaussian_max_gamma(rounds=20, epsilon=4.0, gamma_hi=0.5, grid_points=9, **kw)
     assert int(g.status) == 0
     gv = float(g.value)
