@@ -46,8 +46,7 @@ CALIBRATION_ORDERS = np.array(
 
 class Calibration(NamedTuple):
     sigma: jax.Array  #: the minimal noise multiplier found (feasible side)
-    epsilon: jax.Array  #: eps achieved at that sigma, re-computed with the full accountant
-    order: jax.Array  #: the optimal order at that sigma
+    epsilon: jax.Array  #: eps achieved at that sigma, computed with the full accountant (the re-check)
     status: jax.Array  #: calibrate.OK / INFEASIBLE / AT_LIMIT / NOT_MONOTONE
 
 
@@ -127,7 +126,11 @@ class _SGMAtOrder:
 def _n_panels(sigma, orders):
     from ._subsampled_gaussian import choose_n_panels
 
-    return choose_n_panels(np.asarray(sigma), np.asarray(orders))
+    s = np.unique(np.asarray(sigma, dtype=np.float64).ravel())
+    a = np.asarray(orders, dtype=np.float64).ravel()
+    # the continuous search may evaluate any order between the grid's neighbours (and up to 4x its top)
+    a = np.unique(np.concatenate([a, [a.min(), min(1 + 4 * (a.max() - 1), 4096.0)]]))
+    return choose_n_panels(s[:, None], a[None, :])
 
 
 def _dpsgd_eps_kernel(curve, at_order, sigma, q, steps, log_delta, method, refine):
@@ -210,34 +213,81 @@ class _DPSGDFullEps(_DPSGDGridEps):
         return _dpsgd_eps_kernel(self.curve, self.at_order, sigma, q, steps, log_delta, self.method, True)[0]
 
 
+class _DPSGDLocalEps:
+    """eps on the 5 grid orders around a given centre index, then the continuous refinement (20 steps).
+
+    Any order gives a valid bound and the golden-section minimum never increases with more steps, so this
+    eps is never below the full accountant's (:func:`dpsgd_epsilon`): a sigma feasible for it is feasible
+    for the full accountant.  Near the answer the full accountant's best grid order lies in the window, and
+    then the two agree to the refinement's tolerance.  Hashable (static).
+    """
+
+    def __init__(self, curve, at_order, method, n_iter=20, half_width=2):
+        self.curve, self.at_order, self.method, self.n_iter, self.half_width = curve, at_order, method, n_iter, half_width
+
+    def _key(self):
+        return (self.curve, self.at_order, self.method, self.n_iter, self.half_width, "local")
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __eq__(self, other):
+        return isinstance(other, _DPSGDLocalEps) and self._key() == other._key()
+
+    def __call__(self, sigma, q, steps, log_delta, center):
+        from ._subsampled_gaussian import log_a_minus_one_fractional
+        from .conversions import _neighbour_bracket
+
+        orders = jnp.asarray(self.curve.orders)
+        n = orders.shape[0]
+        offs = jnp.arange(-self.half_width, self.half_width + 1)
+        idx = jnp.clip(center.astype(jnp.int32)[..., None] + offs, 0, n - 1)
+        alpha = orders[idx]
+        kw = {} if self.curve.n_panels is None else {"n_panels": self.curve.n_panels}
+        log_am1 = log_a_minus_one_fractional(q[..., None], sigma[..., None], alpha, **kw)
+        grid = steps[..., None] * jnp.logaddexp(0.0, log_am1) / (alpha - 1.0)
+        e = rdp_epsilon_terms(alpha, grid, log_delta[..., None], self.method)
+        j = jnp.argmin(e, axis=-1)
+        best = jnp.take_along_axis(e, j[..., None], -1)[..., 0]
+        gidx = jnp.take_along_axis(idx, j[..., None], -1)[..., 0]
+        lo, hi = _neighbour_bracket(orders, gidx)
+        eps, _ = refine_order(self.at_order, best, orders[gidx], lo, hi, log_delta, (q, sigma, steps), self.method,
+                              self.n_iter)
+        return eps
+
+
 @float64_jit(static_argnames=("coarse", "full", "rtol_static"))
 def _calibrate_jit(target, q, steps, log_delta, lo, hi, coarse, full, rtol_static):
-    # Stage 1: bisection with the coarse-grid accountant (its eps >= the full accountant's: its answer is safe).
+    """Three stages, each a while_loop over the whole batch:
+
+    1. Illinois steps with the coarse-grid accountant to relative 1e-3 (its eps is never below the full
+       accountant's, so its answer is feasible for the full accountant);
+    2. the best order of the full grid at that answer;
+    3. Illinois steps with the local accountant around that order (eps never below the full accountant's)
+       between the range's lower end and the stage-1 answer, to ``rtol``.
+    """
     st1 = invert_monotone_kernel(coarse, target, (q, steps, log_delta), lo, hi, above=True, rtol=1e-3,
-                                 integer=False)
-    # Stage 2: the full accountant (grid + continuous order) on a bracket below the stage-1 answer.
-    upper = st1.value
-    lower = jnp.maximum(lo, upper * 0.8)
-    st2 = invert_monotone_kernel(full, target, (q, steps, log_delta), lower, upper, above=True,
-                                 rtol=rtol_static, integer=False)
-    # If the bracket's lower end is already feasible, the answer lies below it: search the whole range.
-    st3 = invert_monotone_kernel(full, target, (q, steps, log_delta), lo, upper, above=True,
-                                 rtol=rtol_static, integer=False)
-    redo = st2.status == 2  # AT_LIMIT: lower end feasible
-    value = jnp.where(redo, st3.value, st2.value)
-    status = jnp.where(redo, st3.status, st2.status)
-    status = jnp.where(st1.status == INFEASIBLE, INFEASIBLE, status)
-    value = jnp.where(st1.status == INFEASIBLE, hi, value)
-    eps, order = _dpsgd_eps_kernel(full.curve, full.at_order, value, q, steps, log_delta, full.method, True)
-    return value, eps, order, status
+                                 integer=False, illinois=True)
+    e = rdp_epsilon_terms(jnp.asarray(full.curve.orders), steps[..., None] * full.curve(q, st1.value),
+                          log_delta[..., None], full.method)
+    center = jnp.argmin(e, axis=-1).astype(jnp.float64)
+    local = _DPSGDLocalEps(full.curve, full.at_order, full.method)
+    st2 = invert_monotone_kernel(local, target, (q, steps, log_delta, center), lo, st1.value, above=True,
+                                 rtol=rtol_static, integer=False, illinois=True)
+    value = jnp.where(st1.status == INFEASIBLE, hi, st2.value)
+    status = jnp.where(st1.status == INFEASIBLE, INFEASIBLE, st2.status)
+    # The re-check: st2.achieved is eps at the returned sigma, computed by the local accountant, which is
+    # never below the full accountant's.
+    eps = jnp.where(st1.status == INFEASIBLE, st1.achieved, st2.achieved)
+    return value, eps, status
 
 
 def dpsgd_calibrate_sigma(
-    *, target_epsilon, q, steps, delta, orders=None, method="balle2020", rtol=1e-6, sigma_range=(1e-2, 1e4)
+    *, target_epsilon, q, steps, delta, orders=None, method="balle2020", rtol=1e-6, sigma_range=(0.05, 2e3)
 ) -> Calibration:
     """Minimal noise multiplier sigma with ``dpsgd_epsilon(sigma, q, steps, delta) <= target_epsilon``.
 
-    Batched over all numeric arguments.  Returns (sigma, epsilon, order, status): sigma is on the feasible
+    Batched over all numeric arguments.  Returns (sigma, epsilon, status): sigma is on the feasible
     side (re-checked: epsilon <= target), within ``rtol`` of the boundary of the accountant used by
     :func:`dpsgd_epsilon` with the same orders.  Targets no sigma in ``sigma_range`` meets get status
     INFEASIBLE (sigma = the range's upper end), never NaN.
@@ -253,13 +303,14 @@ def dpsgd_calibrate_sigma(
     r = float(V.positive("rtol", rtol))
     shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
     a = np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
-    n_panels = _n_panels(np.array([lo, hi]), np.concatenate([a, CALIBRATION_ORDERS]))
+    # the bisection visits any sigma of the range: size the quadrature for a dense grid of it
+    n_panels = _n_panels(np.geomspace(lo, hi, 97), np.concatenate([a, CALIBRATION_ORDERS]))
     full = _DPSGDFullEps(SGMCurve(a, n_panels), _SGMAtOrder(n_panels), method)
     coarse = _DPSGDGridEps(SGMCurve(CALIBRATION_ORDERS, n_panels), method)
     with x64_scope():
         b = lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float64), shape)  # noqa: E731
-        value, eps, order, status = _calibrate_jit(b(e), b(qq), b(t), b(np.log(d)), b(lo), b(hi), coarse, full, r)
-        return Calibration(value, eps, order, status)
+        value, eps, status = _calibrate_jit(b(e), b(qq), b(t), b(np.log(d)), b(lo), b(hi), coarse, full, r)
+        return Calibration(value, eps, status)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -157,22 +157,25 @@ def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, 
     b = jnp.log(hi - 1.0)
     c = b - _GOLDEN * (b - a)
     d = a + _GOLDEN * (b - a)
-    fc, fd = f(c), f(d)
+    inf = jnp.full(jnp.shape(c), jnp.inf)
 
-    def body(_, s):
+    def body(it, s):
+        # iterations 0 and 1 evaluate the starting points c and d; then one golden-section step each
+        # (f is traced once, which keeps compilation cheap for large curves).
         a, b, c, d, fc, fd = s
         left = fc <= fd  # minimum in [a, d]
         na = jnp.where(left, a, c)
         nb = jnp.where(left, d, b)
         nc = jnp.where(left, nb - _GOLDEN * (nb - na), d)
         nd = jnp.where(left, c, na + _GOLDEN * (nb - na))
-        x = jnp.where(left, nc, nd)
+        x = jnp.where(it == 0, c, jnp.where(it == 1, d, jnp.where(left, nc, nd)))
         fx = f(x)
-        nfc = jnp.where(left, fx, fd)
-        nfd = jnp.where(left, fc, fx)
-        return na, nb, nc, nd, nfc, nfd
+        step = it >= 2
+        return (jnp.where(step, na, a), jnp.where(step, nb, b), jnp.where(step, nc, c), jnp.where(step, nd, d),
+                jnp.where(it == 0, fx, jnp.where(step, jnp.where(left, fx, fd), fc)),
+                jnp.where(it == 1, fx, jnp.where(step, jnp.where(left, fc, fx), fd)))
 
-    a, b, c, d, fc, fd = jax.lax.fori_loop(0, n_iter, body, (a, b, c, d, fc, fd))
+    a, b, c, d, fc, fd = jax.lax.fori_loop(0, n_iter + 2, body, (a, b, c, d, inf, inf))
     t_best = jnp.where(fc <= fd, c, d)
     e_best = jnp.minimum(fc, fd)
     better = e_best < best_eps

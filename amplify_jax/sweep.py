@@ -85,17 +85,17 @@ def _calibrate_kernel_factory(opts):
 
     orders = np.sort(np.asarray(opts.get("orders", DEFAULT_ORDERS), dtype=np.float64))
     method = opts.get("method", "balle2020")
-    lo, hi = opts.get("sigma_range", (1e-2, 1e4))
-    n_panels = _n_panels(np.array([lo, hi]), np.concatenate([orders, CALIBRATION_ORDERS]))
+    lo, hi = opts.get("sigma_range", (0.05, 2e3))
+    n_panels = _n_panels(np.geomspace(lo, hi, 97), np.concatenate([orders, CALIBRATION_ORDERS]))
     full = _DPSGDFullEps(SGMCurve(orders, n_panels), _SGMAtOrder(n_panels), method)
     coarse = _DPSGDGridEps(SGMCurve(CALIBRATION_ORDERS, n_panels), method)
     rtol = float(opts.get("rtol", 1e-6))
 
     def kernel(target_epsilon, q, steps, delta):
         f = _calibrate_jit.__wrapped__ if hasattr(_calibrate_jit, "__wrapped__") else _calibrate_jit
-        value, eps, order, status = f(target_epsilon, q, steps, jnp.log(delta), jnp.full_like(q, lo),
-                                      jnp.full_like(q, hi), coarse, full, rtol)
-        return value, eps, order, status.astype(jnp.float64)
+        value, eps, status = f(target_epsilon, q, steps, jnp.log(delta), jnp.full_like(q, lo),
+                               jnp.full_like(q, hi), coarse, full, rtol)
+        return value, eps, status.astype(jnp.float64)
 
     return kernel
 
@@ -109,7 +109,7 @@ QUANTITIES = {
     ),
     "calibrate": Quantity(
         params=("target_epsilon", "q", "steps", "delta"),
-        outputs=("sigma", "epsilon", "order", "status"),
+        outputs=("sigma", "epsilon", "status"),
         validators={"target_epsilon": V.positive, "q": V.probability, "steps": V.nonnegative,
                     "delta": V.unit_open},
         make_kernel=_calibrate_kernel_factory,

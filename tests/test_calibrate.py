@@ -43,3 +43,17 @@ def test_round_trip(c, t):
         v = float(r.value)
         assert c / v <= t
         assert c / (v * (1 - 1e-7)) > t * (1 - 1e-12)
+
+
+def smooth(x, c):
+    return c / x**2 + 0.1 * c / x
+
+
+@given(c=st.floats(1e-2, 1e2), t=st.floats(1e-2, 1e2))
+def test_illinois_same_answer_as_bisection(c, t):
+    a = K.invert_monotone(smooth, t, args=(c,), lo=1e-4, hi=1e4, rtol=1e-9)
+    b = K.invert_monotone(smooth, t, args=(c,), lo=1e-4, hi=1e4, rtol=1e-9, method="illinois")
+    assert int(a.status) == int(b.status)
+    if int(a.status) == K.OK:
+        assert smooth(float(b.value), c) <= t
+        assert abs(float(a.value) / float(b.value) - 1) <= 2e-9

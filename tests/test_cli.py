@@ -1,0 +1,109 @@
+"""The command-line contract, through the installed console script."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import amplify_jax as aj
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("jaxcache")
+    exe = shutil.which("amplify-jax")
+    base = [exe] if exe else [sys.executable, "-m", "amplify_jax.cli"]
+
+    def _run(*args, cwd=None):
+        env = {**os.environ, "AMPLIFY_JAX_CACHE": str(cache)}
+        env.pop("XLA_FLAGS", None)
+        return subprocess.run(base + list(args), capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+
+    return _run
+
+
+def test_epsilon_json_single_and_grid(run):
+    out = run("epsilon", "--mechanism", "poisson-gaussian", "--sigma", "1.1", "--q", "0.01", "--steps", "1000",
+              "--delta", "1e-5", "--json")
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert set(payload) == {"epsilon", "order"} and len(payload["epsilon"]) == 1
+    ref = aj.dpsgd_epsilon(sigma=1.1, q=0.01, steps=1000, delta=1e-5)
+    assert abs(payload["epsilon"][0] - float(ref.epsilon)) < 1e-12
+    out = run("epsilon", "--sigma", "0.5:5:4", "--q", "0.01,0.02", "--steps", "1000", "--delta", "1e-5", "--json")
+    assert out.returncode == 0, out.stderr
+    eps = json.loads(out.stdout)["epsilon"]
+    assert len(eps) == 8
+    # row-major over (sigma, q): eps decreases along sigma for each q
+    grid = np.array(eps).reshape(4, 2)
+    assert np.all(np.diff(grid, axis=0) < 0) and np.all(grid[:, 1] > grid[:, 0])
+
+
+def test_epsilon_table(run):
+    out = run("epsilon", "--sigma", "1,2", "--q", "0.01", "--steps", "100", "--delta", "1e-5")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert "epsilon" in lines[0] and len(lines) == 3
+
+
+def test_rdp_json(run):
+    out = run("rdp", "--mechanism", "poisson-gaussian", "--sigma", "1", "--q", "0.1", "--orders", "1.5,2,32", "--json")
+    assert out.returncode == 0, out.stderr
+    rdp = json.loads(out.stdout)["rdp"]
+    assert len(rdp) == 1 and len(rdp[0]) == 3
+    assert abs(rdp[0][0] - 0.0117346) < 1e-6  # the value dp_accounting cannot give (it returns inf)
+
+
+def test_calibrate_json(run):
+    out = run("calibrate", "--mechanism", "poisson-gaussian", "--target-epsilon", "1,3,8", "--q", "0.01",
+              "--steps", "1000", "--delta", "1e-5", "--json")
+    assert out.returncode == 0, out.stderr
+    sig = json.loads(out.stdout)["sigma"]
+    assert len(sig) == 3 and sig[0] > sig[1] > sig[2] > 0
+    eps = aj.dpsgd_epsilon(sigma=np.array(sig), q=0.01, steps=1000, delta=1e-5).epsilon
+    assert np.all(np.asarray(eps) <= np.array([1.0, 3.0, 8.0]))
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["epsilon", "--sigma", "-1", "--q", "0.1", "--steps", "10", "--delta", "1e-5"], "sigma"),
+        (["epsilon", "--sigma", "1", "--q", "1.5", "--steps", "10", "--delta", "1e-5"], "q=1.5"),
+        (["epsilon", "--sigma", "1", "--q", "0.1", "--steps", "10", "--delta", "2"], "delta=2.0"),
+        (["epsilon", "--sigma", "a:b", "--q", "0.1", "--steps", "10", "--delta", "1e-5"], "--sigma"),
+        (["rdp", "--sigma", "1", "--q", "0.1", "--orders", "0.5,2"], "orders=0.5"),
+    ],
+)
+def test_errors_one_line_nonzero(run, args, needle):
+    out = run(*args)
+    assert out.returncode == 2
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], out.stderr
+
+
+def test_demo(run, tmp_path):
+    out = run("demo", "--output", str(tmp_path / "demo"))
+    assert out.returncode == 0, out.stderr
+    csv = np.loadtxt(tmp_path / "demo" / "privacy_curve.csv", delimiter=",", skiprows=1)
+    assert csv.shape == (200, 3) and np.all(np.diff(csv[:, 1]) < 0)
+    assert (tmp_path / "demo" / "privacy_curve.png").stat().st_size > 1000
+    assert "sigma =" in out.stdout
+
+
+def test_sweep_command(run, tmp_path):
+    grid = tmp_path / "grid.toml"
+    grid.write_text('[sweep]\nquantity = "epsilon"\nchunk_size = 5\n[grid]\nsigma = "0.5:5:7"\nq = [0.01, 0.1]\n'
+                    'steps = 100\ndelta = 1e-5\n')
+    out = run("sweep", str(grid), "--output", str(tmp_path / "out"), "--quiet")
+    assert out.returncode == 0, out.stderr
+    data = np.genfromtxt(tmp_path / "out" / "results.csv", delimiter=",", names=True)
+    assert data.size == 14
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[grid]\nsigma = -1\nq = 0.1\nsteps = 1\ndelta = 1e-5\n')
+    out = run("sweep", str(bad), "--output", str(tmp_path / "out2"))
+    assert out.returncode == 2 and "sigma" in out.stderr
