@@ -1098,11 +1098,10 @@ def _group_delta_table(T, n, eps0, delta0, mechanism):
     Thm 10's delta' = sum_k P(K = k) delta_k(eps_A), delta_k the base mechanism's delta at eps_A for k changed
     elements.  delta_1 = delta0 (as in the paper).  k >= 2: Gaussian -- the exact hockey-stick of the Gaussian
     with sensitivity k and noise sqrt(m) sigma (Balle & Wang 2018); histograms -- the worst k eps0-DP pair,
-    (e^{k eps0} - e^{eps_A}) / (e^{k eps0} + 1).  k > 24 is charged delta = 1 (P(K > 24) by betainc).
+    (e^{k eps0} - e^{eps_A}) / (e^{k eps0} + 1).  k > 24 is charged delta = 1, with P(K >= 25) bounded by
+    the Chernoff bound e^{-mu} (e mu / 25)^25 (mu = m/(n-1) < 25; 1 otherwise).
     """
-    from jax.scipy.special import betainc
-
-    from .numerics import log_binom_pmf, log_ndtr, log_sub
+    from .numerics import log_ndtr, log_sub
 
     m = jnp.arange(T + 1, dtype=jnp.float64)[:, None]
     k = jnp.arange(1, _KMAX_GROUP + 1, dtype=jnp.float64)[None, :]
@@ -1117,10 +1116,14 @@ def _group_delta_table(T, n, eps0, delta0, mechanism):
         ke = k * eps0
         dk = jnp.maximum(-jnp.expm1(ea - ke) / (1.0 + jnp.exp(-ke)), 0.0)
     dk = jnp.where(k == 1.0, delta0, dk)
-    pmf = jnp.exp(log_binom_pmf(jnp.minimum(k, mm), mm, p))
+    # Binomial(m, p) pmf at k = 1..24 by cumulative log-ratios
+    ratio = jnp.log(jnp.maximum(m - k + 1.0, 1.0)) - jnp.log(k) + jnp.log(p) - jnp.log1p(-p)
+    pmf = jnp.exp(m * jnp.log1p(-p) + jnp.cumsum(ratio, axis=-1))
     pmf = jnp.where(k <= m, pmf, 0.0)
-    tail = jnp.where(m[:, 0] > _KMAX_GROUP,
-                     betainc(_KMAX_GROUP + 1.0, jnp.maximum(m[:, 0] - _KMAX_GROUP, 1.0), p), 0.0)
+    a = _KMAX_GROUP + 1.0
+    mu = m[:, 0] * p
+    log_tail = -mu + a * (1.0 + jnp.log(jnp.maximum(mu, 1e-300)) - jnp.log(a))
+    tail = jnp.where(m[:, 0] >= a, jnp.where(mu < a, jnp.minimum(jnp.exp(log_tail), 1.0), 1.0), 0.0)
     d = jnp.minimum(jnp.sum(pmf * dk, axis=-1) + tail, 1.0)
     d = jnp.where(m[:, 0] > 0, d, 0.0)
     return jnp.log1p(-d)
