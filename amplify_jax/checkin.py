@@ -63,6 +63,7 @@ __all__ = [
     "CHECKIN_ORDERS",
     "CALIBRATION_ORDERS",
     "distributed_gaussian_epsilon",
+    "distributed_gaussian_delta",
     "CheckinCalibration",
     "distributed_gaussian_calibrate_sigma",
     "distributed_gaussian_max_gamma",
@@ -986,6 +987,23 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, rounds, delta, orders=None,
     with x64_scope():
         total = jnp.broadcast_to(jnp.asarray(t)[..., None] * rdp, shape + rdp.shape[-1:])
     return epsilon_from_rdp(np.asarray(o, dtype=np.float64), np.asarray(total), delta=np.broadcast_to(d, shape))
+
+
+def distributed_gaussian_delta(*, n, gamma, sigma, rounds, epsilon, orders=None, method="exact"):
+    """(delta, best order) after ``rounds`` rounds of distributed check-in (Gaussian), at ``epsilon``.
+
+    The inverse conversion of :func:`distributed_gaussian_epsilon`
+    (:func:`amplify_jax.conversions.delta_from_rdp`).  Broadcasts over n, gamma, sigma, rounds, epsilon.
+    """
+    from .conversions import delta_from_rdp
+
+    o = CHECKIN_ORDERS if orders is None else orders
+    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    rdp = distributed_gaussian_rdp(o, n=n, gamma=gamma, sigma=sigma, method=method)
+    e = V.nonnegative("epsilon", epsilon)
+    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), rounds=t, epsilon=e)
+    total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
+    return delta_from_rdp(np.asarray(o, dtype=np.float64), total, epsilon=np.broadcast_to(e, shape))
 
 
 class CheckinCalibration(NamedTuple):

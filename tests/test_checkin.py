@@ -396,6 +396,14 @@ def test_calibrate_sigma_is_feasible_and_minimal():
     assert np.all(at <= [2.0, 4.0]) and np.all(below > [2.0, 4.0])
 
 
+def test_epsilon_delta_round_trip():
+    kw = dict(n=300, gamma=0.05, sigma=1.0, orders=ORDERS)
+    e = C.distributed_gaussian_epsilon(rounds=[1, 50], delta=1e-6, **kw)
+    d = C.distributed_gaussian_delta(rounds=[1, 50], epsilon=np.asarray(e.epsilon), **kw)
+    assert np.all(np.asarray(d.delta) <= 1e-6 * (1 + 1e-9))
+    np.testing.assert_allclose(np.asarray(d.delta), 1e-6, rtol=1e-6)
+
+
 def test_max_rounds():
     kw = dict(n=200, sigma=1.0, delta=1e-5, orders=ORDERS)
     r = C.distributed_gaussian_max_rounds(gamma=0.1, epsilon=[3.0, 6.0, 0.01], **kw)
