@@ -85,6 +85,7 @@ def main():
             "seconds_first_call_incl_compile": t_first, "seconds_warm": t_warm, "under_30s": t_first < 30.0,
             "network_mean_min_max": [float(s.mean), float(s.min), float(s.max)],
             "local_mean_min_max": [float(sl.mean), float(sl.min), float(sl.max)],
+            "network_delta_max_group_terms": float(N.summarize_walk_losses(r.network_delta).max),
         }
         print(f"[{view}] n={n}, {walks_n} walks of T={T}: first call {t_first:.2f} s (incl. compile), "
               f"warm {t_warm:.2f} s; network eps mean/min/max = {float(s.mean):.4f}/{float(s.min):.4f}/"
