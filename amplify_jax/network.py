@@ -125,7 +125,8 @@ def _b(shape, *arrays):
 
 
 def _advanced(eps, k, log_inv_dp):
-    """Dwork, Rothblum, Vadhan 2010: k-fold (eps, delta) -> (sqrt(2 k ln(1/d')) eps + k eps (e^eps - 1), k delta + d')."""
+    """Dwork, Rothblum, Vadhan 2010: k-fold (eps, delta) ->
+    (sqrt(2 k ln(1/d')) eps + k eps (e^eps - 1), k delta + d')."""
     return jnp.sqrt(2.0 * k * log_inv_dp) * eps + k * eps * jnp.expm1(eps)
 
 
@@ -176,7 +177,8 @@ def kov_composition_epsilon(eps, *, delta_tilde, axis=-1):
     (eps_tilde, 1 - (1 - delta_tilde) prod_l (1 - delta_l))-DP for every delta_tilde in (0, 1], with
 
         eps_tilde = min{ sum eps_l,
-                         sum eps_l (e^eps_l - 1)/(e^eps_l + 1) + sqrt(2 sum eps_l^2 ln(e + sqrt(sum eps_l^2)/delta_tilde)),
+                         sum eps_l (e^eps_l - 1)/(e^eps_l + 1)
+                             + sqrt(2 sum eps_l^2 ln(e + sqrt(sum eps_l^2)/delta_tilde)),
                          sum eps_l (e^eps_l - 1)/(e^eps_l + 1) + sqrt(2 sum eps_l^2 ln(1/delta_tilde)) }.
 
     ``eps`` holds the per-mechanism epsilons along ``axis`` (pad with zeros: a zero contributes nothing to any
