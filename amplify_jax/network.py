@@ -27,10 +27,10 @@ Where the printed paper is wrong or does not support a number, the docstring say
   (n - 1)/n sigma_loc^2 < sigma_loc^2; we use sigma_loc / sqrt(n - 1).
 * App. D / E state delta_cycle <= delta_A for Eq. 10.  A cycle samples users *with replacement*, and
   Balle, Barthe, Gaboardi 2018 Thm 10's delta' also carries the group-privacy deltas of the cycles where u
-  is drawn k >= 2 times.  The closed forms below keep the paper's delta (documented); the walk simulation
-  computes the full delta' by default (``cycle_delta="group"``), and it is far larger (about 5e-3 instead of
-  1e-5 for Fig. 1(b) at n = 400, eps0 = 0.4; about 1 for histograms, where k >= 2 reports are only bounded by
-  group privacy of the local randomizer).
+  is drawn k >= 2 times.  Both the closed forms and the walk simulation add them by default
+  (``cycle_delta="group"``; ``"paper"`` reproduces the paper's delta).  They are far larger (about 1e-2
+  instead of 1e-5 for Fig. 1(b) at n = 400; close to 1 for histograms, where k >= 2 reports of one user are
+  only bounded by group privacy of the local randomizer).  The epsilons are unchanged.
 """
 
 from __future__ import annotations
@@ -518,33 +518,82 @@ def complete_graph_sum_epsilon(*, n, T, eps0, delta_prime, delta_hat):
     return _thm3_kernel(*_b(shape, nn, tt, e, dp, dh))[0]
 
 
-def complete_graph_sum_bound(*, n, T, eps0, delta0, delta_prime, delta_hat, colluders=1, fixed_contributions=False):
+def complete_graph_sum_bound(*, n, T, eps0, delta0, delta_prime, delta_hat, colluders=1, fixed_contributions=False,
+                             cycle_delta="group"):
     """Thm 3 / App. D as a full (epsilon, delta, valid) bound, with collusions and the fixed-contribution variant.
 
     ``colluders`` = c: Sec. 4.3, c colluding users act as one node of a graph with n / c users (the visits to
     the coalition are Binomial(T, c/n) and cycles Geometric(c/n)), so the bound is evaluated at n / c.
     ``fixed_contributions=True``: Fig. 1(a)'s dashed curves, every user contributes exactly T/n times
-    (N_v = T/n, no delta_hat).  delta = (N_v + T/n) delta0 + delta' + delta_hat as in App. D; this omits the
-    group-privacy terms of cycles where u is drawn several times (module docstring; the walk simulation's
-    ``cycle_delta="group"`` computes them), so it is the paper's delta, not a certified one.
+    (N_v = T/n, no delta_hat).  delta = (N_v + T/n) delta_c + delta' + delta_hat, with delta_c = delta0 as in
+    App. D (``cycle_delta="paper"``) or, by default (``"group"``), the per-cycle delta with Balle et al.
+    Thm 10's group terms for a user drawn several times in one cycle (:func:`_closed_group_delta`), which the
+    paper omits (module docstring).  The epsilon is the same either way.
     """
+    V.one_of("cycle_delta", cycle_delta, ("group", "paper"))
     nn, tt, e, dp, dh = _thm3_inputs(n, T, eps0, delta_prime, delta_hat)
     d0 = V.probability("delta0", delta0)
     cc = _colluders(nn, colluders)
     shape = V.broadcastable(n=nn, T=tt, eps0=e, delta0=d0, delta_prime=dp, delta_hat=dh, colluders=cc)
     nb, tb, eb, d0b, dpb, dhb, cb = _b(shape, nn, tt, e, d0, dp, dh, cc)
-    return _sum_bound_kernel(nb / cb, tb, eb, d0b, dpb, dhb, jnp.asarray(bool(fixed_contributions)))
+    if cycle_delta == "group" and np.any(d0 <= 0):
+        raise ValueError(f"Expected delta0 > 0 with cycle_delta='group' (the Gaussian's calibration), got "
+                         f"delta0={np.min(d0)!r}.")
+    return _sum_bound_kernel(nb / cb, tb, eb, d0b, dpb, dhb, jnp.asarray(bool(fixed_contributions)),
+                             jnp.asarray(cycle_delta == "group"))
+
+
+def _closed_group_delta(n, eps0, d_base, gaussian):
+    """Per-cycle delta of the fictive walk with Balle et al. Thm 10's group terms, sup over cycle lengths m <= n.
+
+    K ~ Binomial(m, 1/n) draws of u; delta'(m) = sum_k P(K = k) D_k(m), D_1 = d_base (the paper's delta_A).
+    Gaussian, k >= 2: D_k(m) = Phi(r/2 - c0/k) - e^{eps_A} Phi(-r/2 - c0/k), r = k eps0 / (sqrt(m) c0),
+    c0 = sqrt(2 ln(1.25/delta0)), eps_A = eps0/sqrt(m) (the exact hockey-stick of the Gaussian with sensitivity k
+    and noise sqrt(m) sigma); with eps_A / r = c0/k fixed it increases with r (its derivative in r is
+    phi(r/2 - c) - c e^{rc} Phi(-r/2 - c) >= phi(r/2 - c) r/2 / (r/2 + c) > 0 by Mills' ratio), so it is
+    non-increasing in m.  Histograms, k >= 2: tanh(k eps0 / 2) (worst k eps0-DP pair).  On each
+    interval [m_a, m_b] of the grid of :func:`_hist_cycle_sup` the bound sum_k P_{m_b}(K = k) max_{j <= k} D_j(m_a)
+    holds (stochastic monotonicity of the Binomial in m); k >= 25 is charged 1 with the Chernoff bound
+    e^{-mu} (e mu / 25)^25.  Returns the max over the intervals up to n.
+    """
+    from .numerics import log_ndtr, log_sub
+
+    g = jnp.asarray(_M_GRID)
+    nn = n[..., None]
+    lo = jnp.minimum(g, jnp.ceil(nn))
+    hi = jnp.minimum(jnp.where(g <= _M_INT, g, jnp.concatenate([g[1:], g[-1:]])), jnp.ceil(nn))
+    k = jnp.arange(1, _KMAX_GROUP + 1, dtype=jnp.float64)
+    e = eps0[..., None, None]
+    if gaussian:
+        c0 = jnp.sqrt(2.0 * jnp.log(1.25 / d_base))[..., None, None]
+        r = k * e / (jnp.sqrt(lo)[..., None] * c0)
+        ea = r * c0 / k  # eps_A(m_a) = eps0 / sqrt(m_a)
+        dk = jnp.exp(log_sub(log_ndtr(0.5 * r - c0 / k), ea + log_ndtr(-0.5 * r - c0 / k)))
+    else:
+        dk = jnp.broadcast_to(jnp.tanh(0.5 * k * e), lo.shape + k.shape)
+    dk = jnp.where(k == 1.0, d_base[..., None, None], dk)
+    dk = jax.lax.cummax(dk, axis=dk.ndim - 1)
+    m = hi[..., None]
+    p = 1.0 / nn[..., None]
+    ratio = jnp.log(jnp.maximum(m - k + 1.0, 1.0)) - jnp.log(k) + jnp.log(p) - jnp.log1p(-p)
+    pmf = jnp.where(k <= m, jnp.exp(m * jnp.log1p(-p) + jnp.cumsum(ratio, axis=-1)), 0.0)
+    a = _KMAX_GROUP + 1.0
+    mu = hi / nn
+    tail = jnp.where(hi >= a, jnp.minimum(jnp.exp(-mu + a * (1.0 + jnp.log(mu) - jnp.log(a))), 1.0), 0.0)
+    per = jnp.minimum(jnp.sum(pmf * dk, axis=-1) + tail, 1.0)
+    return jnp.max(jnp.where(g <= jnp.ceil(nn), per, 0.0), axis=-1)
 
 
 @float64_jit
-def _sum_bound_kernel(n, T, eps0, d0, dp, dh, fixed):
+def _sum_bound_kernel(n, T, eps0, d0, dp, dh, fixed, group):
     eps_r, k_r, ok = _thm3_kernel.jitted(n, T, eps0, dp, dh)
     k_f = 2.0 * T / n
     ec = 3.0 * eps0 / jnp.sqrt(n)
     eps_f = _advanced(ec, k_f, -jnp.log(dp))
     eps = jnp.where(fixed, eps_f, eps_r)
-    delta = jnp.where(fixed, k_f * d0 + dp, k_r * d0 + dp + dh)
-    return NetworkBound(eps, delta, jnp.where(fixed, True, ok))
+    dc = jnp.where(group, _closed_group_delta(n, eps0, d0, True), d0)
+    delta = jnp.where(fixed, k_f * dc + dp, k_r * dc + dp + dh)
+    return NetworkBound(eps, jnp.minimum(delta, 1.0), jnp.where(fixed, True, ok))
 
 
 @float64_jit
@@ -601,15 +650,17 @@ def _hist_cycle_sup(n, eps0, delta):
 
 
 @float64_jit
-def _hist_kernel(n, T, eps0, delta, dp, dh, use_fmt):
+def _hist_kernel(n, T, eps0, delta, dp, dh, use_fmt, group):
     nv, ok = _chernoff_count(T / n, -jnp.log(dh))
     k = nv + T / n
     closed = 21.0 * jnp.sqrt(jnp.log(4.0 / delta)) * eps0 / jnp.sqrt(n)
     ec = jnp.where(use_fmt, _hist_cycle_sup(n, eps0, delta), closed)
-    return NetworkBound(_advanced(ec, k, -jnp.log(dp)), k * delta + dp + dh, ok)
+    dc = jnp.where(group, _closed_group_delta(n, eps0, delta, False), delta)
+    return NetworkBound(_advanced(ec, k, -jnp.log(dp)), jnp.minimum(k * dc + dp + dh, 1.0), ok)
 
 
-def complete_graph_histogram_bound(*, n, T, eps0, delta, delta_prime, delta_hat, form="fmt", colluders=1):
+def complete_graph_histogram_bound(*, n, T, eps0, delta, delta_prime, delta_hat, form="fmt", colluders=1,
+                                   cycle_delta="group"):
     """Histograms on the complete graph, Cyffers & Bellet Thm 6 / App. E (Algorithm 5, RR with eps0-LDP).
 
     Same fictive walk as App. D; a cycle of length m shuffles the m reports it aggregates:
@@ -627,11 +678,13 @@ def complete_graph_histogram_bound(*, n, T, eps0, delta, delta_prime, delta_hat,
       numerical ``"fmt"`` form.  Refused outside Thm 6's conditions eps0 <= 1, n >= 14^2 ln(4/delta).
 
     Advanced composition over k = N_v + T/n cycles with the corrected second term k eps_c (e^{eps_c} - 1)
-    (the printed Thm 6 has the same slip as App. D); delta = k delta + delta' + delta_hat as in App. E (the
-    paper's delta: it omits the group terms of repeated draws, see the module docstring).
-    ``colluders``: Sec. 4.3, evaluated at n / c.
+    (the printed Thm 6 has the same slip as App. D); delta = k delta_c + delta' + delta_hat with delta_c = delta
+    as in App. E (``cycle_delta="paper"``) or, by default, with Balle et al. Thm 10's group terms
+    (:func:`_closed_group_delta`; for randomized response they are large, since k >= 2 reports of one user are
+    only bounded by group privacy).  ``colluders``: Sec. 4.3, evaluated at n / c.
     """
     V.one_of("form", form, ("fmt", "eq11"))
+    V.one_of("cycle_delta", cycle_delta, ("group", "paper"))
     nn = _n("n", n)
     tt = V.integer("T", T, minimum=1).astype(np.float64)
     e = V.positive("eps0", eps0)
@@ -648,7 +701,7 @@ def complete_graph_histogram_bound(*, n, T, eps0, delta, delta_prime, delta_hat,
                              f"delta={np.min(d)!r}; use form='fmt'.")
     shape = V.broadcastable(n=nn, T=tt, eps0=e, delta=d, delta_prime=dp, delta_hat=dh, colluders=cc)
     nb, tb, eb, db, dpb, dhb, cb = _b(shape, nn, tt, e, d, dp, dh, cc)
-    return _hist_kernel(nb / cb, tb, eb, db, dpb, dhb, jnp.asarray(form == "fmt"))
+    return _hist_kernel(nb / cb, tb, eb, db, dpb, dhb, jnp.asarray(form == "fmt"), jnp.asarray(cycle_delta == "group"))
 
 
 @float64_jit

@@ -78,9 +78,12 @@ def test_thm3_corrected_vs_printed():
 
 
 def test_thm3_bound_delta_colluders_and_fixed():
-    b = N.complete_graph_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7)
+    b = N.complete_graph_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7,
+                                   cycle_delta="paper")
     _, k = mp_thm3(1000, 100_000, 0.1, 1e-7, 1e-7)
     assert float(b.delta) == pytest.approx(float(k) * 1e-8 + 2e-7, rel=1e-12)
+    bg = N.complete_graph_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7)
+    assert float(bg.epsilon) == float(b.epsilon) and float(bg.delta) > float(b.delta)
     assert bool(b.valid)
     # Sec. 4.3: c colluders = n / c users
     c = N.complete_graph_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7,
@@ -93,7 +96,8 @@ def test_thm3_bound_delta_colluders_and_fixed():
     ec = 0.3 / math.sqrt(1000)
     assert float(f.epsilon) == pytest.approx(math.sqrt(400 * math.log(1e7)) * ec + 200 * ec * math.expm1(ec), rel=1e-12)
     # the general Chernoff form is flagged
-    g = N.complete_graph_sum_bound(n=50, T=200, eps0=0.1, delta0=0.0, delta_prime=1e-7, delta_hat=1e-7)
+    g = N.complete_graph_sum_bound(n=50, T=200, eps0=0.1, delta0=0.0, delta_prime=1e-7, delta_hat=1e-7,
+                                   cycle_delta="paper")
     assert not bool(g.valid)
 
 
@@ -269,6 +273,7 @@ def test_hist_eq11_dominates_fmt_form():
     k = nv + 1000
     ec = 21 * math.sqrt(math.log(4e6)) * 0.5 / math.sqrt(1e5)
     assert float(a.epsilon) == pytest.approx(math.sqrt(2 * k * math.log(1e7)) * ec + k * ec * math.expm1(ec))
+    a = N.complete_graph_histogram_bound(n=1e5, eps0=0.5, delta=1e-6, form="eq11", cycle_delta="paper", **kw)
     assert float(a.delta) == pytest.approx(k * 1e-6 + 2e-7)
     with pytest.raises(ValueError, match="14\\^2"):
         N.complete_graph_histogram_bound(n=1000, eps0=0.5, delta=1e-6, form="eq11", **kw)
@@ -580,3 +585,23 @@ def test_group_delta_table_matches_scipy():
     np.testing.assert_array_equal(np.asarray(g.network), np.asarray(p.network))
     off = ~np.eye(6, dtype=bool)
     assert np.all(np.asarray(g.network_delta)[:, off] > np.asarray(p.network_delta)[:, off])
+
+
+def test_closed_group_delta_bounds_every_cycle_length():
+    import jax
+    import jax.numpy as jnp
+    from amplify_jax.numerics import x64_scope
+
+    n, eps0, d0 = 60, 0.4, 1e-6
+    with x64_scope():
+        got = float(jax.jit(N._closed_group_delta, static_argnums=3)(jnp.asarray([float(n)]), jnp.asarray([eps0]),
+                                                                      jnp.asarray([d0]), True)[0])
+    c0 = math.sqrt(2 * math.log(1.25 / d0))
+    best = 0.0
+    for m in range(1, n + 1):  # exact Thm 10 delta' of a cycle of length m (population n, as in App. D)
+        ea = eps0 / math.sqrt(m)
+        tot = stats.binom.pmf(1, m, 1 / n) * d0
+        for k in range(2, m + 1):
+            tot += stats.binom.pmf(k, m, 1 / n) * gauss_delta(ea, k * eps0 / (math.sqrt(m) * c0))
+        best = max(best, tot)
+    assert best * (1 - 1e-9) <= got <= best * 1.01
