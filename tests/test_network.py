@@ -605,3 +605,18 @@ def test_closed_group_delta_bounds_every_cycle_length():
             tot += stats.binom.pmf(k, m, 1 / n) * gauss_delta(ea, k * eps0 / (math.sqrt(m) * c0))
         best = max(best, tot)
     assert best * (1 - 1e-9) <= got <= best * 1.01
+
+
+def test_network_sgd_fixed_order_and_collusion():
+    sigma, n, tu, delta, a = 20.0, 2000, 12, 1e-6, 8.0
+    r = N.network_sgd_epsilon(sigma=sigma, n=n, contributions=tu, delta=delta, order=a)
+    c = 4 * tu * math.log(n) / (sigma**2 * n)
+    ref = c * a + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)  # Balle et al. 2020
+    assert float(r.epsilon) == pytest.approx(ref, rel=1e-12) and float(r.order) == a
+    m = N.network_sgd_epsilon(sigma=sigma, n=n, contributions=tu, delta=delta, order=a, method="mironov")
+    assert float(m.epsilon) == pytest.approx(c * a - math.log(delta) / (a - 1), rel=1e-12)
+    # the optimised order is at least as good as any fixed admissible one; collusions (n -> n/c) cost privacy
+    assert float(N.network_sgd_epsilon(sigma=sigma, n=n, contributions=tu, delta=delta).epsilon) <= float(r.epsilon)
+    c5 = N.network_sgd_epsilon(sigma=sigma, n=n, contributions=tu, delta=delta, order=a, colluders=5)
+    c_5 = 4 * tu * math.log(n / 5) / (sigma**2 * n / 5)
+    assert float(c5.epsilon) == pytest.approx(c_5 * a + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1))
