@@ -453,7 +453,7 @@ def algebraic_connectivity(graph, *, removed: int = 0):
     with ``removed = c > 0``, a lower bound on the minimum of a(G - S) over removed sets |S| <= c.
 
     n < LARGE_N: a(G) exact from the dense eigendecomposition; with ``removed = 1`` and n <= 400 the minimum
-    over single removals is computed exactly.  Otherwise the sound bound a(G - S) >= a(G) - c w_max (Cauchy
+    over single removals is computed exactly (n small eigensolves, cached on the graph).  Otherwise the sound bound a(G - S) >= a(G) - c w_max (Cauchy
     interlacing for the principal submatrix, then Weyl for the lost degrees), and for n >= LARGE_N a(G) itself
     is a certified lower bound (see the module docstring).  ``exact`` says which.
     """
@@ -461,6 +461,14 @@ def algebraic_connectivity(graph, *, removed: int = 0):
     c = int(V.integer("removed", removed, minimum=0))
     if c >= g.n - 1:
         raise ValueError(f"Expected removed < n - 1 = {g.n - 1}, got removed={c}.")
+    if not hasattr(g, "_alg_conn"):
+        g._alg_conn = {}
+    if c not in g._alg_conn:
+        g._alg_conn[c] = _algebraic_connectivity(g, c)
+    return g._alg_conn[c]
+
+
+def _algebraic_connectivity(g: SecGraph, c: int):
     a0, exact = g.fiedler_lower()
     if c == 0:
         return a0, exact
@@ -473,8 +481,8 @@ def algebraic_connectivity(graph, *, removed: int = 0):
             if csgraph.connected_components(sp.csr_matrix(adj[np.ix_(keep, keep)]), directed=False)[0] > 1:
                 return 0.0, True  # some removal disconnects the graph: a(G - j) = 0 exactly
             sub = lap[np.ix_(keep, keep)] - np.diag(adj[keep, j])
-            lam = sla.eigvalsh(sub)
-            tau = 4.0 * g.n * _U * max(float(lam[-1]), 0.0)  # safe side: lowered by the eigensolver's error
+            lam = sla.eigvalsh(sub, subset_by_index=[0, 1])
+            tau = 8.0 * g.n * _U * float(g.degrees.max())  # safe side: eigensolver error, ||L|| <= 2 max degree
             vals.append(lam[1] - tau)
         return float(max(min(vals), 0.0)), True
     return float(max(a0 - c * g.w_max, 0.0)), False
@@ -509,14 +517,15 @@ def _woodbury_one_pair(vec, lam, nbr, wts, users, use, su2, sc2):
     def per_user(args):
         j, nb, w = args
         c = jnp.sqrt(sc2 * w)
-        sj = s[:, j]
+        sj = s[j, :]  # S is symmetric: rows, not strided columns
         sjj = s[j, j]
         diag_b = ds - sj * sj / sjj  # Schur complement: inverse of Sigma without row/col j
-        g = s[:, nb] - sj[:, None] * (s[j, nb] / sjj)[None, :]  # B^{-1}[:, N(j)]
-        k = eye - c[:, None] * c[None, :] * g[nb, :]  # I - C^1/2 B^{-1}_NN C^1/2 (positive definite)
-        gc = g * c[None, :]
-        y = jnp.linalg.solve(k, gc.T)
-        diag_j = diag_b + jnp.sum(gc.T * y, axis=0)
+        gt = s[nb, :] - (s[j, nb] / sjj)[:, None] * sj[None, :]  # (B^{-1}[:, N(j)])^T, shape (dp, n)
+        gnn = s[nb][:, nb] - jnp.outer(s[j, nb], s[j, nb]) / sjj  # B^{-1}_NN
+        k = eye - c[:, None] * c[None, :] * gnn  # I - C^1/2 B^{-1}_NN C^1/2 (positive definite)
+        kinv = jnp.linalg.solve(k, eye)
+        gct = gt * c[:, None]
+        diag_j = diag_b + jnp.sum(gct * (kinv @ gct), axis=0)
         diag_j = jnp.where(jnp.arange(ds.shape[0]) == j, -jnp.inf, diag_j)
         return jnp.max(diag_j)
 
@@ -679,10 +688,21 @@ def _curious_path(g: SecGraph, su2, sc2):
 
 
 def _direct_masks(g: SecGraph, masks, su2, sc2):
-    with x64_scope():
-        return np.asarray(
-            _masked_max(jnp.asarray(g.adjacency.toarray()), jnp.asarray(masks), jnp.asarray(su2), jnp.asarray(sc2))
-        )
+    """max over honest-user masks and honest i of [Sigma_H^{-1}]_ii, by LAPACK Cholesky (dpotrf) and the
+    inverse from it (dpotri), for every pair.  (The jnp twin ``_masked_max`` serves traced calibration.)"""
+    adj = g.adjacency.toarray()
+    out = np.full(su2.shape, -np.inf)
+    for m in masks:
+        keep = np.flatnonzero(m > 0)
+        a = adj[np.ix_(keep, keep)]
+        lap = np.diag(a.sum(axis=1)) - a
+        for p, (s2, c2) in enumerate(zip(su2, sc2)):
+            chol, info = sla.lapack.dpotrf(s2 * np.eye(keep.size) + c2 * lap, lower=1)
+            if info != 0:  # pragma: no cover - Sigma_H is positive definite
+                raise np.linalg.LinAlgError(f"Cholesky failed (info={info})")
+            inv, info = sla.lapack.dpotri(chol, lower=1)
+            out[p] = max(out[p], float(np.max(np.diag(inv))))
+    return out
 
 
 def _removal_masks(n, c):
