@@ -35,6 +35,7 @@ Where the printed paper is wrong or does not support a number, the docstring say
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -1124,20 +1125,22 @@ def sample_walks(seed, *, n, T, num_walks=10, topology="complete"):
     return jax.random.randint(key, (w, tt), 0, nn, dtype=jnp.int32)
 
 
-def _aggregate_eps(m, eps0, delta, mechanism):
+def _aggregate_eps(m, eps0, delta, mechanism, agg=None):
     """eps of the aggregate of m >= 1 contributions containing u's: Gaussian eps0 / sqrt(m), histograms
     min(eps0, FMT(eps0, m, delta)) (FMT where its condition holds)."""
     mm = jnp.maximum(m, 1.0)
+    if agg is not None:  # a precomputed table over m = 0..T (numerical shuffling bound)
+        return agg[jnp.clip(mm, 0, agg.shape[0] - 1).astype(jnp.int32)]
     if mechanism == "gaussian":
         return eps0 / jnp.sqrt(mm)
     fmt, ok = _fmt_kernel(eps0, mm, delta)
     return jnp.where(ok, jnp.minimum(fmt, eps0), eps0)
 
 
-def _tables(T, n, eps0, delta, mechanism, subsample):
+def _tables(T, n, eps0, delta, mechanism, subsample, agg=None):
     """Per-cycle loss for every cycle length m = 0..T (0 at m = 0) and its three KOV sums' terms."""
     m = jnp.arange(T + 1, dtype=jnp.float64)
-    ea = _aggregate_eps(m, eps0, delta, mechanism)
+    ea = _aggregate_eps(m, eps0, delta, mechanism, agg)
     e = _eq10(n - 1.0, m, ea) if subsample else ea
     e = jnp.where(m > 0, e, 0.0)
     return jnp.stack(_kov_terms(e))  # (3, T+1)
@@ -1146,7 +1149,7 @@ def _tables(T, n, eps0, delta, mechanism, subsample):
 _KMAX_GROUP = 24
 
 
-def _group_delta_table(T, n, eps0, delta0, mechanism):
+def _group_delta_table(T, n, eps0, delta0, mechanism, agg=None):
     """log(1 - delta_cycle(m)) for m = 0..T with the group terms of Balle, Barthe, Gaboardi 2018 Thm 10.
 
     Sampling m users with replacement among the n - 1 others, u is drawn K ~ Binomial(m, 1/(n-1)) times;
@@ -1162,7 +1165,7 @@ def _group_delta_table(T, n, eps0, delta0, mechanism):
     k = jnp.arange(1, _KMAX_GROUP + 1, dtype=jnp.float64)[None, :]
     p = 1.0 / (n - 1.0)
     mm = jnp.maximum(m, 1.0)
-    ea = _aggregate_eps(mm, eps0, delta0, mechanism)
+    ea = _aggregate_eps(mm, eps0, delta0, mechanism, agg)
     if mechanism == "gaussian":
         r = k * eps0 / (jnp.sqrt(mm) * jnp.sqrt(2.0 * jnp.log(1.25 / delta0)))
         log_dk = log_sub(log_ndtr(0.5 * r - ea / r), ea + log_ndtr(-0.5 * r - ea / r))
@@ -1222,7 +1225,7 @@ def _hidden_one(walk, n, tables, eps0_terms, log_inv_dt, log1m_d0, receiver_know
     return jnp.where(eye, 0.0, eps), jnp.where(eye, 0.0, delta)
 
 
-def _multi_eps(j, m, eps0, delta0, mechanism):
+def _multi_eps(j, m, eps0, delta0, mechanism, agg=None):
     """eps of the aggregate of a cycle of m contributions in which u appears j >= 1 times (path known).
 
     Gaussian: the aggregate is a Gaussian mechanism with sensitivity j and noise sqrt(m) sigma, sigma the
@@ -1237,11 +1240,11 @@ def _multi_eps(j, m, eps0, delta0, mechanism):
         r = lin / jnp.sqrt(2.0 * jnp.log(1.25 / delta0))
         tail = 0.5 * r * r + r * jnp.sqrt(-2.0 * jnp.log(delta0))
         return jnp.where(lin < 1.0, lin, tail)
-    one = _aggregate_eps(mm, eps0, delta0, mechanism)
+    one = _aggregate_eps(mm, eps0, delta0, mechanism, agg)
     return jnp.where(j <= 1.0, one, j * eps0)
 
 
-def _path_known_one(walk, n, eps0, delta0, mechanism, log_inv_dt, log1m_d0):
+def _path_known_one(walk, n, eps0, delta0, mechanism, log_inv_dt, log1m_d0, agg=None):
     """Public path (ring, Sec. 3): u's contributions in each cycle of v are known.
 
     If u appears j times in a cycle of length m, that cycle costs one item eps(j, m) (:func:`_multi_eps`):
@@ -1267,8 +1270,8 @@ def _path_known_one(walk, n, eps0, delta0, mechanism, log_inv_dt, log1m_d0):
         idx = jnp.arange(T)
         start = jax.lax.cummax(jnp.where(jnp.concatenate([jnp.ones(1, bool), ks[1:] != ks[:-1]]), idx, 0))
         j = jnp.zeros(T, jnp.float64).at[order].set((idx - start + 1).astype(jnp.float64))
-        e_j = _multi_eps(j, m, eps0, delta0, mechanism)
-        e_prev = jnp.where(j > 1.0, _multi_eps(j - 1.0, m, eps0, delta0, mechanism), 0.0)
+        e_j = _multi_eps(j, m, eps0, delta0, mechanism, agg)
+        e_prev = jnp.where(j > 1.0, _multi_eps(j - 1.0, m, eps0, delta0, mechanism, agg), 0.0)
         inc = [jnp.where(seen, a - b, 0.0) for a, b in zip(_kov_terms(e_j), _kov_terms(e_prev))]
         sums = jax.ops.segment_sum(jnp.stack(inc, -1), walk, num_segments=n)  # (n, 3) per target u
         cnt = jax.ops.segment_sum((seen & (j == 1.0)).astype(jnp.float64), walk, num_segments=n)
@@ -1283,21 +1286,22 @@ def _path_known_one(walk, n, eps0, delta0, mechanism, log_inv_dt, log1m_d0):
     return jnp.where(eye, 0.0, eps), jnp.where(eye, 0.0, delta)
 
 
-@float64_jit(static_argnames=("n", "mechanism", "view", "group"))
-def _walk_kernel(walks, eps0, delta_cycle, delta_tilde, n, mechanism, view, group):
+@float64_jit(static_argnames=("n", "mechanism", "view", "group", "custom"))
+def _walk_kernel(walks, eps0, delta_cycle, delta_tilde, agg_table, n, mechanism, view, group, custom):
     T = walks.shape[1]
     nf = jnp.asarray(float(n))
-    tables = _tables(T, nf, eps0, delta_cycle, mechanism, subsample=(view != "path_known"))
+    agg = agg_table if custom else None
+    tables = _tables(T, nf, eps0, delta_cycle, mechanism, subsample=(view != "path_known"), agg=agg)
     log_inv_dt = -jnp.log(delta_tilde)
     log1m_d0 = jnp.log1p(-delta_cycle)
     e0 = jnp.stack(_kov_terms(eps0))
     if view == "path_known":
         net, net_d = jax.vmap(lambda w: _path_known_one(w, n, eps0, delta_cycle, mechanism, log_inv_dt,
-                                                        log1m_d0))(walks)
+                                                        log1m_d0, agg))(walks)
     else:
         rk = view == "receiver_known"
         if group:
-            l1m = _group_delta_table(T, nf, eps0, delta_cycle, mechanism)
+            l1m = _group_delta_table(T, nf, eps0, delta_cycle, mechanism, agg)
         else:
             l1m = jnp.where(jnp.arange(T + 1) > 0, log1m_d0, 0.0)
         net, net_d = jax.vmap(lambda w: _hidden_one(w, n, tables, e0, log_inv_dt, log1m_d0, rk, l1m))(walks)
@@ -1308,7 +1312,7 @@ def _walk_kernel(walks, eps0, delta_cycle, delta_tilde, n, mechanism, view, grou
 
 
 def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="gaussian", view="hidden",
-                        cycle_delta="group"):
+                        cycle_delta="group", shuffle_bound="fmt"):
     """Privacy loss of every ordered pair (u, v) from actual walks (Cyffers & Bellet Sec. 5.1, Fig. 1(b), Fig. 3).
 
     For observer v, the walk is cut at v's visits; the visit at time t closes a cycle of the m = t - t_prev - 1
@@ -1317,8 +1321,11 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
     cycle are i.i.d. uniform on the n - 1 others, so u's participation is amplified by subsampling (Eq. 10 with
     population n - 1; the paper writes n and counts v's own step in m).  The aggregate of m contributions has
     eps_A(m) = eps0 / sqrt(m) (``mechanism="gaussian"``, classical Gaussian mechanism, eps0 < 1) or
-    min(eps0, FMT(eps0, m, delta_cycle)) (``"histogram"``, shuffling of m RR reports, FMT Thm 3.1; Fig. 3 used
-    Balle et al.'s numerical blanket bound instead).  The cycles are composed with the heterogeneous bound of
+    min(eps0, FMT(eps0, m, delta_cycle)) (``"histogram"``, shuffling of m RR reports: ``shuffle_bound="fmt"``,
+    FMT Thm 3.1's closed form; ``"clones"``, FMT's numerical bound ``amplify_jax.shuffle.clones_epsilon``
+    (upper end), evaluated on a geometric grid of m (ratio 1.05, all m <= 64) and used on [m_j, m_{j+1}) from
+    its left end m_j: sound as the bound does not increase with the number of users m (checked on the grid);
+    Fig. 3 of the paper used Balle et al.'s numerical blanket bound).  The cycles are composed with the heterogeneous bound of
     Kairouz, Oh, Viswanath 2015 Thm 3.5 at delta_tilde = ``delta_prime`` (:func:`kov_composition_epsilon`);
     the delta is 1 - (1 - delta') (1 - delta_cycle)^(number of cycles) (delta_cycle: the Gaussian's delta0, or
     the shuffling delta).
@@ -1346,6 +1353,7 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
     V.one_of("mechanism", mechanism, ("gaussian", "histogram"))
     V.one_of("view", view, ("hidden", "receiver_known", "path_known"))
     V.one_of("cycle_delta", cycle_delta, ("paper", "group"))
+    V.one_of("shuffle_bound", shuffle_bound, ("fmt", "clones"))
     nn = int(V.integer("n", n, minimum=2))
     e = float(V.positive("eps0", eps0))
     if mechanism == "gaussian" and e >= 1:
@@ -1360,9 +1368,37 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
         raise ValueError(f"Expected walks of shape (num_walks, T), got shape {w.shape}.")
     if w.min() < 0 or w.max() >= nn:
         raise ValueError(f"Expected walk entries in [0, n), got values in [{w.min()}, {w.max()}] with n={nn}.")
+    custom = mechanism == "histogram" and shuffle_bound == "clones"
+    agg = _clones_table(e, w.shape[1], dc) if custom else np.zeros(1)
     with x64_scope():
-        return _walk_kernel(jnp.asarray(w, jnp.int32), _f64(e), _f64(dc), _f64(dp), nn, mechanism, view,
-                            cycle_delta == "group")
+        return _walk_kernel(jnp.asarray(w, jnp.int32), _f64(e), _f64(dc), _f64(dp), _f64(agg), nn, mechanism, view,
+                            cycle_delta == "group", custom)
+
+
+def _clones_table(eps0, T, delta):
+    """eps_A(m), m = 0..T, from FMT's numerical shuffling bound on a geometric grid, used from the left grid point.
+
+    Cached per (eps0, delta) for a power-of-two length >= 2^17 and sliced, so figures sweeping n reuse it.
+    """
+    big = max(1 << int(np.ceil(np.log2(max(T, 2)))), 1 << 17)
+    return _clones_table_full(float(eps0), big, float(delta))[: T + 1]
+
+
+@functools.lru_cache(maxsize=16)
+def _clones_table_full(eps0, T, delta):
+    from .shuffle import clones_epsilon
+
+    top = max(T, 65)
+    pts = int(np.ceil(np.log(top / 64.0) / np.log(1.05))) + 1
+    grid = np.unique(np.concatenate([np.arange(1, 65), np.floor(np.geomspace(64, top, pts))]))
+    res = clones_epsilon(eps0, grid, delta)
+    up = np.where(np.asarray(res.valid), np.minimum(np.asarray(res.upper), eps0), eps0)
+    if np.any(np.diff(up) > 1e-12):
+        raise ValueError("Expected FMT's numerical shuffling bound to be non-increasing in the number of users on "
+                         "the grid; it is not, so the step table would not be sound.")
+    m = np.arange(T + 1)
+    idx = np.clip(np.searchsorted(grid, m, side="right") - 1, 0, len(grid) - 1)
+    return np.where(m >= 1, up[idx], eps0)
 
 
 def summarize_walk_losses(losses):

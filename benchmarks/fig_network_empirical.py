@@ -9,16 +9,16 @@ number of contributions composed with the same bound.  delta' = delta_cycle = 1e
 * Fig. 1(b) (figures/network_fig1b.png): real summation with Gaussian noise, cycle loss eps0 / sqrt(m),
   eps0 in {0.1, 0.4}, n in {5, 10, 20, 50, 100, 200, 400} (the authors' grid).
 * Fig. 3 (figures/network_fig3.png): histograms with randomized response, cycle loss from amplification by
-  shuffling.  The paper used Balle et al.'s numerical blanket bound; we use the Feldman-McMillan-Talwar
-  closed form (``amplify_jax.shuffle``), which only amplifies cycles of length m >= 16 e^eps0 ln(4/delta),
-  so we extend the grid to n = 2000 and use eps0 in {0.5, 1.0} (the paper's values are not stated).
+  shuffling, n in the authors' grid up to 400, eps0 in {0.5, 1.0} (the paper does not state its values).
+  The paper used Balle et al.'s numerical blanket bound; we show Feldman-McMillan-Talwar's numerical bound
+  (``amplify_jax.shuffle.clones_epsilon``, solid) and their closed form (dotted), which only amplifies cycles
+  of length m >= 16 e^eps0 ln(4/delta).
 
 The epsilon is reported at delta' = 1e-7; the delta it holds with (KOV delta with Balle et al. Thm 10's
 full per-cycle delta, including the group terms the paper omits) is printed: about 5e-3 for the Gaussian
 curves at n = 400, and close to 1 for histograms (see amplify_jax.network's module docstring).
 
-Dotted: the receiver-known variant (App. G), where contributions adjacent to v cost the full eps0 (Fig. 1(b)
-only, to keep Fig. 3 under two minutes).
+Dotted in Fig. 1(b): the receiver-known variant (App. G), where contributions adjacent to v cost the full eps0.
 
 This module holds the shared code; each figure has its own script (about a minute of CPU each):
     python benchmarks/fig_network_fig1b.py  ->  figures/network_fig1b.png
@@ -43,14 +43,15 @@ DP = DC = 1e-7
 WALKS = 10
 
 
-def stats_for(n, eps0, mechanism, view, seed=0):
+def stats_for(n, eps0, mechanism, view, seed=0, shuffle_bound="fmt"):
     """(mean, min, max) over pairs and walks of the network loss, and the same for local DP."""
     T = 100 * n
     per_call = WALKS if n <= 400 else 1  # keep the (walks, n, n) arrays small for large n
     net, loc, dmax = [], [], []
     for k in range(WALKS // per_call):
         w = N.sample_walks(seed * 1000 + k, n=n, T=T, num_walks=per_call)
-        r = N.walk_privacy_losses(w, n=n, eps0=eps0, delta_prime=DP, delta_cycle=DC, mechanism=mechanism, view=view)
+        r = N.walk_privacy_losses(w, n=n, eps0=eps0, delta_prime=DP, delta_cycle=DC, mechanism=mechanism, view=view,
+                                  shuffle_bound=shuffle_bound)
         s = N.summarize_walk_losses(r.network)
         sl = N.summarize_walk_losses(r.local)
         net.append([float(s.mean), float(s.min), float(s.max)])
@@ -62,30 +63,30 @@ def stats_for(n, eps0, mechanism, view, seed=0):
     return agg(net), agg(loc)
 
 
-def plot(ns, eps0s, mechanism, title, out, views=("hidden", "receiver_known")):
+VARIANTS_GAUSS = (("hidden", "fmt", "g", None, "Network DP"),
+                  ("receiver_known", "fmt", "tab:olive", ":", "Network DP, receiver known"))
+VARIANTS_HIST = (("hidden", "clones", "g", None, "Network DP (FMT numerical)"),
+                 ("hidden", "fmt", "tab:olive", ":", "Network DP (FMT closed form)"))
+
+
+def plot(ns, eps0s, mechanism, title, out, variants=VARIANTS_GAUSS):
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
     styles = ["-", "-."]
     for j, e0 in enumerate(eps0s):
-        rows = {v: [] for v in views}
+        rows = {v: [] for v in variants}
         locs = []
         for n in ns:
-            for view in rows:
-                (m, lo, hi), loc = stats_for(n, e0, mechanism, view)
-                rows[view].append((m, lo, hi))
+            for var in variants:
+                (m, lo, hi), loc = stats_for(n, e0, mechanism, var[0], shuffle_bound=var[1])
+                rows[var].append((m, lo, hi))
+                print(f"[{mechanism}] eps0={e0} n={n} {var[4]}: mean {m:.4g} [{lo:.4g}, {hi:.4g}]; local mean "
+                      f"{loc[0]:.4g} [{loc[1]:.4g}, {loc[2]:.4g}]; max delta (Thm 10 with group terms) "
+                      f"{stats_for.last_delta:.3g}", flush=True)
             locs.append(loc)
-            rk = rows.get("receiver_known")
-            extra = f", receiver-known mean {rk[-1][0]:.4g} (max {rk[-1][2]:.4g})" if rk else ""
-            print(f"[{mechanism}] eps0={e0} n={n}: network mean {rows['hidden'][-1][0]:.4g} "
-                  f"[{rows['hidden'][-1][1]:.4g}, {rows['hidden'][-1][2]:.4g}]{extra}, local mean {loc[0]:.4g} "
-                  f"[{loc[1]:.4g}, {loc[2]:.4g}]; max delta (Thm 10 with group terms) "
-                  f"{stats_for.last_delta:.3g}", flush=True)
-        for view, color, dash in (("hidden", "g", styles[j]), ("receiver_known", "tab:olive", ":")):
-            if view not in rows:
-                continue
-            a = np.array(rows[view])
-            lab = "Network DP" if view == "hidden" else "Network DP, receiver known"
-            ax.errorbar(ns, a[:, 0], yerr=[a[:, 0] - a[:, 1], a[:, 2] - a[:, 0]], color=color, ls=dash, capsize=4,
-                        label=rf"{lab} ($\varepsilon_0={e0}$)")
+        for var in variants:
+            a = np.array(rows[var])
+            ax.errorbar(ns, a[:, 0], yerr=[a[:, 0] - a[:, 1], a[:, 2] - a[:, 0]], color=var[2],
+                        ls=var[3] or styles[j], capsize=4, label=rf"{var[4]} ($\varepsilon_0={e0}$)")
         a = np.array(locs)
         ax.errorbar(ns, a[:, 0], yerr=[a[:, 0] - a[:, 1], a[:, 2] - a[:, 0]], color="b", ls=styles[j], capsize=4,
                     label=rf"Local DP ($\varepsilon_0={e0}$)")
@@ -115,9 +116,9 @@ def fig1b():
 
 def fig3():
     t0 = time.perf_counter()
-    plot([10, 20, 50, 100, 200, 400, 1000, 2000], [0.5, 1.0], "histogram",
-         "Fig. 3: histograms, empirical, FMT shuffling bound (T = 100 n, 10 walks; bars: best/worst)",
-         os.path.join(FIGS, "network_fig3.png"), views=("hidden",))
+    plot([10, 20, 50, 100, 200, 400], [0.5, 1.0], "histogram",
+         "Fig. 3: histograms, empirical, FMT shuffling bounds (T = 100 n, 10 walks; bars: best/worst)",
+         os.path.join(FIGS, "network_fig3.png"), variants=VARIANTS_HIST)
     print(f"Fig. 3: {time.perf_counter() - t0:.1f} s")
 
 

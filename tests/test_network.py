@@ -620,3 +620,14 @@ def test_network_sgd_fixed_order_and_collusion():
     c5 = N.network_sgd_epsilon(sigma=sigma, n=n, contributions=tu, delta=delta, order=a, colluders=5)
     c_5 = 4 * tu * math.log(n / 5) / (sigma**2 * n / 5)
     assert float(c5.epsilon) == pytest.approx(c_5 * a + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1))
+
+
+@pytest.mark.slow
+def test_clones_step_table_is_sound():
+    shuffle = pytest.importorskip("amplify_jax.shuffle")
+    tab = N._clones_table_full(0.5, 512, 1e-6)
+    m = np.array([1, 37, 65, 100, 233, 512])
+    direct = shuffle.clones_epsilon(0.5, m, 1e-6)
+    exact = np.where(np.asarray(direct.valid), np.minimum(np.asarray(direct.upper), 0.5), 0.5)
+    assert np.all(tab[m] >= exact * (1 - 1e-9))
+    assert np.all(np.diff(tab[1:]) <= 1e-12)
