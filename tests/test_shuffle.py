@@ -35,6 +35,21 @@ def brute_clones(eps, eps0, n):
     return dpq, dqp
 
 
+def scipy_clones_delta(eps, eps0, n, width=12):
+    """D(P||Q) of the clone pair with scipy's binomial CDFs over mean +- 12 sd of C (for large n)."""
+    p, E0, ee = math.exp(-eps0), math.exp(eps0), math.exp(eps)
+    N = n - 1
+    mu, sd = N * p, math.sqrt(N * p * (1 - p))
+    c = np.arange(max(0, int(mu - width * sd)), min(N, int(mu + width * sd)) + 1)
+    a = E0 / (1 + E0)
+    t = np.ceil((c + 1) * (E0 - ee) / ((E0 - 1) * (1 + ee))) - 1
+    best = np.zeros(c.shape)
+    for s in (-1, 0, 1):  # the exact cut-off and its neighbours (rounding-proof maximum)
+        F1, F0 = binom.cdf(t + s, c, 0.5), binom.cdf(t + s - 1, c, 0.5)
+        best = np.maximum(best, a * F1 + (1 - a) * F0 - ee * ((1 - a) * F1 + a * F0))
+    return float(np.sum(binom.pmf(c, N, p) * best))
+
+
 def brute_blanket(eps, n, d, T, sigma):
     """Ladjel Lemma 2 with E[sum L]_+ by full multinomial sums (target randomizer, T targets)."""
     ee = math.exp(eps)
@@ -115,6 +130,8 @@ def test_clones_reference_interval_large_n_and_closed_form():
     assert 0.1675385583317841 <= lo[0] <= hi[0] <= 0.172790550755978
     assert np.all(lo <= hi) and np.all(hi - lo < 1e-5 * hi)
     assert np.all(hi < np.asarray(cf.epsilon))
+    # Independent check with scipy's CDFs: delta(upper) <= 1e-6 < delta(lower).
+    assert scipy_clones_delta(hi[0], 4.0, 100_000) <= 1e-6 < scipy_clones_delta(lo[0], 4.0, 100_000)
 
 
 def test_clones_delta_brackets_brute_force_both_directions():

@@ -87,6 +87,7 @@ __all__ = [
 ]
 
 BLANKET_METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
+_U = 2.220446049250313e-16
 _KINDS = ("generic", "laplace", "rr")
 
 #: default half-width, in standard deviations, of every binomial window (the truncated mass, bounded by
@@ -306,53 +307,77 @@ def _rev_cumsum(x):
     return jnp.flip(jnp.cumsum(jnp.flip(x, -1), -1), -1)
 
 
+def _binomial_rows(first_row, p, steps):
+    """Rows b_{N+i}(j0 + .) for i < steps from b_N(j0 + .), by b_{N+1}(j) = (1-p) b_N(j) + p b_N(j-1).
+
+    The window is fixed, so mass entering from below j0 is dropped: rows are lower bounds of the true pmfs
+    and 1 - sum(row) bounds the mass they miss (used as lost mass).  No transcendental function per entry.
+    """
+
+    def step(row, _):
+        shifted = jnp.concatenate([jnp.zeros((1,), row.dtype), row[:-1]])
+        nxt = (1.0 - p) * row + p * shifted
+        return nxt, row
+
+    _, rows = jax.lax.scan(step, first_row, None, length=steps)
+    return rows
+
+
 def _delta_exact_point(eps, n, d, T, sigma, *, Wm, Wj, WJt, Ws, tail_sd):
-    """Lemma 2 with E[sum L]_+ evaluated exactly (up to bounded truncations) for one parameter point."""
+    """Lemma 2 with E[sum L]_+ evaluated exactly (up to bounded truncations) for one parameter point.
+
+    M' window (Wm points); for each K = M'+1+d a window of Wj values of J ~ Bin(K, 2/T) taken from a table
+    of Bin(K, 2/T) rows over a common J range (WJt values) built by the Pascal recurrence; for each J a row
+    of Bin(J, 1/2) over a common N1 range, also by recurrence, with its reverse cumulative sums G, H so that
+    E[(N1 - theta)_+] = H(s) - theta G(s), s = floor(theta) + 1.  Every mass left out of a window (1 - the
+    row's sum, or a Chernoff bound for M') is charged max(L_max, 0).
+    """
     ee = jnp.exp(eps)
     pJ = 2.0 / T
     l_max = (1.0 - sigma) * T + sigma * (1.0 - ee)
     mp, lw, out_m = _m_window(n, sigma, tail_sd, Wm)  # (Wm,)
     K = mp + 1.0 + d
-    # J | K ~ Bin(K, 2/T): a window per K.
+    w = jnp.exp(lw)
+    live = jnp.isfinite(lw)
+    # Bin(K, pJ) over J in [Jt0, Jt0 + WJt) for every K of the window (consecutive K).
     sdJ = jnp.sqrt(K * pJ * (1.0 - pJ))
     j0 = jnp.clip(jnp.floor(K * pJ - tail_sd * sdJ) - 1.0, 0.0, None)
-    J = j0[:, None] + jnp.arange(Wj, dtype=jnp.float64)[None, :]  # (Wm, Wj)
-    lwJ = B.log_binom_pmf_window(j0, K, pJ, Wj)
-    outJ = jnp.exp(B.log_tail_lower(j0 - 1.0, K, pJ)) + jnp.exp(B.log_tail_upper(j0 + Wj, K, pJ))
-    outJ = jnp.where(jnp.isfinite(lw), outJ, 0.0)
-    # Table of tail sums of Bin(J, 1/2), rows J = Jt0 + r.
-    Jt0 = jnp.min(jnp.where(jnp.isfinite(lw), j0, jnp.inf))
+    Jt0 = jnp.min(jnp.where(live, j0, jnp.inf))
     Jt0 = jnp.where(jnp.isfinite(Jt0), Jt0, 0.0)
-    Jrow = Jt0 + jnp.arange(WJt, dtype=jnp.float64)  # (WJt,)
-    s0 = jnp.clip(jnp.floor(Jrow / 2.0 - tail_sd * jnp.sqrt(Jrow) / 2.0) - 1.0, 0.0, None)
-    n1 = s0[:, None] + jnp.arange(Ws, dtype=jnp.float64)[None, :]  # (WJt, Ws)
-    b = jnp.exp(B.log_binom_pmf_window(s0, Jrow, 0.5, Ws))
-    G = _rev_cumsum(b)
-    H = _rev_cumsum(n1 * b)
-    outN = jnp.exp(B.log_tail_lower(s0 - 1.0, Jrow, 0.5)) + jnp.exp(B.log_tail_upper(s0 + Ws, Jrow, 0.5))
+    first = jnp.exp(B.log_binom_pmf_window(Jt0, K[0], pJ, WJt))
+    table_J = _binomial_rows(first, pJ, Wm)  # (Wm, WJt)
+    off = jnp.clip(j0 - Jt0, 0.0, WJt - Wj).astype(jnp.int32)  # (Wm,)
+    cols = off[:, None] + jnp.arange(Wj, dtype=jnp.int32)[None, :]
+    wJ = jnp.take_along_axis(table_J, cols, axis=1)  # (Wm, Wj)
+    J = Jt0 + cols.astype(jnp.float64)
+    lostJ = jnp.maximum(1.0 - jnp.sum(wJ, axis=1), 0.0) + 4.0 * (Wm + WJt) * _U
+    # Bin(J, 1/2) rows for J = Jt0 + l over N1 in [s_lo, s_lo + WN).
+    WN = Ws + WJt // 2 + 2
+    s_lo = jnp.clip(jnp.floor(Jt0 / 2.0 - tail_sd * jnp.sqrt(Jt0) / 2.0) - 1.0, 0.0, None)
+    firstN = jnp.exp(B.log_binom_pmf_window(s_lo, Jt0, 0.5, WN))
+    table_N = _binomial_rows(firstN, 0.5, WJt)  # (WJt, WN)
+    n1 = s_lo + jnp.arange(WN, dtype=jnp.float64)
+    G = _rev_cumsum(table_N)
+    H = _rev_cumsum(n1[None, :] * table_N)
+    lostN = jnp.maximum(1.0 - G[:, 0], 0.0) + 4.0 * (WJt + WN) * _U  # (WJt,)
     # Lookups: [S]_+ = (1 - sigma) T (1 + e^eps) [N1 - theta]_+.
     one_m = 1.0 - sigma
     kappa = sigma * jnp.expm1(eps) / jnp.where(one_m > 0, one_m * T, 1.0)
     theta = (ee * J + K[:, None] * kappa) / (1.0 + ee)
     s = jnp.floor(theta) + 1.0
-    row = (J - Jt0).astype(jnp.int32)
-    row_ok = (row >= 0) & (row < WJt)
-    rowc = jnp.clip(row, 0, WJt - 1)
-    r = (s - s0[rowc]).astype(jnp.int64)
-    rc = jnp.clip(r, 0, Ws - 1).astype(jnp.int32)
-    Gs = jnp.where(r >= Ws, 0.0, G[rowc, rc])
-    Hs = jnp.where(r >= Ws, 0.0, H[rowc, rc])
+    r = s - s_lo
+    rc = jnp.clip(r, 0.0, WN - 1).astype(jnp.int32)
+    flat = cols * WN + rc
+    Gs = jnp.where(r >= WN, 0.0, G.reshape(-1)[flat])
+    Hs = jnp.where(r >= WN, 0.0, H.reshape(-1)[flat])
     g = jnp.maximum(Hs - theta * Gs, 0.0)
-    # Rounding in H - theta G: the reverse cumulative sums carry at most Ws ulps of their value.
-    g_err = 4.0 * Ws * 2.2e-16 * (Hs + theta * Gs)
-    wJ = jnp.exp(lwJ)
-    inner = jnp.sum(jnp.where(row_ok, wJ * (g + g_err), 0.0), axis=-1)  # (Wm,)
-    # Mass of (J, N1) pairs the table does not cover: rows outside it, and N1 outside each row's window.
-    lost_rows = jnp.sum(jnp.where(row_ok, wJ * outN[rowc], wJ), axis=-1)
-    w = jnp.exp(lw)
-    # (1 + 1e-11): the windowed pmfs carry ~1e-13 relative error each.
+    # Rounding in H - theta G: the reverse cumulative sums carry at most WN ulps of their value.
+    g_err = 4.0 * WN * _U * (Hs + theta * Gs)
+    inner = jnp.sum(wJ * (g + g_err), axis=-1)  # (Wm,)
+    lost_rows = jnp.sum(wJ * lostN[cols], axis=-1)
+    # (1 + 1e-11): the first rows' ratio-accumulated pmfs carry ~1e-13 relative error.
     main = one_m * T * (1.0 + ee) * jnp.sum(w * inner / K) * (1.0 + 1e-11)
-    lost = out_m + jnp.sum(w * (outJ + lost_rows))
+    lost = out_m + jnp.sum(jnp.where(live, w * (lostJ + lost_rows), 0.0))
     delta = main + jnp.maximum(l_max, 0.0) * jnp.minimum(lost, 1.0)
     delta = jnp.where((l_max <= 0) | (one_m <= 0), 0.0, delta)
     return jnp.minimum(delta, 1.0)
@@ -362,11 +387,12 @@ def _delta_exact(eps, n, d, T, sigma, *, Wm, Wj, WJt, Ws, tail_sd):
     shape = jnp.broadcast_shapes(eps.shape, n.shape, d.shape, T.shape, sigma.shape)
     flat = [jnp.broadcast_to(x, shape).reshape(-1) for x in (eps, n, d, T, sigma)]
     f = jax.vmap(partial(_delta_exact_point, Wm=Wm, Wj=Wj, WJt=WJt, Ws=Ws, tail_sd=tail_sd))
-    # Batches of points under vmap, sized to keep the per-point tables within ~256 MiB; the batch is padded
-    # to a whole number of batches so that the body is traced once.
+    # Batches of points under vmap, sized to keep the per-point tables within ~1 GiB (larger batches amortize
+    # the per-step cost of the two scans); the batch is padded to a whole number of batches so that the body
+    # is traced once.
     size = flat[0].shape[0]
-    per_point = 8 * 12 * (Wm * Wj + WJt * Ws)
-    batch = int(max(1, min(size, (256 << 20) // per_point)))
+    per_point = 8 * 4 * (Wm * (Wj + WJt) + WJt * (Ws + WJt))
+    batch = int(max(1, min(size, (1 << 30) // per_point)))
     nb = -(-size // batch)
     pad = nb * batch - size
     flat = [jnp.concatenate([x, jnp.broadcast_to(x[:1], (pad,))]).reshape(nb, batch) for x in flat]
@@ -457,23 +483,24 @@ def _prepare(eps_or_delta_name, value, n, dummies, randomizer, method, tail_sd):
         pJ = 2.0 / r.k
         Kmax = float(np.max(n + d + 0.0 * np.zeros(shape)))
         var_j = float(np.max(Kmax * pJ * (1.0 - pJ)))
-        Wj = _bucket(B.window_size(var_j, tail_sd))
-        spread = float(np.max(Wm * pJ + tail_sd * np.sqrt(Wm * pJ * (1 - pJ) + 1.0)))
+        wj = B.window_size(var_j, tail_sd)
+        Wj = _bucket(wj)
+        # j0(K) moves by at most Wm pJ + tail_sd sqrt(Wm pJ (1 - pJ)) across the m' window.
+        spread = float(np.max(Wm * pJ + tail_sd * np.sqrt(Wm * pJ * (1 - pJ))))
         WJt = _bucket(Wj + int(math.ceil(spread)) + 4)
-        Jmax = float(np.max(Kmax * pJ)) + tail_sd * math.sqrt(var_j) + WJt
-        Ws = _bucket(B.window_size(min(Jmax, Kmax) / 4.0, tail_sd))
+        Jmax = min(float(np.max(Kmax * pJ)) + tail_sd * math.sqrt(var_j) + 2.0, Kmax)
+        Ws = _bucket(B.window_size(Jmax / 4.0, tail_sd))
     return r, n, d, shape, dict(Wm=Wm, Wj=Wj, WJt=WJt, Ws=Ws, tail_sd=tail_sd)
 
 
 def _bucket(w):
-    """Round a window size up to 2^j or 1.5 * 2^j (limits recompilation across calls)."""
+    """Round a window size up to a multiple of 2^(j-3) where 2^j <= w (at most ~12% larger; limits the
+    number of distinct compiled shapes across calls to a few per octave)."""
     w = max(int(w), 1)
-    p = 1
-    while p < w:
-        if p * 3 // 2 >= w and p >= 2:
-            return p * 3 // 2
-        p *= 2
-    return p
+    if w <= 8:
+        return w
+    step = 1 << (w.bit_length() - 4)
+    return -(-w // step) * step
 
 
 def _as_key(key):
