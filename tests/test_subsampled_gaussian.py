@@ -22,6 +22,7 @@ from amplify_jax._subsampled_gaussian import (
     choose_n_panels,
     fractional_panels_needed,
     log_a_minus_one_fractional,
+    log_a_minus_one_fractional_auto,
 )
 from amplify_jax.numerics import float64_jit
 
@@ -32,8 +33,21 @@ _kernel = float64_jit(log_a_minus_one_fractional, static_argnames=("n_panels",))
 _need = float64_jit(fractional_panels_needed)
 
 
+def _needed(q, sigma, alpha):
+    q, sigma, alpha = (np.resize(np.asarray(x, dtype=np.float64), _PAD) for x in np.broadcast_arrays(q, sigma, alpha))
+    return np.asarray(_need(q, sigma, alpha))
+
+
+_PAD = 32  # every call is padded to a multiple of this length, so the tests share one compilation
+
+
 def _lam1(q, sigma, alpha, n_panels=N_PANELS):
-    return np.asarray(_kernel(q, sigma, alpha, n_panels=n_panels))
+    q, sigma, alpha = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (q, sigma, alpha)))
+    shape, size = q.shape, q.size
+    padded = -(-size // _PAD) * _PAD
+    args = [np.concatenate([x.ravel(), np.full(padded - size, fill)]) for x, fill in ((q, 0.1), (sigma, 1.0), (alpha, 1.5))]
+    out = np.asarray(_kernel(*args, n_panels=n_panels))[:size]
+    return out.reshape(shape)
 
 
 def _rdp_from(lam1, alpha):
@@ -109,6 +123,7 @@ _EXTREME = [
     (0.3, 5.0, 100.5),  # alpha ~ 4 sigma^2
     (1e-4, 10.0, 399.0 + 0.5),  # alpha ~ 4 sigma^2
     (0.05, 0.15, 50.25),
+    (0.1, 10.934803521340877, 530.4958114246483),  # the largest panel need found over the domain (15)
 ]
 
 
@@ -123,7 +138,7 @@ def _random_points(n, seed=2019):
     return pts
 
 
-_POINTS = _EXTREME + _random_points(9)
+_POINTS = _EXTREME + _random_points(8)
 
 
 @pytest.fixture(scope="module")
@@ -207,14 +222,33 @@ def test_published_values():
 
 def test_panels_needed_and_refinement():
     q, s, a = (np.array(c) for c in zip(*_POINTS))
-    need = np.asarray(_need(q, s, a))
+    need = _needed(q, s, a)
     assert np.all(need >= 1) and np.max(need) <= N_PANELS
     # twice the panels changes nothing beyond ~1e-12
     coarse, fine = _lam1(q, s, a), _lam1(q, s, a, 2 * N_PANELS)
     assert np.all(np.abs(fine - coarse) <= 2e-12 * np.maximum(1.0, np.abs(fine)))
+    # the automatic choice (probe, verify, re-run) agrees
+    auto = np.asarray(log_a_minus_one_fractional_auto(q, s, a))
+    assert np.all(np.abs(auto - fine) <= 2e-12 * np.maximum(1.0, np.abs(fine)))
+
+
+def test_too_few_panels_is_inf_not_wrong():
+    # the alpha ~ 4 sigma^2 ridge needs 15 panels: with 8 the kernel refuses (+inf) rather than under-state
+    q, s, a = 0.1, 10.934803521340877, 530.4958114246483
+    assert np.isposinf(_lam1(q, s, a, 8))
+    assert _needed(q, s, a)[0] == 15.0
+    assert np.isfinite(_lam1(q, s, a, 16))
+
+
+def test_choose_n_panels_buckets():
+    # exact when every value is probed (<= 24 sigma and alpha values, <= 12 q values)
+    q, s, a = (np.array(c) for c in zip(*_POINTS[:12]))
+    need = np.asarray(_need(q[:, None, None], s[None, :, None], a[None, None, :]))
     n = choose_n_panels(s, a, q=q)
-    assert n >= np.max(need) and n in (8, 12, 16, 24, 32)
-    assert choose_n_panels(np.array([0.5, 5.0]), np.array([1.5, 10.5])) >= 3
+    assert n >= np.max(need) and n in (6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24)
+    # many values: probed with a margin; alpha may be an orders axis that does not broadcast with sigma
+    n = choose_n_panels(np.linspace(0.5, 5.0, 1000), np.linspace(1.05, 10.95, 100), q=0.01)
+    assert 8 <= n <= 12
 
 
 def test_broadcasting_and_q_zero():
