@@ -386,3 +386,15 @@ def test_bad_parameters(kwargs, name):
 def test_bad_graphs(graph):
     with pytest.raises(ValueError, match="graph"):
         S.step_rdp([2.0], graph, sigma_unc=1.0, sigma_cor=1.0, clip=1.0, adversary="eavesdropper")
+
+
+def test_large_sparse_path_is_a_sound_bound():
+    # n >= LARGE_N: no dense eigendecomposition; the spectral bound with a certified a(G).  The ring is
+    # vertex-transitive, so its exact value is the trace: (1/n) sum_k 1/(su^2 + sc^2 (2 - 2 cos(2 pi k / n))).
+    n, su, sc = S.LARGE_N, 0.05, 1.0
+    acc = S.step_account(S.ring_graph(n), sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="eavesdropper")
+    lam = 2 - 2 * np.cos(2 * np.pi * np.arange(n) / n)
+    exact = 2 * np.mean(1 / (su**2 + sc**2 * lam))
+    assert not bool(acc.exact)
+    assert float(acc.eps1) >= exact
+    assert float(acc.eps1) < float(acc.ldp)  # still better than local DP at this noise ratio
