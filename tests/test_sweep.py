@@ -20,7 +20,9 @@ def test_sharded_equals_unsharded_and_direct(tmp_path):
     b = S.run_sweep(S.load_spec(SPEC, output=str(tmp_path / "b")), progress=False, devices=jax.devices()[:1])
     ra = np.genfromtxt(a / "results.csv", delimiter=",", names=True)
     rb = np.genfromtxt(b / "results.csv", delimiter=",", names=True)
-    np.testing.assert_array_equal(ra["epsilon"], rb["epsilon"])
+    # equal up to float64 round-off (XLA may fuse the partitioned program differently: 1 ulp seen)
+    np.testing.assert_allclose(ra["epsilon"], rb["epsilon"], rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(ra["sigma"], rb["sigma"])
     direct = aj.dpsgd_epsilon(sigma=ra["sigma"], q=ra["q"], steps=ra["steps"], delta=ra["delta"])
     np.testing.assert_allclose(ra["epsilon"], np.asarray(direct.epsilon), rtol=1e-12)
     import pyarrow.parquet as pq
