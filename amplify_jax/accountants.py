@@ -123,6 +123,26 @@ class _SGMAtOrder:
         return steps * jnp.logaddexp(0.0, log_am1) / (alpha - 1.0)
 
 
+def _bucket_size(n: int) -> int:
+    """Batch sizes are padded to powers of two (at least 8), so a few compiled programs serve every call."""
+    return max(8, 1 << int(np.ceil(np.log2(max(n, 1)))))
+
+
+def _flat_padded(shape, *arrays):
+    """Broadcast to ``shape``, flatten and pad (edge values) to the bucket size; returns (arrays, n)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    size = _bucket_size(n)
+    out = []
+    for a in arrays:
+        flat = np.broadcast_to(np.asarray(a, dtype=np.float64), shape).ravel()
+        out.append(jnp.asarray(np.pad(flat, (0, size - n), mode="edge") if n else np.zeros(size)))
+    return out, n
+
+
+def _unpad(x, n, shape):
+    return x[:n].reshape(shape)
+
+
 def _n_panels(sigma, orders):
     from ._subsampled_gaussian import choose_n_panels
 
@@ -176,10 +196,9 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
     n_panels = _n_panels(s, a)
     curve = SGMCurve(a, n_panels)
     with x64_scope():
-        b = lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float64), shape)  # noqa: E731
-        eps, order = _dpsgd_eps_jit(b(s), b(qq), b(t), b(np.log(d)), curve, _SGMAtOrder(n_panels), method,
-                                    bool(optimize_order))
-        return EpsilonResult(eps, order)
+        (bs, bq, bt, bd), n = _flat_padded(shape, s, qq, t, np.log(d))
+        eps, order = _dpsgd_eps_jit(bs, bq, bt, bd, curve, _SGMAtOrder(n_panels), method, bool(optimize_order))
+        return EpsilonResult(_unpad(eps, n, shape), _unpad(order, n, shape))
 
 
 class _DPSGDGridEps:
@@ -308,9 +327,9 @@ def dpsgd_calibrate_sigma(
     full = _DPSGDFullEps(SGMCurve(a, n_panels), _SGMAtOrder(n_panels), method)
     coarse = _DPSGDGridEps(SGMCurve(CALIBRATION_ORDERS, n_panels), method)
     with x64_scope():
-        b = lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float64), shape)  # noqa: E731
-        value, eps, status = _calibrate_jit(b(e), b(qq), b(t), b(np.log(d)), b(lo), b(hi), coarse, full, r)
-        return Calibration(value, eps, status)
+        (be, bq, bt, bd, blo, bhi), n = _flat_padded(shape, e, qq, t, np.log(d), lo, hi)
+        value, eps, status = _calibrate_jit(be, bq, bt, bd, blo, bhi, coarse, full, r)
+        return Calibration(_unpad(value, n, shape), _unpad(eps, n, shape), _unpad(status, n, shape))
 
 
 # ----------------------------------------------------------------------------------------------------------

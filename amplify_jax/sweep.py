@@ -268,17 +268,11 @@ def run_sweep(spec: SweepSpec, *, progress: bool = True, devices=None, distribut
              "options": {k: v for k, v in spec.options.items() if not k.startswith("_")}}, indent=1)))
 
     q = QUANTITIES[spec.quantity]
-    opts = dict(spec.options)
-    if "sigma" in spec.axes:
-        opts["_sigma_values"] = spec.axes["sigma"]
-    kernel = q.make_kernel(opts)
     mesh = device_mesh(devices)
     n_dev = mesh.devices.size
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("points"))
     names = list(q.params)
-
-    with x64_scope():
-        compiled = jax.jit(lambda *xs: kernel(**dict(zip(names, xs))), out_shardings=sharding)
+    compiled = _compiled(spec, q, mesh, sharding)
 
     n_chunks = -(-spec.size // spec.chunk_size)
     host, hosts = (jax.process_index(), jax.process_count()) if distributed else (0, 1)
@@ -295,7 +289,8 @@ def run_sweep(spec: SweepSpec, *, progress: bool = True, devices=None, distribut
         start, stop = i * spec.chunk_size, min((i + 1) * spec.chunk_size, spec.size)
         pts = grid_points(spec, start, stop)
         n = stop - start
-        padded = -(-n // n_dev) * n_dev
+        # every chunk has the same padded length (a multiple of the device count): one compiled program
+        padded = -(-min(spec.chunk_size, spec.size) // n_dev) * n_dev
         with x64_scope():
             xs = [jax.device_put(np.pad(pts[k], (0, padded - n), mode="edge"), sharding) for k in names]
             res = compiled(*xs)
@@ -312,6 +307,35 @@ def run_sweep(spec: SweepSpec, *, progress: bool = True, devices=None, distribut
         return None
     _merge(spec, out, n_chunks, q)
     return out
+
+
+_COMPILED: dict = {}
+
+
+def _compiled(spec, q, mesh, sharding):
+    """The jitted, sharded kernel of a quantity, cached per (quantity, options, devices) across sweeps."""
+    opts = dict(spec.options)
+    if "sigma" in spec.axes:
+        opts["_sigma_values"] = spec.axes["sigma"]
+    probe = q.make_kernel  # the kernel's static plan depends on the options (and on the sigma axis' range)
+    key = (spec.quantity, json.dumps({k: v for k, v in spec.options.items()}, sort_keys=True, default=str),
+           tuple(d.id for d in mesh.devices.flat), _plan_key(spec))
+    if key not in _COMPILED:
+        kernel = probe(opts)
+        names = list(q.params)
+        _COMPILED[key] = jax.jit(lambda *xs: kernel(**dict(zip(names, xs))), out_shardings=sharding)
+    return _COMPILED[key]
+
+
+def _plan_key(spec):
+    """What of the grid fixes the kernel's static plan: the quadrature panel count for the sigma axis."""
+    if "sigma" not in spec.axes:
+        return None
+    from .accountants import _n_panels
+    from .rdp import DEFAULT_ORDERS
+
+    orders = np.sort(np.asarray(spec.options.get("orders", DEFAULT_ORDERS), dtype=np.float64))
+    return _n_panels(spec.axes["sigma"], orders)
 
 
 def _merge(spec, out: Path, n_chunks: int, q: Quantity):
