@@ -7,13 +7,25 @@ Families of bounds, one module each (find a bound by its paper's concept):
 - :mod:`amplify_jax.conversions` -- RDP <-> (eps, delta) with the optimal order, DP -> RDP.
 - :mod:`amplify_jax.calibrate` -- the optimizer layer: invert any monotone bound, batched.
 - :mod:`amplify_jax.accountants` -- ready-made accountants (DP-SGD with Poisson sampling) and their calibration.
+- :mod:`amplify_jax.shuffle` -- amplification by shuffling (Erlingsson et al., Feldman-McMillan-Talwar
+  closed form and clones bound) and the privacy blanket with dummies (Balle et al.; Ladjel et al. Lemma 2).
+- :mod:`amplify_jax.traffic` -- DP for communication patterns (Ladjel, Anciaux, Bellet, Scerri).
+- :mod:`amplify_jax.checkin` -- self check-in (Liew, Hasegawa, Takahashi).
+- :mod:`amplify_jax.network` -- network DP for token walks (Cyffers and Bellet).
+- :mod:`amplify_jax.secrdp` -- the SecRDP accountant of correlated noise (Decor, Allouah et al.).
+- :mod:`amplify_jax.sweep`, :mod:`amplify_jax.cli`, :mod:`amplify_jax.plotting` -- sweeps, command line, plots.
 - :mod:`amplify_jax.numerics` -- float64 scoping and the log-space toolbox.
 
 Every public function validates its inputs (ValueError naming the parameter) and computes in float64
 whatever the global JAX setting.
 """
 
-from . import accountants, calibrate, conversions, numerics, rdp
+from . import accountants, calibrate, checkin, conversions, network, numerics, rdp, secrdp, shuffle, sweep, traffic
+from .checkin import distributed_gaussian_rdp
+from .network import complete_graph_sum_epsilon
+from .secrdp import step_rdp
+from .shuffle import clones_epsilon
+from .traffic import scrambler_delta
 from .accountants import calibrate_sigma, dpsgd_calibrate_sigma, dpsgd_epsilon, epsilon
 from .calibrate import Inversion, invert_monotone
 from .conversions import delta_from_rdp, dp_to_rdp, epsilon_from_rdp, optimal_epsilon
@@ -32,6 +44,17 @@ from .rdp import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "checkin",
+    "network",
+    "secrdp",
+    "shuffle",
+    "sweep",
+    "traffic",
+    "distributed_gaussian_rdp",
+    "complete_graph_sum_epsilon",
+    "step_rdp",
+    "clones_epsilon",
+    "scrambler_delta",
     "accountants",
     "calibrate_sigma",
     "dpsgd_calibrate_sigma",
