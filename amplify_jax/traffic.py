@@ -727,7 +727,9 @@ def scrambler_delta(
     * ``"bennett"`` -- the corrected Bennett form of Lemma 3 (ERRATA) with Lemma 5's corrected b_+ and E[L^2].
     * ``"exact"`` -- the exact expectation for this randomized response (ERRATA), see :func:`_g_exact`.
     * ``"monte_carlo"`` -- Algorithm 2 with ``samples`` draws from ``key``; ``delta`` is a one-sided upper
-      confidence bound at level ``confidence`` and ``estimate`` the plain mean (not a bound).
+      confidence bound at level ``confidence`` and ``estimate`` the plain mean (not a bound).  The bound cannot
+      go below about ``2 (1 - sigma) T ln(1 / (1 - confidence)) / samples`` (the range of a sample), so small
+      deltas need many samples (2^21 for delta = 1e-4 at T = 20, confidence 0.95).
 
     Every method is capped by E[L_+] per term and delta by 1; delta = 0 where eps >= ln(1 + (1 - sigma) T /
     sigma), the local guarantee (``local`` flag).  Numeric arguments broadcast.
