@@ -282,3 +282,19 @@ def test_monotone_in_q_sigma_alpha(lq, ls, la):
     assert _rdp(min(1.0, q * 1.5), s, a) >= base  # more sampling, more privacy loss
     assert _rdp(q, s * 1.1, a) <= base  # more noise, less
     assert _rdp(q, s, a * 1.05) >= base  # RDP is non-decreasing in the order
+
+
+def test_gradients_match_finite_differences():
+    # the plan (windows, nodes) is outside the gradient; the integrand carries it (used by Newton-type searches)
+    import jax
+
+    f = float64_jit(lambda p: log_a_minus_one_fractional(p[0], p[1], p[2], n_panels=N_PANELS))
+    g = float64_jit(jax.grad(lambda p: log_a_minus_one_fractional(p[0], p[1], p[2], n_panels=N_PANELS)))
+    for p in (np.array([0.01, 0.5, 1.25]), np.array([1e-6, 0.3, 3.5])):
+        grad = np.asarray(g(p))
+        for i in range(3):
+            h = 1e-6 * p[i]
+            e = np.zeros(3)
+            e[i] = h
+            fd = (float(f(p + e)) - float(f(p - e))) / (2 * h)
+            assert abs(grad[i] - fd) <= 1e-5 * abs(fd) + 1e-8
