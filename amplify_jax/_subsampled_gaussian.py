@@ -431,14 +431,16 @@ def _probe_values(x, size):
     return np.resize(u, size), every  # padded by repetition to the fixed size
 
 
-def choose_n_panels(sigma, alpha, q=None):
+def choose_n_panels(sigma, alpha, q=None, *, margin=_PROBE_MARGIN):
     """A static ``n_panels`` for concrete inputs: the probed maximum of :func:`fractional_panels_needed`.
 
     sigma, alpha and q (optional) are concrete array-likes of any shapes; every combination of their values
     is treated as possible (sigma and alpha need not broadcast: alpha may be the orders axis).  Up to 24
     distinct sigma and alpha values (all of them, or quantiles including the extremes) and up to 12 q values
     (the given ones, or a grid over [1e-8, 1] when q is omitted) are probed; unless every value was probed
-    2 panels are added (the need varies smoothly; one panel short still gives ~2e-11), and the count is
+    ``margin`` panels are added (2 by default: one panel short still gives ~2e-11; but the need can rise
+    sharply with q near alpha ~ 4 sigma^2, so callers should verify it, as
+    :func:`log_a_minus_one_fractional_auto` does, or use ``DEFAULT_N_PANELS``), and the count is
     rounded up to a bucket (6, 7, ..., 12, 14, 16, 20, 24, ...) to limit recompilation.
     """
     from .numerics import x64_scope
@@ -452,7 +454,7 @@ def choose_n_panels(sigma, alpha, q=None):
     with x64_scope():
         need = _needed_jit(qq[:, None, None], s[None, :, None], a[None, None, :])
         need = float(np.max(np.asarray(need)))
-    margin = 0 if (s_all and a_all and q_all) else _PROBE_MARGIN  # exact when every value was probed
+    margin = 0 if (s_all and a_all and q_all) else margin  # exact when every value was probed
     return _bucket(max(need + margin, 3.0))
 
 
@@ -480,7 +482,7 @@ def log_a_minus_one_fractional_auto(q, sigma, alpha):
     from .numerics import float64_jit
 
     q, sigma, alpha = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (q, sigma, alpha)))
-    n = choose_n_panels(sigma, alpha, q=q)
+    n = choose_n_panels(sigma, alpha, q=q, margin=0)  # verified below
     for _ in range(3):
         if n not in _AUTO_KERNELS:
             _AUTO_KERNELS[n] = float64_jit(
