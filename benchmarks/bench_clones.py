@@ -7,8 +7,14 @@ local snapshot of that repository is present (fetched by the session tooling und
 file is loaded at run time from git and timed in the same run; its code is never copied into this
 repository.  Otherwise the published anchors are used and the JSON says so.
 
-Ours: ``amplify_jax.shuffle.clones_epsilon`` (exact per-c divergences, both directions, rtol 1e-9), warm
-(compiled once, then the median of repeated calls), at the same parameters, then at n = 1e8.
+Ours: ``amplify_jax.shuffle.clones_epsilon`` (exact per-c divergences, both directions, rtol 1e-9, and
+rtol 1e-2 -- a bracket still narrower than the reference's), warm (compiled once, then the median of
+repeated calls), at the same parameters, then at n = 1e8.
+
+Reading the reference's numbers: ``numericalanalysis`` returns the upper end of its bisection bracket for
+both its upper and its lower computation (resolution eps_start / 2^10), so its "lower" value can sit above
+the exact clone-pair eps (at eps0 = 1, n = 1e5: 0.015293 vs our bracket [0.0152820623, 0.0152820625],
+which scipy's binomial CDFs confirm: delta(0.0152820625) = 0.99999992e-6 <= 1e-6 < delta(0.0152820623)).
 
     python benchmarks/bench_clones.py            # anchor at eps0 = 4 only (it takes seconds)
     python benchmarks/bench_clones.py --slow     # also the eps0 = 1 anchor (about a minute)
@@ -52,13 +58,13 @@ def load_reference():
     return mod
 
 
-def time_ours(eps0, n, delta, repeat=5):
-    r = clones_epsilon(eps0, n, delta)  # compile
+def time_ours(eps0, n, delta, repeat=5, rtol=1e-9):
+    r = clones_epsilon(eps0, n, delta, rtol=rtol)  # compile
     r.upper.block_until_ready()
     ts = []
     for _ in range(repeat):
         t = time.perf_counter()
-        r = clones_epsilon(eps0, n, delta)
+        r = clones_epsilon(eps0, n, delta, rtol=rtol)
         r.upper.block_until_ready()
         ts.append(time.perf_counter() - t)
     return float(np.median(ts)), float(r.lower), float(r.upper)
@@ -96,11 +102,17 @@ def main():
             anchor = PUBLISHED[str(eps0)]
             case.update(reference_seconds_published=anchor)
         case["speedup"] = anchor / t_ours
+        # Ours at a precision matched to the reference's bracket (relative width ~3%): rtol = 1e-2, still
+        # inside the reference's interval.
+        t_m, lo_m, hi_m = time_ours(eps0, N, DELTA, rtol=1e-2)
+        case.update(ours_matched_seconds=t_m, ours_matched_lower=lo_m, ours_matched_upper=hi_m,
+                    speedup_matched=anchor / t_m)
         case["equal_or_tighter"] = bool(hi <= case.get("reference_upper", 0.172790550755978 if eps0 == 4.0 else np.inf))
         out["cases"].append(case)
         print(f"n=1e5 eps0={eps0}: ours [{lo:.10f}, {hi:.10f}] in {t_ours*1e3:.1f} ms; "
               f"reference {case.get('reference_lower', float('nan')):.10f}..{case.get('reference_upper', float('nan')):.10f}"
-              f" in {anchor:.2f} s -> {case['speedup']:.0f}x"
+              f" in {anchor:.2f} s -> {case['speedup']:.0f}x; ours at rtol 1e-2 [{lo_m:.6f}, {hi_m:.6f}] in "
+              f"{t_m*1e3:.1f} ms -> {case['speedup_matched']:.0f}x"
               + (f"; reference (20 it., step 10) {case['reference_tight_upper']:.10f} in "
                  f"{case['reference_tight_seconds']:.2f} s -> {case['speedup_vs_tight']:.0f}x" if ref else ""))
     big = []
