@@ -44,8 +44,8 @@ when A - 1 ~ q^2, and converges only polynomially near the split point).
    2 (sigma^2 + d) wide, which keeps its Bernstein-ellipse parameter >= 3.7 (error < 3.7^-24 ~ 2e-14 of the
    panel's mass).  The mesh density is integrated in closed form, so a static number ``n_panels`` of panels is
    spread over the (up to three) windows in proportion to the resolution each needs; the need itself
-   (``fractional_panels_needed``) is a by-product, and points whose need exceeds ``n_panels`` return +inf
-   rather than an uncertified value (:func:`choose_n_panels` picks the static count from concrete inputs;
+   (``fractional_panels_needed``) is a by-product, and points whose need exceeds ``n_panels`` return the
+   sound q = 1 bound rather than an uncertified value (:func:`choose_n_panels` picks the static count from concrete inputs;
    :func:`log_a_minus_one_fractional_auto` verifies it and re-runs).  The node sum is a sum of positive
    terms scaled by a proven upper bound of the log-integrand (no cancellation, no overflow), written as a
    matrix-vector product and with a branch-free integrand, which XLA:CPU compiles to a single fused loop.
@@ -57,7 +57,7 @@ q = 1.  The result is then inflated by a relative 1e-11 (and one ulp) so that it
 The hardest points are those where two maxima of g have comparable heights (alpha ~ 4 sigma^2, or q such that
 g(r1) ~ g(r3)): the window then spans both and needs the most panels (up to 18 found over the
 whole domain, 5 to 9 typically).
-One panel short still gives ~2e-11; two short ~1e-8 (hence the +inf rule).
+One panel short still gives ~2e-11; two short ~1e-8 (hence the fallback rule).
 """
 
 from __future__ import annotations
@@ -339,12 +339,22 @@ def log_a_minus_one_fractional(q, sigma, alpha, *, n_panels=DEFAULT_N_PANELS):
     A_alpha = E_{z ~ N(0, sigma^2)}[(1 - q + q exp((2z - 1)/(2 sigma^2)))^alpha]; q in [0, 1], sigma > 0,
     alpha > 1 broadcast (float64).  Returns -inf where A - 1 = 0 (q = 0).  ``n_panels`` (static, >= 3) fixes
     the number of quadrature panels; where it is below ``fractional_panels_needed(q, sigma, alpha)`` the
-    accuracy is not certified and the result is +inf (a sound, visible failure: pick ``n_panels`` with
-    :func:`choose_n_panels`, or use :func:`log_a_minus_one_fractional_and_need` and re-run with more panels,
-    as :func:`log_a_minus_one_fractional_auto` does).  The value is rounded up by a relative 1e-11.
+    quadrature is not certified and the result falls back to the sound but loose q = 1 value
+    log(expm1(alpha (alpha - 1) / (2 sigma^2))) (subsampling never increases RDP).  Pick ``n_panels`` with
+    :func:`choose_n_panels` or ``DEFAULT_N_PANELS`` (above every need found over the domain), or use
+    :func:`log_a_minus_one_fractional_and_need` to see where it falls back and re-run with more panels, as
+    :func:`log_a_minus_one_fractional_auto` does.  The value is rounded up by a relative 1e-11.
     """
     res, need = log_a_minus_one_fractional_and_need(q, sigma, alpha, n_panels=n_panels)
-    return jnp.where(need <= n_panels, res, jnp.inf)
+    return jnp.where(need <= n_panels, res, _log_a_minus_one_unsampled(sigma, alpha))
+
+
+def _log_a_minus_one_unsampled(sigma, alpha):
+    """log(A - 1) at q = 1, exp(alpha (alpha - 1) / (2 sigma^2)) - 1: a sound upper bound at every q (sampling
+    never increases the Renyi divergence: joint quasi-convexity, mixing mu_0 into both arguments)."""
+    e = alpha * (alpha - 1.0) / (2.0 * sigma * sigma)
+    big = e > 30.0
+    return jnp.where(big, e + jnp.log1p(-jnp.exp(-jnp.where(big, e, 30.0))), jnp.log(jnp.expm1(jnp.where(big, 30.0, e))))
 
 
 def log_a_minus_one_fractional_and_need(q, sigma, alpha, *, n_panels=DEFAULT_N_PANELS):

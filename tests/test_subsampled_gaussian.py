@@ -232,10 +232,12 @@ def test_panels_needed_and_refinement():
     assert np.all(np.abs(auto - fine) <= 2e-12 * np.maximum(1.0, np.abs(fine)))
 
 
-def test_too_few_panels_is_inf_not_wrong():
-    # the alpha ~ 4 sigma^2 ridge needs 15 panels: with 8 the kernel refuses (+inf) rather than under-state
+def test_too_few_panels_falls_back_to_a_sound_bound():
+    # the alpha ~ 4 sigma^2 ridge needs 15 panels: with 8 the kernel returns the q = 1 bound, not a guess
     q, s, a = 0.1, 10.934803521340877, 530.4958114246483
-    assert np.isposinf(_lam1(q, s, a, 8))
+    bound = float(mp.log(mp.expm1(mp.mpf(a) * (mp.mpf(a) - 1) / (2 * mp.mpf(s) ** 2))))
+    assert np.isclose(_lam1(q, s, a, 8), bound, rtol=1e-13)
+    assert bound > _lam1(q, s, a, 16) + 1.0
     assert _needed(q, s, a)[0] == 15.0
     assert np.isfinite(_lam1(q, s, a, 16))
 
