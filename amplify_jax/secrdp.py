@@ -563,16 +563,6 @@ def _masked_one(adj, mask, su2, sc2):
     return jnp.max(jnp.where(mask > 0, diag, -jnp.inf))
 
 
-@float64_jit
-def _masked_max(adj, masks, su2, sc2):
-    """(P,) max over honest-user masks (M, n) and honest i of [Sigma_H^{-1}]_ii by Cholesky (direct path)."""
-
-    def per_pair(p):
-        return jnp.max(lax.map(lambda m: _masked_one(adj, m, p[0], p[1]), masks))
-
-    return lax.map(per_pair, (su2, sc2))
-
-
 # ----------------------------------------------------------------------------------------------------------
 # Per-step accountant
 
@@ -703,7 +693,7 @@ def _curious_path(g: SecGraph, su2, sc2):
 
 def _direct_masks(g: SecGraph, masks, su2, sc2):
     """max over honest-user masks and honest i of [Sigma_H^{-1}]_ii, by LAPACK Cholesky (dpotrf) and the
-    inverse from it (dpotri), for every pair.  (The jnp twin ``_masked_max`` serves traced calibration.)"""
+    inverse from it (dpotri), for every pair.  (Traced calibration uses the jnp twin ``_masked_one``.)"""
     adj = g.adjacency.toarray()
     out = np.full(su2.shape, -np.inf)
     for m in masks:
