@@ -143,14 +143,20 @@ def _unpad(x, n, shape):
     return x[:n].reshape(shape)
 
 
-def _n_panels(sigma, orders):
+def _n_panels(sigma, orders, q=None):
+    """Static quadrature panel count for the fractional orders, probed at the given sigma, orders and q.
+
+    The continuous order search may evaluate any order between the grid's neighbours (and up to 4x its top),
+    so the probe includes the extremes.  A point given fewer panels than it needs falls back to a valid but
+    loose bound (see :mod:`amplify_jax._subsampled_gaussian`): sound either way.
+    """
     from ._subsampled_gaussian import choose_n_panels
 
     s = np.unique(np.asarray(sigma, dtype=np.float64).ravel())
     a = np.asarray(orders, dtype=np.float64).ravel()
-    # the continuous search may evaluate any order between the grid's neighbours (and up to 4x its top)
     a = np.unique(np.concatenate([a, [a.min(), min(1 + 4 * (a.max() - 1), 4096.0)]]))
-    return choose_n_panels(s[:, None], a[None, :])
+    qq = None if q is None else np.unique(np.asarray(q, dtype=np.float64).ravel())
+    return choose_n_panels(s, a, qq)
 
 
 def _dpsgd_eps_kernel(curve, at_order, sigma, q, steps, log_delta, method, refine):
@@ -193,7 +199,7 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
     s, qq, t, d, shape = _check_dpsgd(sigma, q, steps, delta)
     V.one_of("method", method, METHODS)
     a = np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
-    n_panels = _n_panels(s, a)
+    n_panels = _n_panels(s, a, qq)
     curve = SGMCurve(a, n_panels)
     with x64_scope():
         (bs, bq, bt, bd), n = _flat_padded(shape, s, qq, t, np.log(d))
@@ -323,7 +329,7 @@ def dpsgd_calibrate_sigma(
     shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
     a = np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
     # the bisection visits any sigma of the range: size the quadrature for a dense grid of it
-    n_panels = _n_panels(np.geomspace(lo, hi, 97), np.concatenate([a, CALIBRATION_ORDERS]))
+    n_panels = _n_panels(np.geomspace(lo, hi, 97), np.concatenate([a, CALIBRATION_ORDERS]), qq)
     full = _DPSGDFullEps(SGMCurve(a, n_panels), _SGMAtOrder(n_panels), method)
     coarse = _DPSGDGridEps(SGMCurve(CALIBRATION_ORDERS, n_panels), method)
     with x64_scope():

@@ -185,14 +185,6 @@ def _sgm_int_kernel(alpha, q, sigma, kmax):
     return jnp.logaddexp(0.0, log_am1) / (alpha - 1.0)
 
 
-@float64_jit(static_argnames=("n_panels",))
-def _sgm_frac_kernel(alpha, q, sigma, n_panels):
-    from ._subsampled_gaussian import log_a_minus_one_fractional
-
-    log_am1 = log_a_minus_one_fractional(q[..., None], sigma[..., None], alpha, n_panels=n_panels)
-    return jnp.logaddexp(0.0, log_am1) / (alpha - 1.0)
-
-
 def _integer_buckets(alpha):
     """Group integer orders by the power of two above them, so short series are not padded to the longest."""
     buckets = {}
@@ -226,10 +218,11 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
             out = out.at[..., sel].set(_sgm_int_kernel(jnp.asarray(a[sel]), qb, sb, kmax))
         fa = np.nonzero(~is_int)[0]
         if fa.size:
-            from ._subsampled_gaussian import choose_n_panels
+            from ._subsampled_gaussian import log_a_minus_one_fractional_auto
 
-            n_panels = choose_n_panels(sb, a[fa])
-            out = out.at[..., fa].set(_sgm_frac_kernel(jnp.asarray(a[fa]), qb, sb, n_panels))
+            # panel count chosen for these inputs and verified (re-run with more panels where needed)
+            log_am1 = log_a_minus_one_fractional_auto(qb[..., None], sb[..., None], a[fa])
+            out = out.at[..., fa].set(jnp.logaddexp(0.0, log_am1) / (jnp.asarray(a[fa]) - 1.0))
         return out
 
 

@@ -69,7 +69,7 @@ def _eps_kernel_factory(opts):
 
     orders = np.sort(np.asarray(opts.get("orders", DEFAULT_ORDERS), dtype=np.float64))
     method = opts.get("method", "balle2020")
-    n_panels = _n_panels(np.asarray(opts["_sigma_values"]), orders)
+    n_panels = _n_panels(np.asarray(opts["_sigma_values"]), orders, opts.get("_q_values"))
     curve, at_order = SGMCurve(orders, n_panels), _SGMAtOrder(n_panels)
 
     def kernel(sigma, q, steps, delta):
@@ -86,7 +86,8 @@ def _calibrate_kernel_factory(opts):
     orders = np.sort(np.asarray(opts.get("orders", DEFAULT_ORDERS), dtype=np.float64))
     method = opts.get("method", "balle2020")
     lo, hi = opts.get("sigma_range", (0.05, 2e3))
-    n_panels = _n_panels(np.geomspace(lo, hi, 97), np.concatenate([orders, CALIBRATION_ORDERS]))
+    n_panels = _n_panels(np.geomspace(lo, hi, 97), np.concatenate([orders, CALIBRATION_ORDERS]),
+                         opts.get("_q_values"))
     full = _DPSGDFullEps(SGMCurve(orders, n_panels), _SGMAtOrder(n_panels), method)
     coarse = _DPSGDGridEps(SGMCurve(CALIBRATION_ORDERS, n_panels), method)
     rtol = float(opts.get("rtol", 1e-6))
@@ -317,6 +318,7 @@ def _compiled(spec, q, mesh, sharding):
     opts = dict(spec.options)
     if "sigma" in spec.axes:
         opts["_sigma_values"] = spec.axes["sigma"]
+    opts["_q_values"] = spec.axes.get("q")
     probe = q.make_kernel  # the kernel's static plan depends on the options (and on the sigma axis' range)
     key = (spec.quantity, json.dumps({k: v for k, v in spec.options.items()}, sort_keys=True, default=str),
            tuple(d.id for d in mesh.devices.flat), _plan_key(spec))
@@ -328,14 +330,14 @@ def _compiled(spec, q, mesh, sharding):
 
 
 def _plan_key(spec):
-    """What of the grid fixes the kernel's static plan: the quadrature panel count for the sigma axis."""
+    """What of the grid fixes the kernel's static plan: the quadrature panel count for the sigma and q axes."""
     if "sigma" not in spec.axes:
-        return None
+        return ("q", tuple(spec.axes["q"].tolist())) if "q" in spec.axes else None
     from .accountants import _n_panels
     from .rdp import DEFAULT_ORDERS
 
     orders = np.sort(np.asarray(spec.options.get("orders", DEFAULT_ORDERS), dtype=np.float64))
-    return _n_panels(spec.axes["sigma"], orders)
+    return _n_panels(spec.axes["sigma"], orders, spec.axes.get("q"))
 
 
 def _merge(spec, out: Path, n_chunks: int, q: Quantity):
