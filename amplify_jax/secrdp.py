@@ -453,7 +453,8 @@ def algebraic_connectivity(graph, *, removed: int = 0):
     with ``removed = c > 0``, a lower bound on the minimum of a(G - S) over removed sets |S| <= c.
 
     n < LARGE_N: a(G) exact from the dense eigendecomposition; with ``removed = 1`` and n <= 400 the minimum
-    over single removals is computed exactly (n small eigensolves, cached on the graph).  Otherwise the sound bound a(G - S) >= a(G) - c w_max (Cauchy
+    over single removals is computed exactly (n small eigensolves, cached on the graph), and with
+    ``removed >= 2`` by enumerating the removed sets when n <= 200 and there are at most 20000 of them.  Otherwise the sound bound a(G - S) >= a(G) - c w_max (Cauchy
     interlacing for the principal submatrix, then Weyl for the lost degrees), and for n >= LARGE_N a(G) itself
     is a certified lower bound (see the module docstring).  ``exact`` says which.
     """
@@ -485,6 +486,19 @@ def _algebraic_connectivity(g: SecGraph, c: int):
             tau = 8.0 * g.n * _U * float(g.degrees.max())  # safe side: eigensolver error, ||L|| <= 2 max degree
             vals.append(lam[1] - tau)
         return float(max(min(vals), 0.0)), True
+    if c >= 2 and g.n <= 200 and _n_removal_sets(g.n, c) <= 20_000:
+        # enumerate every removed set of size <= c (the same sets as the exact accountant of adversary III)
+        adj = g.adjacency.toarray()
+        tau = 8.0 * g.n * _U * float(g.degrees.max())
+        best = np.inf
+        for mask in _removal_masks(g.n, c):
+            keep = np.flatnonzero(mask > 0)
+            a = adj[np.ix_(keep, keep)]
+            if csgraph.connected_components(sp.csr_matrix(a), directed=False)[0] > 1:
+                return 0.0, True
+            lap = np.diag(a.sum(axis=1)) - a
+            best = min(best, float(sla.eigvalsh(lap, subset_by_index=[0, 1])[1]) - tau)
+        return float(max(best, 0.0)), True
     return float(max(a0 - c * g.w_max, 0.0)), False
 
 

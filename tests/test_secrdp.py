@@ -120,6 +120,21 @@ def test_colluding_enumeration_and_local():
     assert not bool(acc.connected) and bool(cur.connected)
 
 
+def test_colluding_spectral_bound_enumerated():
+    # Petersen graph is 3-connected: no 2 colluders disconnect it, and the Thm 1 bound with the enumerated
+    # worst a(G - S) must dominate the exact adversary-III value.
+    g = nx.petersen_graph()
+    a2, exact = S.algebraic_connectivity(g, removed=2)
+    ref = min(np.sort(np.linalg.eigvalsh(nx.laplacian_matrix(nx.restricted_view(g, s, []),
+                                                             nodelist=sorted(set(g) - set(s))).toarray()))[1]
+              for k in (1, 2) for s in itertools.combinations(range(10), k))
+    assert exact and a2 == pytest.approx(ref, rel=1e-10) and a2 <= ref
+    for su, sc in [(1.0, 3.0), (0.2, 50.0)]:
+        acc = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="colluding", colluders=2)
+        assert bool(acc.connected) and float(acc.spectral) >= float(acc.eps1)
+        assert float(acc.spectral) < float(acc.ldp)
+
+
 def test_complete_graph_closed_form_and_spectral_exact():
     n = 11
     su = np.geomspace(0.1, 10, 5)[:, None]
