@@ -58,6 +58,9 @@ def erlingsson_epsilon(eps0, *, n, delta) -> ClosedForm:
 
     eps = 12 eps0 sqrt(ln(1/delta) / n), valid for eps0 < 1/2, n >= 1000, delta < 1/100 (Corollary 9).
     Broadcasts over eps0, n, delta.  Outside the conditions: epsilon = eps0, valid = False.
+    The formula is pinned by Balle et al.'s notebook values (tested); the three conditions are transcribed
+    from the paper as we read it and no public value tests their boundaries -- the FMT closed form and the
+    clones bound supersede this bound wherever both apply.
     """
     return _erlingsson_kernel(*_check(eps0, n, delta))
 
