@@ -54,14 +54,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Mapping, NamedTuple, Sequence
+from typing import Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from amplify_jax import _validate as V
-from amplify_jax.calibrate import AT_LIMIT, OK, invert_monotone, invert_monotone_kernel
+from amplify_jax.calibrate import invert_monotone
 from amplify_jax.numerics import float64_jit, log_binom_pmf, log_comb, logsumexp
 
 __all__ = [
