@@ -10,7 +10,14 @@ import pytest
 
 from amplify_jax import numerics as N
 
-mp.mp.dps = 50
+
+@pytest.fixture(autouse=True)
+def _mp_precision():
+    """mpmath references at 50 digits, whatever other test modules set globally."""
+    with mp.workdps(50):
+        yield
+
+
 
 
 @pytest.mark.parametrize("n,k", [(10, 3), (1024, 512), (1e6, 17.5), (2.5, 1.5)])

@@ -8,7 +8,14 @@ from hypothesis import given, strategies as st
 import amplify_jax as aj
 from amplify_jax import rdp as R
 
-mp.mp.dps = 40
+
+@pytest.fixture(autouse=True)
+def _mp_precision():
+    """mpmath references at 50 digits, whatever other test modules set globally."""
+    with mp.workdps(50):
+        yield
+
+
 
 
 def mp_sgm_int(q, sigma, alpha):
