@@ -27,22 +27,23 @@ How the accountant computes
 - Adversary I: one eigendecomposition L = V diag(lambda) V^T per graph (cached), then for every pair of
   noise levels diag(Sigma^{-1})_i = sum_k V_ik^2 / (sigma_unc^2 + sigma_cor^2 lambda_k): one matrix product
   (P pairs x n eigenvalues) @ (n eigenvalues x n users) in JAX float64.
-- Adversary II: from S = Sigma^{-1} of the whole graph, removing user j is (a) the principal submatrix
-  without j, whose inverse is the Schur complement S - S[:, j] S[j, :] / S_jj, and (b) the loss of the
-  correlated noise of j's edges by its neighbours N(j): Sigma_{-j} = Sigma[-j, -j] - sigma_cor^2 diag(w_j)
-  restricted to N(j), a rank-deg(j) Woodbury update.  Only diag and max are needed: O(n deg^2) per removed
-  user after one O(n^3) for S, instead of n inversions.  Users of degree above ``_WOODBURY_MAX_DEGREE`` are
-  removed directly (Cholesky).
-- Adversary III: exact by enumerating every removed set of size <= c (Cholesky per set) while the number of
-  sets times n^3 is affordable; otherwise the sound spectral bound with a(G - S) >= a(G) - c w_max (Cauchy
-  interlacing and Weyl: deleting vertex v moves lambda_2 down by at most max_u w_uv; Fiedler 1973).
+- Adversaries II and III: exact by enumerating every removed set (each single user for II, every set of
+  size <= c for III) while the number of sets times n^3 is affordable (``_ENUMERATION_BUDGET``: II up to
+  n = 447), each Sigma_H inverted directly after deflating its constant directions (see :func:`_direct_masks`:
+  Sigma_H's condition number grows like sigma_cor^2 / sigma_unc^2, the deflated matrix's does not).
+  Otherwise the sound spectral bound with a lower bound on min(a(G), a(G - S)): exact minimum over single
+  removals for n <= 400, enumerated for small c, else a(G) - c w_max (Cauchy interlacing and Weyl: deleting
+  vertex v moves lambda_2 down by at most max_u w_uv; Fiedler 1973).  (An earlier Schur-complement/Woodbury
+  update of the full Sigma^{-1} for adversary II was removed: it loses all accuracy when sigma_cor >>
+  sigma_unc and under-reported eps1.)
 - Graphs with n >= ``LARGE_N`` users: no dense eigendecomposition; the result is the spectral bound with a
   *certified* lower bound on a(G): a shift-invert Lanczos estimate t, then Sylvester's law of inertia on a
   sparse LDL^T of L - t I (exactly one negative pivot <=> lambda_2 > t).  Flagged ``exact=False``.
 
 Soundness: every exact value gets an absolute rounding margin of ``8 n u / sigma_unc^2`` (u = 2^-53, the
-size of the error of a sum of n terms bounded by 1/sigma_unc^2), and the Woodbury path a further relative
-margin ``_WOODBURY_REL_MARGIN``; bounds only ever replace a value by something larger.
+size of the error of a sum of n terms bounded by 1/sigma_unc^2), and the direct (deflated Cholesky) path a
+further margin scaled by the deflated matrix's condition number (:func:`_direct_masks`); bounds only ever
+replace a value by something larger.
 
 Disconnected graphs (or, for adversaries II/III, graphs that some admissible removal disconnects): the
 inverse still exists (sigma_unc > 0) and the value returned is still exact and valid, but a user cut off
@@ -121,9 +122,7 @@ ADVERSARIES = ("eavesdropper", "curious", "colluding", "local")
 LARGE_N = 20_000  # from this size on: sparse path with a certified spectral bound
 _U = 2.0**-53  # unit roundoff of float64
 _ROUND_ABS = 8.0  # absolute margin _ROUND_ABS * n * u / sigma_unc^2 on every exact diagonal entry
-_WOODBURY_REL_MARGIN = 1e-10  # extra relative margin on the Woodbury path (rank-deg solves)
-_WOODBURY_MAX_DEGREE = 48  # users of larger degree are removed by a direct Cholesky (adversary II)
-_ENUMERATION_BUDGET = 4e10  # adversary III: (number of removed sets) * n^3 allowed for exact enumeration
+_ENUMERATION_BUDGET = 4e10  # adversaries II/III: (number of removed sets) * n^3 allowed for exact enumeration
 _EIG_CACHE_SIZE = 8
 _LDP_UP = 1.0 + 8.0 * _U  # rounds a few correctly rounded float operations up (1/sigma^2, 2 C^2 d)
 
@@ -473,6 +472,8 @@ def _algebraic_connectivity(g: SecGraph, c: int):
     a0, exact = g.fiedler_lower()
     if c == 0:
         return a0, exact
+    # Every branch below returns min(a(G), worst a(G - S)): the removed sets |S| <= c include the empty one,
+    # as in the exact accountant (which also keeps H = all users); a(G - S) can exceed a(G) (a path loses an end).
     if c == 1 and g.n <= 400:
         lap = g.laplacian
         adj = g.adjacency.toarray()
@@ -485,7 +486,7 @@ def _algebraic_connectivity(g: SecGraph, c: int):
             lam = sla.eigvalsh(sub, subset_by_index=[0, 1])
             tau = 8.0 * g.n * _U * float(g.degrees.max())  # safe side: eigensolver error, ||L|| <= 2 max degree
             vals.append(lam[1] - tau)
-        return float(max(min(vals), 0.0)), True
+        return float(max(min(min(vals), a0), 0.0)), True
     if c >= 2 and g.n <= 200 and _n_removal_sets(g.n, c) <= 20_000:
         # enumerate every removed set of size <= c (the same sets as the exact accountant of adversary III)
         adj = g.adjacency.toarray()
@@ -498,7 +499,7 @@ def _algebraic_connectivity(g: SecGraph, c: int):
                 return 0.0, True
             lap = np.diag(a.sum(axis=1)) - a
             best = min(best, float(sla.eigvalsh(lap, subset_by_index=[0, 1])[1]) - tau)
-        return float(max(best, 0.0)), True
+        return float(max(min(best, a0), 0.0)), True
     return float(max(a0 - c * g.w_max, 0.0)), False
 
 
@@ -521,60 +522,35 @@ def _eig_diag(w, lam, su2, sc2):
     return r @ w.T
 
 
-def _woodbury_one_pair(vec, lam, nbr, wts, users, use, su2, sc2):
-    """max over removed j in ``users`` and i != j of [Sigma_{-j}^{-1}]_ii, from S = Sigma^{-1} (one pair)."""
-    s = (vec * (1.0 / (su2 + sc2 * lam))[None, :]) @ vec.T
-    ds = jnp.diagonal(s)
-    dp = nbr.shape[1]
-    eye = jnp.eye(dp)
-
-    def per_user(args):
-        j, nb, w = args
-        c = jnp.sqrt(sc2 * w)
-        sj = s[j, :]  # S is symmetric: rows, not strided columns
-        sjj = s[j, j]
-        diag_b = ds - sj * sj / sjj  # Schur complement: inverse of Sigma without row/col j
-        gt = s[nb, :] - (s[j, nb] / sjj)[:, None] * sj[None, :]  # (B^{-1}[:, N(j)])^T, shape (dp, n)
-        gnn = s[nb][:, nb] - jnp.outer(s[j, nb], s[j, nb]) / sjj  # B^{-1}_NN
-        k = eye - c[:, None] * c[None, :] * gnn  # I - C^1/2 B^{-1}_NN C^1/2 (positive definite)
-        kinv = jnp.linalg.solve(k, eye)
-        gct = gt * c[:, None]
-        diag_j = diag_b + jnp.sum(gct * (kinv @ gct), axis=0)
-        diag_j = jnp.where(jnp.arange(ds.shape[0]) == j, -jnp.inf, diag_j)
-        return jnp.max(diag_j)
-
-    vals = lax.map(per_user, (users, nbr[users], wts[users]), batch_size=64)
-    return jnp.max(jnp.where(use, vals, -jnp.inf))
+def _lam_bound(g: SecGraph) -> float:
+    """2 x the largest weighted degree: >= lambda_max(L_H) for every honest subgraph H (Gershgorin)."""
+    return 2.0 * float(g.degrees.max()) if g.degrees.size else 0.0
 
 
-@float64_jit
-def _woodbury_max(vec, lam, nbr, wts, users, use, su2, sc2):
-    """(P,) Woodbury removal maxima for the flattened pairs (su2, sc2); ``use`` masks the removed users."""
-    return lax.map(lambda p: _woodbury_one_pair(vec, lam, nbr, wts, users, use, p[0], p[1]), (su2, sc2))
-
-
-def _woodbury_tables(g):
-    """Neighbour tables padded to a power-of-two degree (fewer recompilations), all users with a mask of those
-    removed by Woodbury (degree <= _WOODBURY_MAX_DEGREE)."""
-    nbr, wts, deg = g.neighbours()
-    low = deg <= _WOODBURY_MAX_DEGREE
-    dmax = max(int(deg[low].max()) if low.any() else 1, 1)
-    dp = 1 << int(math.ceil(math.log2(dmax)))
-    if dp > nbr.shape[1]:
-        extra = dp - nbr.shape[1]
-        nbr = np.concatenate([nbr, np.repeat(np.arange(g.n)[:, None], extra, axis=1)], axis=1)
-        wts = np.concatenate([wts, np.zeros((g.n, extra))], axis=1)
-    return nbr[:, :dp], wts[:, :dp], np.arange(g.n), low
-
-
-def _masked_one(adj, mask, su2, sc2):
+def _masked_one(adj, mask, labels, inv_size, a_h, su2, sc2, lam_b):
+    """jnp twin of :func:`_direct_masks` for one honest mask and one pair (traced calibration): the deflated
+    Cholesky inverse plus its correction and rounding margin (``labels``, ``inv_size``, ``a_h`` from
+    :func:`_mask_structure`)."""
+    n = adj.shape[0]
     am = adj * mask[:, None] * mask[None, :]
     lap = jnp.diag(jnp.sum(am, axis=1)) - am
-    sig = su2 * jnp.eye(adj.shape[0]) + sc2 * lap
+    k = jnp.sum(mask)
+    beta = sc2 * lam_b
+    blocks = (labels[:, None] == labels[None, :]) * (mask[:, None] * mask[None, :]) * inv_size[None, :]
+    sig = su2 * jnp.eye(n) + sc2 * lap + beta * blocks
     chol = jnp.linalg.cholesky(sig)
-    inv_l = jax.scipy.linalg.solve_triangular(chol, jnp.eye(adj.shape[0]), lower=True)
-    diag = jnp.sum(inv_l * inv_l, axis=0)  # diag(Sigma^-1) = column norms of L^-1
-    return jnp.max(jnp.where(mask > 0, diag, -jnp.inf))
+    inv_l = jax.scipy.linalg.solve_triangular(chol, jnp.eye(n), lower=True)
+    corr = beta * inv_size / (su2 * (su2 + beta))
+    diag = jnp.sum(inv_l * inv_l, axis=0) + corr  # diag(M^-1) = column norms of L^-1
+    margin = _deflated_margin(k, su2, sc2, a_h, lam_b, jnp.max(corr))
+    return jnp.max(jnp.where(mask > 0, diag, -jnp.inf)) + margin
+
+
+def _deflated_margin(k, su2, sc2, a_h, lam_b, corr):
+    """Absolute rounding margin of one deflated diagonal entry (see :func:`_direct_masks`)."""
+    lmax = su2 + sc2 * lam_b
+    lmin = su2 + sc2 * a_h
+    return _ROUND_ABS * k * _U * (lmax / (lmin * lmin) + corr)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -683,43 +659,73 @@ def _eig_path(g: SecGraph, su2, sc2):
     return np.concatenate(out)
 
 
-def _curious_path(g: SecGraph, su2, sc2):
-    """Exact adversary II: Woodbury for users of degree <= _WOODBURY_MAX_DEGREE, Cholesky for the others."""
-    lam, vec = g.eigh()
-    nbr, wts, users, use = _woodbury_tables(g)
-    high = np.flatnonzero(~use)
-    best = np.full(su2.shape, -np.inf)
-    with x64_scope():
-        if use.any():
-            wb = np.asarray(
-                _woodbury_max(
-                    jnp.asarray(vec), jnp.asarray(lam), jnp.asarray(nbr), jnp.asarray(wts),
-                    jnp.asarray(users), jnp.asarray(use), jnp.asarray(su2), jnp.asarray(sc2),
-                )
-            )
-            best = np.maximum(best, wb * (1.0 + _WOODBURY_REL_MARGIN))
-        if high.size:
-            masks = np.ones((high.size, g.n))
-            masks[np.arange(high.size), high] = 0.0
-            best = np.maximum(best, _direct_masks(g, masks, su2, sc2))
-    return best
+def _mask_structure(g: SecGraph, masks):
+    """Per honest mask (cached on the graph by the masks' bytes): component labels (M, n; removed users get
+    label -1), 1/|component| per user (M, n; 0 for removed users), and a_h (M,), a lower bound on the smallest
+    nonzero Laplacian eigenvalue of H, i.e. min over its components of their algebraic connectivity
+    (eigensolver value minus its error bound 8 n u lambda_max; lam_b if H has no edge)."""
+    if not hasattr(g, "_mask_struct"):
+        g._mask_struct = {}
+    key = hashlib.sha1(np.ascontiguousarray(masks).tobytes()).hexdigest()
+    if key not in g._mask_struct:
+        adj = g.adjacency.toarray()
+        lam_b = _lam_bound(g)
+        tau = 8.0 * g.n * _U * lam_b
+        labels = np.full(masks.shape, -1, dtype=np.int64)
+        inv_size = np.zeros(masks.shape)
+        a_h = np.empty(masks.shape[0])
+        for r, m in enumerate(masks):
+            keep = np.flatnonzero(m > 0)
+            a = adj[np.ix_(keep, keep)]
+            ncomp, lab = csgraph.connected_components(sp.csr_matrix(a), directed=False)
+            labels[r, keep] = lab
+            inv_size[r, keep] = 1.0 / np.bincount(lab)[lab]
+            lam = sla.eigvalsh(np.diag(a.sum(axis=1)) - a)
+            a_h[r] = max(float(lam[ncomp]) - tau, 0.0) if ncomp < keep.size else lam_b
+        g._mask_struct[key] = (labels, inv_size, a_h)
+    return g._mask_struct[key]
 
 
 def _direct_masks(g: SecGraph, masks, su2, sc2):
-    """max over honest-user masks and honest i of [Sigma_H^{-1}]_ii, by LAPACK Cholesky (dpotrf) and the
-    inverse from it (dpotri), for every pair.  (Traced calibration uses the jnp twin ``_masked_one``.)"""
+    """max over honest-user masks and honest i of [Sigma_H^{-1}]_ii, plus a rounding margin, for every pair.
+
+    Deflation: for every connected component c of H, L_H 1_c = 0, so 1_c is an eigenvector of Sigma_H with
+    eigenvalue sigma_unc^2; with M = Sigma_H + beta sum_c 1_c 1_c^T / |c| (beta = sigma_cor^2 lam_b,
+    lam_b = 2 max degree >= lambda_max(L_H)),
+
+        [Sigma_H^{-1}]_ii = [M^{-1}]_ii + beta / (|c(i)| sigma_unc^2 (sigma_unc^2 + beta))
+
+    exactly.  Sigma_H itself has condition number up to 1 + sigma_cor^2 lam_b / sigma_unc^2 (the constant
+    directions), which for sigma_cor >> sigma_unc ruins any float64 inversion of it (or update of its inverse:
+    the former Schur-complement/Woodbury path under-reported by up to 17% there); M has
+    lambda_max(M) <= sigma_unc^2 + beta and lambda_min(M) >= sigma_unc^2 + sigma_cor^2 a_h (a_h from
+    :func:`_mask_structure`).  [M^{-1}]_ii by LAPACK Cholesky (dpotrf) and the inverse from it (dpotri); the
+    normwise error of a Cholesky-based inverse is O(k u kappa(M) ||M^{-1}||) (Higham, Accuracy and Stability
+    of Numerical Algorithms, 2nd ed., Ch. 14), so each entry gets the absolute margin
+    ``_ROUND_ABS k u (lambda_max(M) / lambda_min(M)^2 + correction)``.
+    (Traced calibration uses the jnp twin ``_masked_one``.)"""
     adj = g.adjacency.toarray()
+    lam_b = _lam_bound(g)
+    labels, inv_size, a_h = _mask_structure(g, masks)
     out = np.full(su2.shape, -np.inf)
-    for m in masks:
+    for r, m in enumerate(masks):
         keep = np.flatnonzero(m > 0)
+        k = keep.size
         a = adj[np.ix_(keep, keep)]
         lap = np.diag(a.sum(axis=1)) - a
+        eye = np.eye(k)
+        lab = labels[r, keep]
+        isz = inv_size[r, keep]
+        blocks = (lab[:, None] == lab[None, :]) * isz[None, :]
         for p, (s2, c2) in enumerate(zip(su2, sc2)):
-            chol, info = sla.lapack.dpotrf(s2 * np.eye(keep.size) + c2 * lap, lower=1)
-            if info != 0:  # pragma: no cover - Sigma_H is positive definite
+            beta = c2 * lam_b
+            chol, info = sla.lapack.dpotrf(s2 * eye + c2 * lap + beta * blocks, lower=1)
+            if info != 0:  # pragma: no cover - M is positive definite
                 raise np.linalg.LinAlgError(f"Cholesky failed (info={info})")
             inv, info = sla.lapack.dpotri(chol, lower=1)
-            out[p] = max(out[p], float(np.max(np.diag(inv))))
+            corr = beta * isz / (s2 * (s2 + beta))
+            val = float(np.max(np.diag(inv) + corr)) + _deflated_margin(k, s2, c2, a_h[r], lam_b, float(corr.max()))
+            out[p] = max(out[p], val)
     return out
 
 
@@ -755,9 +761,9 @@ def _step_diag(g: SecGraph, adversary, c, su2, sc2):
     margin = _ROUND_ABS * n * _U / su2
     d = _eig_path(g, su2, sc2)  # H = all users: adversary I, and the empty removed set of II/III
     exact = True
-    if removed == 1:
-        d = np.maximum(d, _curious_path(g, su2, sc2))
-    elif removed >= 2:
+    if removed >= 1:
+        # every removed set (one user for II, up to c for III) inverted directly, deflated (_direct_masks),
+        # while (number of sets) * n^3 is affordable; otherwise the sound spectral bound
         if _n_removal_sets(n, removed) * float(n) ** 3 <= _ENUMERATION_BUDGET:
             d = np.maximum(d, _direct_masks(g, _removal_masks(n, removed), su2, sc2))
         else:
@@ -1031,24 +1037,16 @@ class _Eps1Fn:
         lam, vec = g.eigh()
         self.w = jnp.asarray(vec * vec)
         self.lam = jnp.asarray(lam)
-        self.vec = None
         self.masks = None
-        if c == 1:
-            nbr, wts, users, use = _woodbury_tables(g)
-            high = np.flatnonzero(~use)
-            self.vec = jnp.asarray(vec)
-            self.nbr = jnp.asarray(nbr)
-            self.wts = jnp.asarray(wts)
-            self.users = jnp.asarray(users)
-            self.use = jnp.asarray(use)
-            self.low = True if use.any() else None
-            if high.size:
-                m = np.ones((high.size, g.n))
-                m[np.arange(high.size), high] = 0.0
-                self.masks = jnp.asarray(m)
-        elif c >= 2:
+        if c >= 1:
             if _n_removal_sets(g.n, c) * float(g.n) ** 3 <= _ENUMERATION_BUDGET:
-                self.masks = jnp.asarray(_removal_masks(g.n, c))
+                masks = _removal_masks(g.n, c)
+                labels, inv_size, a_h = _mask_structure(g, masks)
+                self.masks = jnp.asarray(masks)
+                self.labels = jnp.asarray(labels)
+                self.inv_size = jnp.asarray(inv_size)
+                self.a_h = jnp.asarray(a_h)
+                self.lam_b = _lam_bound(g)
             else:
                 self.kind, self.exact = "spectral", False
         if self.masks is not None:
@@ -1062,14 +1060,10 @@ class _Eps1Fn:
             return _spectral_diag_bound(self.n_h, self.a_lo, su2, sc2)
         r = 1.0 / (su2[:, None] + sc2[:, None] * self.lam[None, :])
         d = jnp.max(r @ self.w.T, axis=1)
-        if self.vec is not None and self.low is not None:
-            wb = lax.map(lambda p: _woodbury_one_pair(self.vec, self.lam, self.nbr, self.wts, self.users, self.use,
-                                                          p[0], p[1]),
-                         (su2, sc2))
-            d = jnp.maximum(d, wb * (1.0 + _WOODBURY_REL_MARGIN))
         if self.masks is not None:
-            dm = lax.map(lambda p: jnp.max(lax.map(lambda m: _masked_one(self.adj, m, p[0], p[1]), self.masks)),
-                         (su2, sc2))
+            dm = lax.map(lambda p: jnp.max(lax.map(
+                lambda m: _masked_one(self.adj, m[0], m[1], m[2], m[3], p[0], p[1], self.lam_b),
+                (self.masks, self.labels, self.inv_size, self.a_h))), (su2, sc2))
             d = jnp.maximum(d, dm)
         return jnp.minimum(d + _ROUND_ABS * self.n * _U / su2, _LDP_UP / su2) * _LDP_UP
 

@@ -1,7 +1,7 @@
 """Tests of the Decor SecRDP accountant (amplify_jax.secrdp).
 
 References: numpy.linalg.inv of Sigma_H built independently from networkx graphs, the direct removal of each
-user (against the Woodbury path), the closed form for the complete graph, the published accountant values of
+user, mpmath inverses at extreme noise ratios, the closed form for the complete graph, the published accountant values of
 the authors' result files (public-values.md, "Decor accountant"), dp-accounting's RDP conversion.
 """
 
@@ -83,20 +83,142 @@ def test_eavesdropper_never_below_mpmath(name):
         assert ours <= exact * (1 + 1e-9)
 
 
+def _mp_diag_max(a, su, sc, dps=40):
+    """max_i [Sigma^-1]_ii for the adjacency a (numpy), Sigma built and inverted in mpmath (dps digits)."""
+    import mpmath as mp
+
+    with mp.workdps(dps):
+        k = len(a)
+        su2, sc2 = mp.mpf(su) ** 2, mp.mpf(sc) ** 2
+        m = mp.matrix(k, k)
+        for i in range(k):
+            for j in range(k):
+                m[i, j] = su2 + sc2 * mp.mpf(float(a[i].sum())) if i == j else -sc2 * mp.mpf(float(a[i, j]))
+        inv = m**-1
+        return max(inv[i, i] for i in range(k))
+
+
+def _mp_eps1(adj, su, sc, sets):
+    """2 max over honest sets (all users minus each removed set) of max_i [Sigma_H^-1]_ii, in mpmath."""
+    n = len(adj)
+    best = max(_mp_diag_max(adj[np.ix_(keep, keep)], su, sc)
+               for keep in ([i for i in range(n) if i not in s] for s in sets))
+    return 2 * best
+
+
 @pytest.mark.parametrize("name", ["ring", "torus", "petersen", "regular"])
-def test_curious_woodbury_matches_direct_removal(name):
+def test_curious_matches_direct_removal(name):
     g, _ = SMALL[name]
     ref_g = _nx(name)
     n = ref_g.number_of_nodes()
+    adj = nx.to_numpy_array(ref_g, nodelist=sorted(ref_g.nodes()))
     for su, sc in [(1.0, 3.0), (0.3, 20.0), (2.0, 0.5)]:
         acc = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="curious")
         ref = _ref_eps1(ref_g, su, sc, 1.0, [(j,) for j in range(n)])
         np.testing.assert_allclose(float(acc.eps1), ref, rtol=1e-8)
-        assert float(acc.eps1) >= ref
+        # never below the exact value (numpy's own inverse is off by ~1e-12 here, so the exact one is mpmath's)
+        assert float(acc.eps1) >= float(_mp_eps1(adj, su, sc, [()] + [(j,) for j in range(n)]))
+
+
+# Regression: the former Schur-complement/Woodbury path of adversary II (an update of the full Sigma^-1, whose
+# condition number is ~ sigma_cor^2 deg / sigma_unc^2) lost all accuracy for sigma_cor >> sigma_unc: on
+# G(6, 0.5, seed=0) at sigma_unc = 0.01, sigma_cor = 10 it returned 4000.123 (exact 4000.024, above the
+# spectral bound 4000.042), and at sigma_cor = 1000 it under-reported by 17% (1/(n sigma_unc^2) instead of
+# 1/((n - 1) sigma_unc^2)).
+_REMOVAL_GRAPHS = {
+    "er6_seed0": S.erdos_renyi_graph(6, 0.5, seed=0),
+    "er7_seed3": S.erdos_renyi_graph(7, 0.5, seed=3),
+    "er8_seed7": S.erdos_renyi_graph(8, 0.4, seed=7),
+    "er8_seed12": S.erdos_renyi_graph(8, 0.4, seed=12),
+    "path7": S.adjacency(nx.path_graph(7)),
+    "star6": S.star_graph(6),
+    "barbell": S.adjacency(nx.barbell_graph(3, 1)),
+    "complete6": S.complete_graph(6),
+}
+_EXTREME_PAIRS = [(0.01, 10.0), (0.01, 1000.0), (0.3, 20.0), (1.0, 1.0)]
+
+
+def test_curious_regression_er6_seed0_reported_failure():
+    g = _REMOVAL_GRAPHS["er6_seed0"]
+    adj = g.toarray()
+    su, sc = 10**-2.0, 10**1.0
+    acc = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="curious")
+    bound = float(S.spectral_bound(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="curious"))
+    exact = float(_mp_eps1(adj, su, sc, [()] + [(j,) for j in range(6)]))
+    assert exact == pytest.approx(4000.0239999, rel=1e-9)  # user 4 removed; numpy.linalg.inv agrees
+    assert exact <= float(acc.eps1) <= exact * (1 + 1e-9)
+    assert bound >= float(acc.eps1) * (1 - 1e-12)
+    assert bound >= exact
+
+
+@pytest.mark.parametrize("name", sorted(_REMOVAL_GRAPHS))
+def test_curious_and_spectral_bound_against_every_removal(name):
+    g = _REMOVAL_GRAPHS[name]
+    adj = g.toarray()
+    n = len(adj)
+    sets = [()] + [(j,) for j in range(n)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", S.DisconnectedGraphWarning)
+        for su, sc in _EXTREME_PAIRS:
+            acc = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="curious")
+            bound = float(S.spectral_bound(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="curious"))
+            exact = float(_mp_eps1(adj, su, sc, sets))
+            # numpy.linalg.inv for every removed user (inaccurate itself at sigma_cor / sigma_unc = 1e5)
+            num = 2 * max(np.max(np.diag(np.linalg.inv(
+                su**2 * np.eye(len(k)) + sc**2 * (np.diag(adj[np.ix_(k, k)].sum(1)) - adj[np.ix_(k, k)]))))
+                for k in ([i for i in range(n) if i not in s] for s in sets))
+            np.testing.assert_allclose(exact, num, rtol=1e-4 if sc / su > 1e4 else 1e-9)
+            assert float(acc.eps1) >= exact
+            assert float(acc.eps1) <= exact * (1 + 1e-6)
+            assert bound >= exact
+            assert bound >= float(acc.eps1) * (1 - 1e-12)
+            assert float(acc.spectral) >= float(acc.eps1)
+            eav = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="eavesdropper")
+            assert float(eav.eps1) >= float(_mp_eps1(adj, su, sc, [()]))
+            # the traced twin used by the calibration agrees and is sound too
+            fn = S._eps1_fn(S.prepare_graph(g), "curious", 1)
+            with S.x64_scope():
+                traced = float(fn(S.jnp.asarray([sc]), S.jnp.asarray([su]), S.jnp.asarray([1.0]))[0])
+            assert traced >= exact
+            assert traced == pytest.approx(float(acc.eps1), rel=1e-9)
+
+
+def test_colluding_regression_extreme_ratio():
+    # adversary III goes through the same deflated direct inversion (every set of <= 2 removed users)
+    g = _REMOVAL_GRAPHS["er8_seed7"]
+    adj = g.toarray()
+    sets = [()] + [s for k in (1, 2) for s in itertools.combinations(range(8), k)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", S.DisconnectedGraphWarning)
+        for su, sc in [(0.01, 1000.0), (0.3, 20.0)]:
+            acc = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="colluding", colluders=2)
+            bound = float(S.spectral_bound(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="colluding",
+                                           colluders=2))
+            exact = float(_mp_eps1(adj, su, sc, sets))
+            assert exact <= float(acc.eps1) <= exact * (1 + 1e-6)
+            assert bound >= float(acc.eps1) * (1 - 1e-12)
+
+
+def test_algebraic_connectivity_removed_against_numpy():
+    # the bound over removed sets |S| <= 1 (empty set included): min(a(G), min_j a(G - j)), 0 if a removal
+    # disconnects; it may undercut the exact value by the eigensolver margin only
+    for name, g in sorted(_REMOVAL_GRAPHS.items()):
+        adj = g.toarray()
+        n = len(adj)
+
+        def lam2(a):
+            return np.linalg.eigvalsh(np.diag(a.sum(1)) - a)[1]
+
+        subs = [np.delete(np.delete(adj, j, 0), j, 1) for j in range(n)]
+        disconnected = any(sp.csgraph.connected_components(a, directed=False)[0] > 1 for a in subs)
+        ref = 0.0 if disconnected else min([lam2(adj)] + [lam2(a) for a in subs])
+        a1, exact = S.algebraic_connectivity(g, removed=1)
+        assert exact, name
+        assert ref - 1e-9 <= a1 <= ref + 1e-12 if ref > 0 else a1 == 0.0, name
 
 
 def test_curious_high_degree_users_take_direct_path():
-    # wheel graph: hub of degree 60 (> the Woodbury degree cap) plus a ring of degree-3 users
+    # wheel graph: hub of degree 60 plus a ring of degree-3 users (every removal inverted directly)
     nxg = nx.wheel_graph(61)
     acc = S.step_account(nxg, sigma_unc=1.0, sigma_cor=4.0, clip=1.0, adversary="curious")
     ref = _ref_eps1(nxg, 1.0, 4.0, 1.0, [(j,) for j in range(61)])
