@@ -1,9 +1,10 @@
 """Benchmarks of the Decor SecRDP accountant (amplify_jax.secrdp), each against its anchor measured in the same
 run; results to benchmarks/results/bench_secrdp.json.
 
-1. Adversary II (curious users) on a random 4-regular graph of 2000 users, one noise pair: Schur complement +
-   Woodbury from one Sigma^{-1} (target < 2 s warm, i.e. with the graph's eigendecomposition cached and the
-   kernel compiled) against the naive accountant that inverts Sigma_{-j} (1999 x 1999, LAPACK Cholesky +
+1. Adversary II (curious users) on a random 4-regular graph of 2000 users, one noise pair (target < 2 s warm).
+   Since the Schur-complement/Woodbury path was removed (it lost accuracy when sigma_cor >> sigma_unc and could
+   under-report by up to 17%), graphs above 447 users get the sound spectral bound (exact=False), so this row
+   now times that fallback, not an exact accountant; compared against the naive accountant that inverts Sigma_{-j} (1999 x 1999, LAPACK Cholesky +
    inverse) for every removed user j.  The naive run is timed on a subset of users and extrapolated to all
    2000 (said in the output); both give the same maximum on the subset.
 2. Adversary I over a 100 x 100 grid of (sigma_unc, sigma_cor) on a random 4-regular graph of 1000 users

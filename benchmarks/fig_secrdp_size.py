@@ -4,8 +4,9 @@ accountant of Allouah et al. (Decor, ICML 2024, Thm 1 / Thm 6, Algorithms 2-3; E
 spectral bound (dashed) and the local-DP and central-DP levels 2 C^2 / sigma_unc^2 and 2 C^2 / (n sigma_unc^2).
 
 Fixed noise: sigma_unc = 1, sigma_cor = 10, clip C = 1.  Sizes: ring and torus up to 1024 users (torus sides
-3..32), complete graph up to 1024 users for adversary I and 128 for adversary II (its users have degree n - 1,
-above the Woodbury cap, so each removal is a Cholesky: O(n^4) in all).
+3..32), complete graph up to 1024 users for adversary I and 128 for adversary II (each removal is a direct
+inversion: O(n^4) in all).  Above 447 users adversary II uses the sound spectral fallback, so its curves rise
+to it there.
 
     python benchmarks/fig_secrdp_size.py  ->  figures/secrdp_size.png   (about a minute)
 """
