@@ -205,7 +205,7 @@ def cmd_demo(args):
     print(f"privacy curve of DP-SGD (q={q}, steps={steps}, delta={delta}) over {sigmas.size} noise levels:")
     print(f"  {out / 'privacy_curve.csv'}\n  {out / 'privacy_curve.png'}")
     for t, s, e in zip([1.0, 3.0, 8.0], np.asarray(cal.sigma), np.asarray(cal.epsilon)):
-        print(f"calibrated noise for eps <= {t:g}: sigma = {s:.6f} (eps achieved {e:.6f})")
+        print(f"calibrated noise for eps <= {t:g}: sigma = {s:.6f} (eps achieved {e:.10f})")
 
 
 def cmd_figures(args):

@@ -41,7 +41,13 @@ def save(fig, path) -> Path:
 
 def plot_privacy_curve(sigmas, eps, path, *, title=""):
     fig, ax = figure(figsize=(5.5, 4))
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     ax.loglog(np.asarray(sigmas), np.asarray(eps), lw=2)
+    for axis in (ax.xaxis, ax.yaxis):  # ticks at 1, 2, 5 x 10^k, labelled plainly
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("noise multiplier sigma")
     ax.set_ylabel("epsilon")
     ax.set_title(title, fontsize=9)
