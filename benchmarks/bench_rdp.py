@@ -177,9 +177,13 @@ def main():
     n_panels = _n_panels(sigmas, DPA_ORDERS)
     nodes = n_panels * SG._GL_NODES
     n_frac = int((~is_int).sum())
-    refine_evals = 2 + 40
+    from amplify_jax.accountants import PRUNED_CANDIDATES, REFINE_STEPS
+
+    refine_evals = 2 + REFINE_STEPS
+    n_frac = min(n_frac, PRUNED_CANDIDATES)  # the certified pruning evaluates at most this many exactly
     # ~3 transcendentals per series term (log-pmf pieces, log_expm1), ~4 per quadrature node (log1p/exp/log/expm1)
     per_point = 3 * int_terms + 4 * nodes * (n_frac + refine_evals)
+    # (when more fractional orders are candidates the whole grid is evaluated: then this count is low)
     x = jnp.linspace(-1.0, 1.0, 4_000_000, dtype=jnp.float32)
     with jax.enable_x64(True):
         x = jnp.linspace(-1.0, 1.0, 4_000_000)

@@ -28,7 +28,9 @@ def test_calibration_round_trip_and_published():
     sig = np.asarray(cal.sigma)
     eps = np.asarray(aj.dpsgd_epsilon(sigma=sig, q=q, steps=steps, delta=1e-5).epsilon)
     assert np.all(eps <= targets)  # feasible, re-checked with the public accountant
-    np.testing.assert_allclose(np.asarray(cal.epsilon), eps, rtol=1e-9)
+    # the reported eps comes from the calibration's local accountant: never below the full one, and close
+    assert np.all(np.asarray(cal.epsilon) >= eps * (1 - 1e-12))
+    np.testing.assert_allclose(np.asarray(cal.epsilon), eps, rtol=1e-6)
     below = np.asarray(aj.dpsgd_epsilon(sigma=sig * (1 - 2e-6), q=q, steps=steps, delta=1e-5).epsilon)
     assert np.all(below > targets)  # and minimal to rtol
     # TensorFlow Privacy compute_noise_from_budget gives 1.3 for the first; Opacus get_noise_multiplier 1.3562
