@@ -21,7 +21,7 @@ from . import _validate as V
 from .calibrate import INFEASIBLE, Inversion, invert_monotone_kernel
 from .conversions import METHODS, EpsilonResult, refine_order, rdp_epsilon_terms
 from .numerics import float64_jit, x64_scope
-from .rdp import DEFAULT_ORDERS, _integer_buckets, _laplace_kernel, _rr_kernel, _sgm_int_log_a_minus_one
+from .rdp import DEFAULT_ORDERS, SGMCurve
 
 __all__ = [
     "MECHANISMS",
@@ -46,61 +46,8 @@ CALIBRATION_ORDERS = np.array(
 
 class Calibration(NamedTuple):
     sigma: jax.Array  #: the minimal noise multiplier found (feasible side)
-    epsilon: jax.Array  #: eps achieved at that sigma, computed with the full accountant (the re-check)
+    epsilon: jax.Array  #: eps at that sigma (the re-check), never below dpsgd_epsilon's value there
     status: jax.Array  #: calibrate.OK / INFEASIBLE / AT_LIMIT / NOT_MONOTONE
-
-
-class SGMCurve:
-    """Static plan to evaluate the Poisson-subsampled Gaussian RDP at a fixed grid of orders inside kernels.
-
-    Integer orders are grouped into buckets of series length 2^j; fractional orders use the quadrature of
-    :mod:`amplify_jax._subsampled_gaussian` with ``n_panels`` panels.  Hashable, so it can be a static
-    argument of a compiled function.
-    """
-
-    def __init__(self, orders, n_panels: int | None = None):
-        a = np.asarray(orders, dtype=np.float64)
-        self.orders = tuple(float(x) for x in a)
-        is_int = a == np.round(a)
-        ia = np.nonzero(is_int)[0]
-        self.int_groups = tuple(
-            (kmax, tuple(int(i) for i in ia[idx])) for kmax, idx in sorted(_integer_buckets(a[ia]).items())
-        )
-        self.frac_idx = tuple(int(i) for i in np.nonzero(~is_int)[0])
-        self.n_panels = n_panels
-        order = [i for _, g in self.int_groups for i in g] + list(self.frac_idx)
-        self.inverse = tuple(int(i) for i in np.argsort(order))
-
-    def _key(self):
-        return (self.orders, self.n_panels)
-
-    def __hash__(self):
-        return hash(self._key())
-
-    def __eq__(self, other):
-        return isinstance(other, SGMCurve) and self._key() == other._key()
-
-    def log_a_minus_one(self, q, sigma):
-        """log(A_alpha - 1) at every order of the plan: shape broadcast(q, sigma) + (n_orders,)."""
-        from ._subsampled_gaussian import log_a_minus_one_fractional
-
-        q = jnp.asarray(q)[..., None]
-        sigma = jnp.asarray(sigma)[..., None]
-        parts = []
-        for kmax, idx in self.int_groups:
-            alpha = jnp.asarray([self.orders[i] for i in idx])
-            parts.append(jnp.broadcast_to(_sgm_int_log_a_minus_one(q, sigma, alpha, kmax),
-                                          jnp.broadcast_shapes(q.shape, sigma.shape)[:-1] + (len(idx),)))
-        if self.frac_idx:
-            alpha = jnp.asarray([self.orders[i] for i in self.frac_idx])
-            kw = {} if self.n_panels is None else {"n_panels": self.n_panels}
-            parts.append(log_a_minus_one_fractional(q, sigma, alpha, **kw))
-        out = jnp.concatenate(parts, axis=-1)
-        return out[..., jnp.asarray(self.inverse)]
-
-    def __call__(self, q, sigma):
-        alpha = jnp.asarray(self.orders)
-        return jnp.logaddexp(0.0, self.log_a_minus_one(q, sigma)) / (alpha - 1.0)
 
 
 class _SGMAtOrder:
@@ -302,21 +249,6 @@ class _DPSGDGridEps:
         return _dpsgd_eps_kernel(self.curve, None, sigma, q, steps, log_delta, self.method, False)[0]
 
 
-class _DPSGDFullEps(_DPSGDGridEps):
-    def __init__(self, curve, at_order, method):
-        super().__init__(curve, method)
-        self.at_order = at_order
-
-    def __hash__(self):
-        return hash((self.curve, self.at_order, self.method, "full"))
-
-    def __eq__(self, other):
-        return isinstance(other, _DPSGDFullEps) and hash(self) == hash(other)
-
-    def __call__(self, sigma, q, steps, log_delta):
-        return _dpsgd_eps_kernel(self.curve, self.at_order, sigma, q, steps, log_delta, self.method, True)[0]
-
-
 #: Golden-section steps of the calibration's local accountant: its eps is never below the full accountant's
 #: (fewer steps can only raise it); 12 steps leave ~1e-7 relative in eps, inside the default rtol of sigma.
 LOCAL_REFINE_STEPS = 12
@@ -365,8 +297,8 @@ class _DPSGDLocalEps:
         return eps
 
 
-@float64_jit(static_argnames=("coarse", "full", "rtol_static"))
-def _calibrate_jit(target, q, steps, log_delta, lo, hi, coarse, full, rtol_static):
+@float64_jit(static_argnames=("coarse", "local", "rtol_static"))
+def _calibrate_jit(target, q, steps, log_delta, lo, hi, coarse, local, rtol_static):
     """Three stages, each a while_loop over the whole batch:
 
     1. Illinois steps with the coarse-grid accountant to relative 1e-3 (its eps is never below the full
@@ -377,9 +309,8 @@ def _calibrate_jit(target, q, steps, log_delta, lo, hi, coarse, full, rtol_stati
     """
     st1 = invert_monotone_kernel(coarse, target, (q, steps, log_delta), lo, hi, above=True, rtol=1e-3,
                                  integer=False, illinois=True)
-    _, center = _grid_best_pruned(full.curve, st1.value, q, steps, log_delta, full.method)
+    _, center = _grid_best_pruned(local.curve, st1.value, q, steps, log_delta, local.method)
     center = center.astype(jnp.float64)
-    local = _DPSGDLocalEps(full.curve, full.at_order, full.method, n_iter=LOCAL_REFINE_STEPS)
     st2 = invert_monotone_kernel(local, target, (q, steps, log_delta, center), lo, st1.value, above=True,
                                  rtol=rtol_static, integer=False, illinois=True)
     value = jnp.where(st1.status == INFEASIBLE, hi, st2.value)
@@ -413,11 +344,11 @@ def dpsgd_calibrate_sigma(
     a = np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
     # the bisection visits any sigma of the range: size the quadrature for a dense grid of it
     n_panels = _n_panels(np.geomspace(lo, hi, 97), np.concatenate([a, CALIBRATION_ORDERS]), qq)
-    full = _DPSGDFullEps(SGMCurve(a, n_panels), _SGMAtOrder(n_panels), method)
+    local = _DPSGDLocalEps(SGMCurve(a, n_panels), _SGMAtOrder(n_panels), method, n_iter=LOCAL_REFINE_STEPS)
     coarse = _DPSGDGridEps(SGMCurve(CALIBRATION_ORDERS, n_panels), method)
     with x64_scope():
         (be, bq, bt, bd, blo, bhi), n = _flat_padded(shape, e, qq, t, np.log(d), lo, hi)
-        value, eps, status = _calibrate_jit(be, bq, bt, bd, blo, bhi, coarse, full, r)
+        value, eps, status = _calibrate_jit(be, bq, bt, bd, blo, bhi, coarse, local, r)
         return Calibration(_unpad(value, n, shape), _unpad(eps, n, shape), _unpad(status, n, shape))
 
 

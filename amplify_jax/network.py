@@ -969,6 +969,17 @@ def _central_sgd_kernel(sigma, n, T, delta, L):
     return SgdEpsilon(*_central_sgd_eps(sigma, n, T, delta, L))
 
 
+def _central_inputs(sigma, n, T, delta, lipschitz):
+    """Validated, broadcast inputs of the central DP-SGD baselines."""
+    s = V.positive("sigma", sigma)
+    nn = _n("n", n)
+    tt = V.integer("T", T, minimum=1).astype(np.float64)
+    d = V.unit_open("delta", delta)
+    L = V.positive("lipschitz", lipschitz)
+    shape = V.broadcastable(sigma=s, n=nn, T=tt, delta=d, lipschitz=L)
+    return _b(shape, s, nn, tt, d, L)
+
+
 def central_sgd_epsilon(*, sigma, n, T, delta, lipschitz=1.0):
     """Central DP-SGD baseline (Bassily, Smith, Thakurta 2014; Cyffers & Bellet Sec. 5.2 "Centralized DP-SGD").
 
@@ -978,13 +989,7 @@ def central_sgd_epsilon(*, sigma, n, T, delta, lipschitz=1.0):
     2..128, composed over T steps and converted (Balle et al. 2020).  This replaces Bassily et al.'s
     amplification + advanced composition by the tighter RDP accountant for the same algorithm.
     """
-    s = V.positive("sigma", sigma)
-    nn = _n("n", n)
-    tt = V.integer("T", T, minimum=1).astype(np.float64)
-    d = V.unit_open("delta", delta)
-    L = V.positive("lipschitz", lipschitz)
-    shape = V.broadcastable(sigma=s, n=nn, T=tt, delta=d, lipschitz=L)
-    return _central_sgd_kernel(*_b(shape, s, nn, tt, d, L))
+    return _central_sgd_kernel(*_central_inputs(sigma, n, T, delta, lipschitz))
 
 
 def _analytic_gaussian_epsilon(ratio, log_delta):
@@ -1037,13 +1042,7 @@ def central_sgd_bassily_epsilon(*, sigma, n, T, delta, lipschitz=1.0):
     epsilon inf) only where delta1 = n delta / (2T) >= 1.
     Much looser than :func:`central_sgd_epsilon` (RDP); kept to reproduce the paper's comparison.
     """
-    s = V.positive("sigma", sigma)
-    nn = _n("n", n)
-    tt = V.integer("T", T, minimum=1).astype(np.float64)
-    d = V.unit_open("delta", delta)
-    L = V.positive("lipschitz", lipschitz)
-    shape = V.broadcastable(sigma=s, n=nn, T=tt, delta=d, lipschitz=L)
-    return _bassily_kernel(*_b(shape, s, nn, tt, d, L))
+    return _bassily_kernel(*_central_inputs(sigma, n, T, delta, lipschitz))
 
 
 def _central_bassily_for_sigma(sigma, n, T, delta, L):

@@ -35,6 +35,7 @@ __all__ = [
     "interpolate_integer_rdp",
     "compose",
     "sgm_log_a_minus_one",
+    "SGMCurve",
 ]
 
 #: Default Rényi orders: fine near 1 (where large epsilons are optimal), every tenth up to 11 (the grid of
@@ -179,12 +180,6 @@ def sgm_log_a_minus_one(alpha, q, sigma, *, kmax=0, n_panels=None):
     return jnp.where(is_int, integ, frac)
 
 
-@float64_jit(static_argnames=("kmax",))
-def _sgm_int_kernel(alpha, q, sigma, kmax):
-    log_am1 = _sgm_int_log_a_minus_one(q[..., None], sigma[..., None], alpha, kmax)
-    return jnp.logaddexp(0.0, log_am1) / (alpha - 1.0)
-
-
 def _integer_buckets(alpha):
     """Group integer orders by the power of two above them, so short series are not padded to the longest."""
     buckets = {}
@@ -192,6 +187,64 @@ def _integer_buckets(alpha):
         kmax = 1 << int(np.ceil(np.log2(a)))
         buckets.setdefault(max(kmax, 4), []).append(i)
     return buckets
+
+
+class SGMCurve:
+    """Static plan to evaluate the Poisson-subsampled Gaussian RDP at a fixed grid of orders inside kernels.
+
+    Integer orders are grouped into buckets of series length 2^j; fractional orders use the quadrature of
+    :mod:`amplify_jax._subsampled_gaussian` with ``n_panels`` panels.  Hashable, so it can be a static
+    argument of a compiled function.
+    """
+
+    def __init__(self, orders, n_panels: int | None = None):
+        a = np.asarray(orders, dtype=np.float64)
+        self.orders = tuple(float(x) for x in a)
+        is_int = a == np.round(a)
+        ia = np.nonzero(is_int)[0]
+        self.int_groups = tuple(
+            (kmax, tuple(int(i) for i in ia[idx])) for kmax, idx in sorted(_integer_buckets(a[ia]).items())
+        )
+        self.frac_idx = tuple(int(i) for i in np.nonzero(~is_int)[0])
+        self.n_panels = n_panels
+        order = [i for _, g in self.int_groups for i in g] + list(self.frac_idx)
+        self.inverse = tuple(int(i) for i in np.argsort(order))
+
+    def _key(self):
+        return (self.orders, self.n_panels)
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __eq__(self, other):
+        return isinstance(other, SGMCurve) and self._key() == other._key()
+
+    def log_a_minus_one(self, q, sigma):
+        """log(A_alpha - 1) at every order of the plan: shape broadcast(q, sigma) + (n_orders,)."""
+        from ._subsampled_gaussian import log_a_minus_one_fractional
+
+        q = jnp.asarray(q)[..., None]
+        sigma = jnp.asarray(sigma)[..., None]
+        parts = []
+        for kmax, idx in self.int_groups:
+            alpha = jnp.asarray([self.orders[i] for i in idx])
+            parts.append(jnp.broadcast_to(_sgm_int_log_a_minus_one(q, sigma, alpha, kmax),
+                                          jnp.broadcast_shapes(q.shape, sigma.shape)[:-1] + (len(idx),)))
+        if self.frac_idx:
+            alpha = jnp.asarray([self.orders[i] for i in self.frac_idx])
+            kw = {} if self.n_panels is None else {"n_panels": self.n_panels}
+            parts.append(log_a_minus_one_fractional(q, sigma, alpha, **kw))
+        out = jnp.concatenate(parts, axis=-1)
+        return out[..., jnp.asarray(self.inverse)]
+
+    def __call__(self, q, sigma):
+        alpha = jnp.asarray(self.orders)
+        return jnp.logaddexp(0.0, self.log_a_minus_one(q, sigma)) / (alpha - 1.0)
+
+
+@float64_jit(static_argnames=("curve",))
+def _sgm_curve_kernel(q, sigma, curve):
+    return curve(q, sigma)
 
 
 def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
@@ -213,9 +266,8 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
     with x64_scope():
         out = jnp.zeros(shape + a.shape, dtype=jnp.float64)
         ia = np.nonzero(is_int)[0]
-        for kmax, idx in _integer_buckets(a[ia]).items():
-            sel = ia[idx]
-            out = out.at[..., sel].set(_sgm_int_kernel(jnp.asarray(a[sel]), qb, sb, kmax))
+        if ia.size:
+            out = out.at[..., ia].set(_sgm_curve_kernel(jnp.asarray(qb), jnp.asarray(sb), SGMCurve(a[ia])))
         fa = np.nonzero(~is_int)[0]
         if fa.size:
             from ._subsampled_gaussian import log_a_minus_one_fractional_auto
