@@ -64,7 +64,8 @@ class Quantity:
 
 
 def _eps_kernel_factory(opts):
-    from .accountants import SGMCurve, _SGMAtOrder, _dpsgd_eps_kernel, _n_panels
+    from .accountants import _SGMAtOrder, _dpsgd_eps_kernel, _n_panels
+    from .rdp import SGMCurve
     from .rdp import DEFAULT_ORDERS
 
     orders = np.sort(np.asarray(opts.get("orders", DEFAULT_ORDERS), dtype=np.float64))
@@ -79,7 +80,8 @@ def _eps_kernel_factory(opts):
 
 
 def _calibrate_kernel_factory(opts):
-    from .accountants import LOCAL_REFINE_STEPS, CALIBRATION_ORDERS, SGMCurve, _DPSGDGridEps, _DPSGDLocalEps
+    from .accountants import LOCAL_REFINE_STEPS, CALIBRATION_ORDERS, _DPSGDGridEps, _DPSGDLocalEps
+    from .rdp import SGMCurve
     from .accountants import _SGMAtOrder, _n_panels
     from .accountants import _calibrate_jit
     from .rdp import DEFAULT_ORDERS
