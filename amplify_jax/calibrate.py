@@ -17,6 +17,14 @@ Status codes (array ``status``):
   ``feasible="above"``, hi for ``"below"``).
 - ``NOT_MONOTONE`` (3): the re-check at the returned value failed (the bound was not monotone).
 - ``MAX_ITER`` (4): feasible, but the bracket did not reach ``rtol`` within ``max_iter`` steps.
+
+Gradients: :func:`invert_monotone_implicit` (jnp level, for use inside kernels) and
+:func:`invert_monotone_differentiable` (compiled, validated when its inputs are concrete) return the same
+:class:`Inversion` as the search, with derivatives of ``value`` with respect to ``target`` and the array
+``args`` given by the implicit function theorem at the returned point (the search loop itself is not
+differentiated): dx*/dtheta = -(d fn/d theta) / (d fn/d x).  Where the status is not OK, or the slope
+d fn/d x is zero or not finite, the tangent of ``value`` is 0 (never NaN), except that the tangent of
+``lo``/``hi`` passes through where ``value`` *is* that end of the range (AT_LIMIT, INFEASIBLE).
 """
 
 from __future__ import annotations
@@ -34,6 +42,8 @@ __all__ = [
     "Inversion",
     "invert_monotone",
     "invert_monotone_kernel",
+    "invert_monotone_implicit",
+    "invert_monotone_differentiable",
     "OK",
     "INFEASIBLE",
     "AT_LIMIT",
@@ -199,3 +209,143 @@ def invert_monotone(
         return _invert_jit(fn, b(t), tuple(b(a) for a in args), b(lo_), b(hi_), jnp.asarray(r, jnp.float64),
                            feasible == "above", bool(integer), int(max_iter),
                            method == "illinois" and not integer)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Differentiable inversion (implicit function theorem)
+
+
+def _implicit_primal(fn, above, integer, max_iter, illinois, target, args, lo, hi, rtol):
+    inv = invert_monotone_kernel(fn, target, args, lo, hi, above=above, rtol=rtol, integer=integer,
+                                 max_iter=max_iter, illinois=illinois)
+    # status travels as float64 inside the custom rule (its tangent is 0); cast back outside
+    return inv.value, inv.status.astype(jnp.float64), inv.achieved
+
+
+_implicit_solve = jax.custom_jvp(_implicit_primal, nondiff_argnums=(0, 1, 2, 3, 4))
+
+
+@_implicit_solve.defjvp
+def _implicit_solve_jvp(fn, above, integer, max_iter, illinois, primals, tangents):
+    target, args, lo, hi, rtol = primals
+    d_target, d_args, d_lo, d_hi, _ = tangents  # no derivative in rtol
+    value, status, achieved = _implicit_solve(fn, above, integer, max_iter, illinois, target, args, lo, hi, rtol)
+    # partial derivatives of fn at the returned point, on primal values only (so that every branch below is
+    # linear in the tangents): fn acts elementwise on the batch, so a jvp with a tangent of ones gives the
+    # diagonal.  Integer args have no derivative.
+    ones = jnp.ones_like(value)
+    _, slope = jax.jvp(lambda x: fn(x, *args), (value,), (ones,))
+    slope = jnp.broadcast_to(slope, value.shape)
+    partials = []
+    for k, a in enumerate(args):
+        if not jnp.issubdtype(a.dtype, jnp.inexact):
+            continue
+
+        def fn_k(ak, k=k):
+            return fn(value, *args[:k], ak, *args[k + 1:])
+
+        _, pk = jax.jvp(fn_k, (a,), (jnp.ones_like(a),))
+        partials.append((k, jnp.broadcast_to(pk, value.shape)))
+    finite = jnp.isfinite(slope) & (slope != 0.0)
+    for _, pk in partials:
+        finite = finite & jnp.isfinite(pk)
+    good = (status == OK) & finite
+    if integer:
+        good = jnp.zeros_like(good)  # piecewise constant in target and args
+    d_fn_args = jnp.zeros_like(value)
+    for k, pk in partials:
+        d_fn_args = d_fn_args + jnp.where(finite, pk, 0.0) * d_args[k]
+    inv_slope = jnp.where(good, 1.0 / jnp.where(good, slope, 1.0), 0.0)
+    d_value = (d_target - d_fn_args) * inv_slope
+    # where the value is an end of the range, it moves with that end (and only with it)
+    d_far, d_near = (d_hi, d_lo) if above else (d_lo, d_hi)
+    d_value = jnp.where(status == AT_LIMIT, d_near, jnp.where(status == INFEASIBLE, d_far, d_value))
+    # achieved = fn(value, *args): chain rule where the partial derivatives are finite, else 0
+    d_achieved = jnp.where(finite, slope, 0.0) * d_value + d_fn_args
+    return (value, status, achieved), (d_value, jnp.zeros_like(status), d_achieved)
+
+
+def invert_monotone_implicit(fn, target, args, lo, hi, *, above: bool, rtol, integer: bool = False,
+                             max_iter: int = 200, illinois: bool = False) -> Inversion:
+    """:func:`invert_monotone_kernel` with derivatives by the implicit function theorem (pure jnp, traceable).
+
+    The primal result is exactly that of :func:`invert_monotone_kernel` (same search, same status codes,
+    same feasible endpoint).  Under ``jax.jvp`` / ``jax.grad`` the search loop is not differentiated:
+    at the returned x* the bound is (to ``rtol``) at the target, fn(x*, theta) = target, so
+
+        dx*/d target = 1 / (d fn/d x),     dx*/d theta = -(d fn/d theta) / (d fn/d x)
+
+    (implicit function theorem), with the partial derivatives taken by ``jax.jvp`` of ``fn`` at x*.  The
+    derivative is that of the exact boundary point evaluated at the returned x*, which lies within ``rtol``
+    of it.  ``fn`` must act elementwise on the batch (element i of the result depends on element i of x and
+    of the args only), be differentiable in the mode used (``jax.grad`` needs ``fn`` reverse-differentiable:
+    no ``while_loop`` inside), and be locally C^1 near x*.
+
+    Tangents are 0, never NaN: where the status is not OK; where d fn/d x is 0 or not finite (a flat or
+    non-smooth bound); for integer parameters (piecewise constant).  The exception is the range: where
+    ``value`` is an end of it (AT_LIMIT: the near end, INFEASIBLE: the far end) its tangent is that end's.
+    ``achieved`` gets the chain-rule tangent of fn(x*, theta); ``status`` has none.
+    """
+    target, lo, hi = jnp.broadcast_arrays(jnp.asarray(target, jnp.float64), jnp.asarray(lo, jnp.float64),
+                                          jnp.asarray(hi, jnp.float64))
+    args = tuple(jnp.broadcast_to(jnp.asarray(a), target.shape) for a in args)
+    value, status, achieved = _implicit_solve(fn, bool(above), bool(integer), int(max_iter), bool(illinois),
+                                              target, args, lo, hi, jnp.asarray(rtol, jnp.float64))
+    return Inversion(value, status.astype(jnp.int32), achieved)
+
+
+@float64_jit(static_argnames=("fn", "above", "integer", "max_iter", "illinois"))
+def _invert_implicit_jit(fn, target, args, lo, hi, rtol, above, integer, max_iter, illinois):
+    return invert_monotone_implicit(fn, target, args, lo, hi, above=above, rtol=rtol, integer=integer,
+                                    max_iter=max_iter, illinois=illinois)
+
+
+def _is_concrete(*xs):
+    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(xs))
+
+
+def invert_monotone_differentiable(
+    fn: Callable,
+    target,
+    *,
+    args=(),
+    lo,
+    hi,
+    feasible: str = "above",
+    rtol=1e-6,
+    integer: bool = False,
+    max_iter: int = 200,
+    method: str = "bisection",
+) -> Inversion:
+    """:func:`invert_monotone`, differentiable in ``target``, ``args``, ``lo`` and ``hi`` (implicit function theorem).
+
+    Same arguments, result and guarantees as :func:`invert_monotone`; the derivatives are those of
+    :func:`invert_monotone_implicit` (0 where the status is not OK or the bound is flat there).  Inputs are
+    validated when they are concrete; under a JAX transformation (``jax.grad``, ``jax.jacfwd``, ``jax.vmap``)
+    they are traced and only the static options are checked.  Run the transformation under
+    :func:`amplify_jax.numerics.x64_scope` so that the tangents are float64 too, e.g.::
+
+        with x64_scope():
+            dsigma_deps = jax.grad(lambda t: invert_monotone_differentiable(fn, t, args=(d,), lo=0.1,
+                                                                            hi=100.0).value)(1.0)
+    """
+    V.one_of("feasible", feasible, ("above", "below"))
+    V.one_of("method", method, ("bisection", "illinois"))
+    if _is_concrete(target, args, lo, hi, rtol):
+        t = V.finite("target", target)
+        lo_ = V.positive("lo", lo)
+        hi_ = V.positive("hi", hi)
+        if np.any(np.asarray(lo_) >= np.asarray(hi_)):
+            raise ValueError(f"Expected lo < hi, got lo={np.min(lo_)!r}, hi={np.max(hi_)!r}.")
+        rtol = V.positive("rtol", rtol)
+        if integer:
+            lo_ = V.integer("lo", lo_, minimum=1).astype(np.float64)
+            hi_ = V.integer("hi", hi_, minimum=1).astype(np.float64)
+        V.broadcastable(target=t, lo=lo_, hi=hi_, **{f"args[{i}]": np.asarray(a) for i, a in enumerate(args)})
+        target, lo, hi = t, lo_, hi_
+    with x64_scope():
+        shape = jnp.broadcast_shapes(jnp.shape(target), jnp.shape(lo), jnp.shape(hi), *(jnp.shape(a) for a in args))
+        b = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=jnp.float64), shape)  # noqa: E731
+        return _invert_implicit_jit(fn, b(target), tuple(b(a) for a in args), b(lo), b(hi),
+                                    jnp.asarray(rtol, jnp.float64), feasible == "above", bool(integer),
+                                    int(max_iter), method == "illinois" and not integer)
