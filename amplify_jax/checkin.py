@@ -43,6 +43,8 @@ from jax.scipy import special as jsp
 
 from . import _validate as V
 from .numerics import float64_jit, log_binom_pmf, log_expm1, logsumexp, x64_scope
+from .rdp import randomized_response_log_excess, without_replacement_log_excess
+from .shuffle._closed_forms import _fmt_kernel as _shuffle_fmt_kernel
 
 __all__ = [
     "DEFAULT_TAIL_TOL",
@@ -257,7 +259,8 @@ def effective_checkin_rate(*, p, p_dropout=0.0):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Sampling without replacement (Wang, Balle, Kasiviswanathan 2019, Thm 9), in log-excess form
+# Sampling without replacement (Wang, Balle, Kasiviswanathan 2019, Thm 9), in log-excess form: the core kernel
+# amplify_jax.rdp.without_replacement_log_excess.  The binomial table below serves the Girgis et al. bound.
 
 
 @functools.lru_cache(maxsize=None)
@@ -268,31 +271,6 @@ def _log_binom_table(alpha_int, amax):
     lg = np.vectorize(math.lgamma)
     out = lg(a + 1.0) - lg(j + 1.0) - lg(np.maximum(a - j, 0.0) + 1.0)
     return np.where(j <= a, out, -np.inf)
-
-
-def _wor_log_excess(base, log_q, alpha_int, amax: int, log_inf_factor=None):
-    """log of the excess (moment - 1) of WBK 2019 Thm 9 at the integer orders ``alpha_int`` (jnp).
-
-    ``base[..., j-2]`` is the base curve eps(j) at j = 2..amax (shape batch + (amax-1,)); ``log_q`` has the
-    batch shape; returns batch + (len(alpha_int),).  The bound is that of
-    :func:`amplify_jax.rdp.without_replacement_rdp` (tested equal):
-    1 + q^2 C(a,2) min{4(e^{eps(2)}-1), e^{eps(2)} min{2, (e^{eps(inf)}-1)^2}}
-    + sum_{j=3}^{a} q^j C(a,j) e^{(j-1) eps(j)} min{2, (e^{eps(inf)}-1)^j}; eps(inf) = inf by default.
-    """
-    j = jnp.arange(2, amax + 1, dtype=jnp.float64)
-    eps2 = base[..., 0:1]
-    if log_inf_factor is None:
-        cap2 = jnp.log(2.0)
-        capj = jnp.log(2.0)
-    else:
-        lf = log_inf_factor[..., None]
-        cap2 = jnp.minimum(jnp.log(2.0), 2.0 * lf)
-        capj = jnp.minimum(jnp.log(2.0), j * lf)
-    t2 = jnp.minimum(jnp.log(4.0) + log_expm1(eps2), eps2 + cap2)
-    tj = (j - 1.0) * base + capj
-    tj = jnp.where(j == 2.0, t2, tj)  # batch + (J,)
-    terms = j * log_q[..., None, None] + jnp.asarray(_log_binom_table(alpha_int, amax)) + tj[..., None, :]
-    return logsumexp(terms, axis=-1)  # batch + (A,)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -308,7 +286,7 @@ def _gauss_checkin_log_excess(k_lo, k_hi, n, sigma, *, alpha_int, amax):
     j = jnp.arange(2, amax + 1, dtype=jnp.float64)
     base = 2.0 * j / (k_lo[..., None] * (sigma[..., None, None] ** 2))
     log_q = jnp.log(jnp.minimum(k_hi / n[..., None], 1.0))
-    return _wor_log_excess(base, log_q, alpha_int, amax)
+    return without_replacement_log_excess(base, log_q, alpha_int)
 
 
 def _gauss_rate_gamma_log_excess(k_lo, k_hi, gamma, sigma, *, alpha_int, amax):
@@ -317,7 +295,7 @@ def _gauss_rate_gamma_log_excess(k_lo, k_hi, gamma, sigma, *, alpha_int, amax):
     j = jnp.arange(2, amax + 1, dtype=jnp.float64)
     base = 2.0 * j / (k_lo[..., None] * (sigma[..., None, None] ** 2))
     log_q = jnp.log(gamma)[..., None] + jnp.zeros_like(k_lo)
-    return _wor_log_excess(base, log_q, alpha_int, amax)
+    return without_replacement_log_excess(base, log_q, alpha_int)
 
 
 def _int_orders(orders):
@@ -523,7 +501,7 @@ def _shuffled_gauss_checkin_log_excess(k_lo, k_hi, n, log_c, *, alpha_int, amax)
     log_e = _shuffle_gauss_log_moment(k_lo, log_c, j, amax)  # batch + (K, J)
     base = log_e / (jnp.asarray(j, dtype=jnp.float64) - 1.0)
     log_q = jnp.log(jnp.minimum(k_hi / n[..., None], 1.0))
-    return _wor_log_excess(base, log_q, alpha_int, amax)
+    return without_replacement_log_excess(base, log_q, alpha_int)
 
 
 @float64_jit(static_argnames=("alpha_int", "width"))
@@ -710,22 +688,11 @@ def shuffled_checkin_lower_rdp(orders, *, n, gamma, eps0, chernoff_delta=None):
 
 
 def _fmt_eps(eps0, k, delta):
-    """Feldman-McMillan-Talwar 2021 Thm 3.1 closed form for k shuffled eps0-LDP reports, with validity (jnp).
-
-    Private copy of :func:`amplify_jax.shuffle.fmt_closed_form_epsilon` for use inside kernels (tested
-    equal): eps = ln(1 + (1 - e^-eps0)/(1 + e^-(eps0 + e1)) (a + c)), a = 8 sqrt(e^eps0 ln(4/delta)/k),
-    c = 8 e^eps0 / k, e1 = ln(1 + a + c) (the authors' code factor, >= the printed (e^eps0-1)/(e^eps0+1));
-    valid iff eps0 <= ln(k / (16 ln(4/delta))) (ERRATA: ln(4/delta), not footnote 3's ln(2/delta)).
-    Outside: eps0 (shuffling is post-processing; footnote 3's fallback), valid False.
-    """
-    log4d = jnp.log(4.0 / delta)
-    ks = jnp.maximum(k, 1.0)
-    a = 8.0 * jnp.sqrt(jnp.exp(eps0) * log4d / ks)
-    c = 8.0 * jnp.exp(eps0) / ks
-    factor = -jnp.expm1(-eps0) / (1.0 + jnp.exp(-eps0 - jnp.log1p(a + c)))
-    eps = jnp.log1p(factor * (a + c))
-    valid = (eps0 <= jnp.log(ks / (16.0 * log4d))) & (k >= 1)
-    return jnp.where(valid, jnp.minimum(eps, eps0), eps0), valid
+    """Feldman-McMillan-Talwar 2021 Thm 3.1 closed form for k shuffled eps0-LDP reports, with validity (jnp):
+    the kernel of :func:`amplify_jax.shuffle.fmt_closed_form_epsilon` (eps0 where the theorem does not apply,
+    including k = 0, where its condition ln(k / (16 ln(4/delta))) = -inf fails)."""
+    r = _shuffle_fmt_kernel.jitted(eps0, k, delta)
+    return r.epsilon, r.valid
 
 
 def _subsample_eps(eps, q):
@@ -888,13 +855,6 @@ class ApproxCheckinRDP(NamedTuple):
     fallback: jax.Array
 
 
-def _rr_log_excess(alpha, eps):
-    """log(E[(p/q)^alpha] - 1) of binary randomized response at level eps: the tight RDP of any eps-DP pair
-    (Kairouz-Oh-Viswanath 2015; the curve of :func:`amplify_jax.rdp.pure_dp_rdp`, tested equal)."""
-    return (log_expm1((alpha - 1.0) * eps) + log_expm1(alpha * eps) - (alpha - 1.0) * eps
-            - jnp.logaddexp(eps, 0.0))
-
-
 def _conversion_log_excess(k_lo, k_hi, n, eps0, delta0, shuffle_delta, alpha):
     """Per-k excess of the subsampled shuffle round, bounded over [k_lo, k_hi] (jnp).
 
@@ -906,7 +866,7 @@ def _conversion_log_excess(k_lo, k_hi, n, eps0, delta0, shuffle_delta, alpha):
     use = ok & (delta0[..., None] <= 0.0)
     eps_k = jnp.where(use, eps_s, e0)
     eps_sub = _subsample_eps(eps_k, jnp.minimum(k_hi / n[..., None], 1.0))
-    return _rr_log_excess(alpha, eps_sub[..., None])
+    return randomized_response_log_excess(alpha, eps_sub[..., None])  # k = 2: any eps-DP pair
 
 
 @float64_jit(static_argnames=("width",))

@@ -379,29 +379,22 @@ def ring_histogram_gamma(*, n, L, eps, delta):
         return _f64(ll) / (jnp.exp(12.0 * _f64(e) * jnp.sqrt(jnp.log(1.0 / _f64(d)) / _f64(nn))) + _f64(ll) - 1.0)
 
 
-def _fmt_kernel(eps0, n, delta):
-    """Feldman, McMillan, Talwar 2021 Thm 3.1 closed form (Cyffers & Bellet Thm 7), with validity flag.
+def _fmt_epsilon(eps0, n, delta):
+    """Feldman, McMillan, Talwar 2021 Thm 3.1 closed form (Cyffers & Bellet Thm 7) for n shuffled eps0-LDP
+    reports: min(eps0, FMT) where eps0 <= ln(n / (16 ln(4/delta))) (ERRATA: ln(4/delta)), else eps0; and the
+    validity flag.  The kernel of :func:`amplify_jax.shuffle.fmt_closed_form_epsilon` (jnp, inside kernels)."""
+    from .shuffle._closed_forms import _fmt_kernel
 
-    eps <= ln(1 + f (8 sqrt(e^eps0 ln(4/delta)) / sqrt(n) + 8 e^eps0 / n)) when eps0 <= ln(n / (16 ln(4/delta)))
-    (ERRATA: ln(4/delta) in the condition, as in FMT and their code).  The factor f is the one of FMT's code,
-    (1 - e^-eps0)/(1 + e^-(eps0 + e1)), which is >= the printed (e^eps0 - 1)/(e^eps0 + 1): the safe choice,
-    as in ``amplify_jax.shuffle.fmt_closed_form_epsilon``, of which this is a raw (uncapped) in-kernel copy
-    (tests compare them).
-    """
-    l4 = jnp.log(4.0 / delta)
-    ac = 8.0 * jnp.sqrt(jnp.exp(eps0) * l4 / n) + 8.0 * jnp.exp(eps0) / n
-    factor = -jnp.expm1(-eps0) / (1.0 + jnp.exp(-eps0 - jnp.log1p(ac)))  # >= (e^eps0 - 1)/(e^eps0 + 1)
-    val = jnp.log1p(factor * ac)
-    valid = eps0 <= jnp.log(n / (16.0 * l4))
-    return val, valid
+    r = _fmt_kernel.jitted(eps0, n, delta)
+    return r.epsilon, r.valid
 
 
 @float64_jit
 def _ring_hist_kernel(n, K, eps_l, delta, dp, use_fmt):
     m = n - 1.0  # v knows its own report: n - 1 unknown reports are shuffled between two visits
     erl = 12.0 * eps_l * jnp.sqrt(jnp.log(1.0 / delta) / m)
-    fmt, fmt_ok = _fmt_kernel(eps_l, m, delta)
-    per = jnp.where(use_fmt, jnp.where(fmt_ok, jnp.minimum(fmt, eps_l), eps_l), erl)
+    fmt, fmt_ok = _fmt_epsilon(eps_l, m, delta)
+    per = jnp.where(use_fmt, fmt, erl)
     valid = jnp.where(use_fmt, fmt_ok, True)
     return _advanced(per, K, -jnp.log(dp)), K * delta + dp, valid
 
@@ -642,8 +635,7 @@ def _hist_cycle_sup(n, eps0, delta):
     nn = n[..., None]
     lo = jnp.minimum(g, nn)
     hi = jnp.minimum(jnp.concatenate([g[1:], g[-1:]]), nn)
-    fmt, ok = _fmt_kernel(eps0[..., None], lo, delta[..., None])
-    ea = jnp.where(ok, jnp.minimum(fmt, eps0[..., None]), eps0[..., None])
+    ea, _ = _fmt_epsilon(eps0[..., None], lo, delta[..., None])
     exact = g <= _M_INT
     m_top = jnp.where(exact, lo, hi)
     val = _eq10(nn, m_top, ea)
@@ -954,11 +946,11 @@ _CENTRAL_MAX_ORDER = 128
 
 def _central_sgd_eps(sigma, n, T, delta, L):
     from .conversions import rdp_epsilon_terms
-    from .rdp import _wor_kernel
+    from .rdp import without_replacement_rdp_kernel
 
     j = jnp.arange(2, _CENTRAL_MAX_ORDER + 1, dtype=jnp.float64)
     base = j * (2.0 * L[..., None]) ** 2 / (2.0 * sigma[..., None] ** 2)
-    curve = _wor_kernel.jitted(base, 1.0 / n, jnp.full(n.shape, jnp.inf))
+    curve = without_replacement_rdp_kernel(base, 1.0 / n)
     e = rdp_epsilon_terms(j, T[..., None] * curve, jnp.log(delta)[..., None], "balle2020")
     i = jnp.argmin(e, axis=-1)
     return jnp.take_along_axis(e, i[..., None], -1)[..., 0], j[i]
@@ -1132,8 +1124,7 @@ def _aggregate_eps(m, eps0, delta, mechanism, agg=None):
         return agg[jnp.clip(mm, 0, agg.shape[0] - 1).astype(jnp.int32)]
     if mechanism == "gaussian":
         return eps0 / jnp.sqrt(mm)
-    fmt, ok = _fmt_kernel(eps0, mm, delta)
-    return jnp.where(ok, jnp.minimum(fmt, eps0), eps0)
+    return _fmt_epsilon(eps0, mm, delta)[0]
 
 
 def _tables(T, n, eps0, delta, mechanism, subsample, agg=None):

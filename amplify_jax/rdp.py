@@ -17,7 +17,10 @@ References
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+import jax
 import jax.numpy as jnp
 
 from . import _validate as V
@@ -29,8 +32,11 @@ __all__ = [
     "laplace_rdp",
     "pure_dp_rdp",
     "randomized_response_rdp",
+    "randomized_response_log_excess",
     "poisson_subsampled_gaussian_rdp",
     "without_replacement_rdp",
+    "without_replacement_rdp_kernel",
+    "without_replacement_log_excess",
     "subsampled_gaussian_wor_rdp",
     "interpolate_integer_rdp",
     "compose",
@@ -104,12 +110,19 @@ def _rr_log_excess(alpha, eps0):
     return log_expm1((alpha - 1) * eps0) + log_expm1(alpha * eps0) - (alpha - 1) * eps0
 
 
+def randomized_response_log_excess(alpha, eps0, k=2.0):
+    """log(E_Q[(P/Q)^alpha] - 1) of k-ary randomized response at level eps0 (pure jnp, broadcasting).
+
+    The curve of :func:`randomized_response_rdp` is log1p(exp(this)) / (alpha - 1); with k = 2 it is the tight
+    RDP of any eps0-DP mechanism (:func:`pure_dp_rdp`).  For use inside kernels that sum moments in log space.
+    """
+    log_norm = jnp.logaddexp(eps0, jnp.log(jnp.asarray(k, dtype=jnp.float64) - 1.0))  # log(e^eps0 + k - 1)
+    return _rr_log_excess(alpha, eps0) - log_norm
+
+
 @float64_jit
 def _rr_kernel(alpha, eps0, k):
-    e = eps0[..., None]
-    kk = k[..., None]
-    log_norm = jnp.logaddexp(e, jnp.log(kk - 1.0))  # log(e^eps0 + k - 1)
-    log_excess = _rr_log_excess(alpha, e) - log_norm
+    log_excess = randomized_response_log_excess(alpha, eps0[..., None], k[..., None])
     return jnp.logaddexp(0.0, log_excess) / (alpha - 1)
 
 
@@ -282,27 +295,83 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
 # Sampling without replacement (Wang, Balle, Kasiviswanathan 2019, Thm 9)
 
 
+@functools.lru_cache(maxsize=64)
+def _wor_log_comb_table(alpha_int: tuple, amax: int) -> np.ndarray:
+    """log C(a, j) for a in ``alpha_int`` (rows), j = 2..amax (columns), -inf where j > a: a trace-time constant.
+
+    Evaluated eagerly (also when called during tracing) with the Loader-accurate :func:`numerics.log_comb`.
+    """
+    with jax.ensure_compile_time_eval(), x64_scope():
+        a = jnp.asarray(alpha_int, dtype=jnp.float64)[:, None]
+        j = jnp.arange(2, amax + 1, dtype=jnp.float64)[None, :]
+        table = np.asarray(log_comb(a, jnp.minimum(j, a)))
+    return np.where(np.arange(2, amax + 1)[None, :] <= np.asarray(alpha_int)[:, None], table, -np.inf)
+
+
+def _wor_orders(orders, amax):
+    if orders is None:
+        return tuple(range(2, amax + 1))
+    out = tuple(int(o) for o in orders)
+    if any(o != float(x) for o, x in zip(out, orders)) or any(o < 2 or o > amax for o in out):
+        raise ValueError(f"Expected integer orders in [2, {amax}] (the base curve's orders), got orders={orders!r}.")
+    return out
+
+
+def without_replacement_log_excess(base, log_q, orders=None, *, log_inf_factor=None):
+    """log(M_alpha - 1) of Wang, Balle, Kasiviswanathan 2019, Thm 9, where eps'(alpha) = log(M_alpha)/(alpha - 1).
+
+    Pure jnp (for use inside kernels; any batch shape, traced values).  ``base[..., j - 2]`` is the base
+    mechanism's RDP eps(j) at the integer orders j = 2..A (A = ``base.shape[-1] + 1``, finite values);
+    ``log_q`` is the log of the sampling ratio q = m / n (-inf for q = 0), broadcasting with ``base[..., 0]``;
+    ``orders`` (static: a tuple of integers in [2, A], default all of 2..A) are the output orders;
+    ``log_inf_factor`` is log(e^{eps(inf)} - 1) of the base mechanism (None: eps(inf) = inf, e.g. Gaussian).
+    Returns batch + (len(orders),):
+
+        M_alpha - 1 = q^2 C(alpha,2) min{4(e^{eps(2)}-1), e^{eps(2)} min{2, (e^{eps(inf)}-1)^2}}
+                      + sum_{j=3}^{alpha} q^j C(alpha,j) e^{(j-1) eps(j)} min{2, (e^{eps(inf)}-1)^j}.
+
+    Every term is non-negative and kept in log space, so M - 1 keeps full relative accuracy when it is tiny.
+    The binomial coefficients are a trace-time table (Loader-accurate ``log_comb``).
+    """
+    base = jnp.asarray(base)
+    amax = base.shape[-1] + 1
+    alpha_int = _wor_orders(orders, amax)
+    j = jnp.arange(2, amax + 1, dtype=jnp.float64)
+    eps2 = base[..., 0:1]
+    if log_inf_factor is None:
+        cap2 = capj = jnp.log(2.0)
+    else:
+        lf = jnp.asarray(log_inf_factor)[..., None]
+        cap2 = jnp.minimum(jnp.log(2.0), 2.0 * lf)
+        capj = jnp.minimum(jnp.log(2.0), j * lf)
+    t2 = jnp.minimum(jnp.log(4.0) + log_expm1(eps2), eps2 + cap2)
+    tj = jnp.where(j == 2.0, t2, (j - 1.0) * base + capj)  # batch + (J,)
+    table = jnp.asarray(_wor_log_comb_table(alpha_int, amax))  # (A, J)
+    terms = j * jnp.asarray(log_q)[..., None, None] + table + tj[..., None, :]
+    return logsumexp(terms, axis=-1)
+
+
+def without_replacement_rdp_kernel(base, q, orders=None, *, log_inf_factor=None):
+    """RDP of sampling without replacement, Wang-Balle-Kasiviswanathan 2019 Thm 9, as a pure jnp function.
+
+    The kernel of :func:`without_replacement_rdp` for use inside other kernels: ``base[..., j - 2]`` is the
+    base curve at the integer orders j = 2..A, ``q`` the sampling ratio (broadcasting with ``base[..., 0]``),
+    ``orders`` a static tuple of output orders in [2, A] (default 2..A), ``log_inf_factor`` as in
+    :func:`without_replacement_log_excess`.  Returns eps'(alpha) = log(M_alpha)/(alpha - 1),
+    shape batch + (len(orders),).  No input checks (see :func:`without_replacement_rdp`).
+    """
+    base = jnp.asarray(base)
+    q = jnp.asarray(q)
+    alpha = jnp.asarray(_wor_orders(orders, base.shape[-1] + 1), dtype=jnp.float64)
+    log_q = jnp.where(q > 0, jnp.log(jnp.where(q > 0, q, 1.0)), -jnp.inf)
+    log_excess = without_replacement_log_excess(base, log_q, orders, log_inf_factor=log_inf_factor)
+    return jnp.logaddexp(0.0, log_excess) / (alpha - 1.0)
+
+
 @float64_jit
 def _wor_kernel(base, q, log_inf_factor):
-    """base: (..., A-1) curve at orders 2..A; q: (...); log_inf_factor: (...) = log min(2, (e^{eps_inf}-1))."""
-    m = base.shape[-1]
-    j = jnp.arange(2, m + 2, dtype=jnp.float64)  # orders of the base curve
-    alpha = j  # output orders, the same grid
-    qq = q[..., None, None]
-    eps2 = base[..., 0][..., None, None]
-    a = alpha[:, None]  # output order axis (-2)
-    jj = j[None, :]  # summation axis (-1)
-    # j = 2 term: gamma^2 C(alpha, 2) min{4 (e^{eps(2)} - 1), e^{eps(2)} min{2, (e^{eps_inf} - 1)^2}}
-    lf = log_inf_factor[..., None, None]
-    t2 = jnp.minimum(jnp.log(4.0) + log_expm1(eps2), eps2 + jnp.minimum(jnp.log(2.0), 2.0 * lf))
-    # j >= 3 terms: gamma^j C(alpha, j) e^{(j-1) eps(j)} min{2, (e^{eps_inf} - 1)^j}
-    tj = (jj - 1.0) * base[..., None, :] + jnp.minimum(jnp.log(2.0), jj * lf)
-    tj = jnp.where(jj == 2.0, t2, tj)
-    log_q = jnp.where(qq > 0, jnp.log(jnp.where(qq > 0, qq, 1.0)), -jnp.inf)
-    terms = jj * log_q + log_comb(a, jnp.minimum(jj, a)) + tj
-    terms = jnp.where(jj <= a, terms, -jnp.inf)
-    log_excess = logsumexp(terms, axis=-1)
-    return jnp.logaddexp(0.0, log_excess) / (alpha - 1.0)
+    """base: (..., A-1) curve at orders 2..A; q: (...); log_inf_factor: (...) = log(e^{eps_inf} - 1)."""
+    return without_replacement_rdp_kernel(base, q, log_inf_factor=log_inf_factor)
 
 
 def without_replacement_rdp(base_rdp, *, q, base_rdp_inf=None):

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 
 from amplify_jax import checkin as C
 from amplify_jax.conversions import epsilon_from_rdp
+from amplify_jax.numerics import x64_scope
 from amplify_jax.rdp import pure_dp_rdp, without_replacement_rdp
 from amplify_jax.shuffle import fmt_closed_form_epsilon
 
@@ -136,13 +137,16 @@ def test_large_n_against_mpmath():
     assert np.all(got >= np.array(out) * (1 - 1e-12))
 
 
-def test_wor_private_copy_equals_core():
-    rng = np.random.default_rng(1)
-    base = rng.uniform(0, 3, size=(5, 9)).cumsum(-1) / 3
-    q = rng.uniform(1e-4, 0.9, size=5)
-    core = np.asarray(without_replacement_rdp(base, q=q))
+def test_checkin_uses_the_core_wor_kernel():
+    """The Eq. 10 per-k moment is the core WBK kernel with base 2 j / (k sigma^2) and rate k / n."""
+    k = np.array([3.0, 40.0, 700.0])
+    n, sigma = np.array(1000.0), np.array(1.3)
     alpha = tuple(range(2, 11))
-    lex = np.asarray(C._wor_log_excess(jnp.asarray(base), jnp.log(jnp.asarray(q)), alpha, 10))
+    with x64_scope():
+        lex = np.asarray(C._gauss_checkin_log_excess(jnp.asarray(k), jnp.asarray(k), jnp.asarray(n),
+                                                     jnp.asarray(sigma), alpha_int=alpha, amax=10))
+    base = 2.0 * np.arange(2, 11)[None, :] / (k[:, None] * 1.3**2)
+    core = np.asarray(without_replacement_rdp(base, q=k / 1000.0))
     np.testing.assert_allclose(np.log1p(np.exp(lex)) / (np.array(alpha) - 1), core, rtol=1e-13)
 
 
@@ -328,14 +332,16 @@ def test_gaussian_dp_epsilon_is_the_feasible_end():
         assert d_at(e * (1 - 1e-7)) > delta
 
 
-def test_fmt_private_copy_equals_shuffle_module():
-    eps0 = np.array([0.5, 1.0, 2.0, 4.0, 6.0])
-    n = np.array([1e3, 1e4, 1e5, 1e5, 1e6])
+def test_fmt_in_kernels_is_the_shuffle_module():
+    eps0 = np.array([0.5, 1.0, 2.0, 4.0, 6.0, 1.0])
+    n = np.array([1e3, 1e4, 1e5, 1e5, 1e6, 0.0])  # k = 0 participants: no amplification, not valid
     d = 1e-6
-    ref = fmt_closed_form_epsilon(eps0, n=n, delta=d)
-    got, ok = C._fmt_eps(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(d))
-    np.testing.assert_allclose(got, ref.epsilon, rtol=1e-14)
-    np.testing.assert_array_equal(ok, ref.valid)
+    ref = fmt_closed_form_epsilon(eps0[:-1], n=n[:-1], delta=d)
+    with x64_scope():
+        got, ok = C._fmt_eps(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(d))
+    np.testing.assert_allclose(np.asarray(got)[:-1], ref.epsilon, rtol=1e-14)
+    np.testing.assert_array_equal(np.asarray(ok)[:-1], ref.valid)
+    assert float(got[-1]) == 1.0 and not bool(ok[-1])
 
 
 def test_strong_composition_baselines_are_monotone_in_rounds():
@@ -353,10 +359,13 @@ def test_strong_composition_baselines_are_monotone_in_rounds():
 # Sec. 4.1 route
 
 
-def test_rr_excess_equals_core_pure_dp_curve():
+def test_rr_excess_is_the_core_pure_dp_curve():
+    from amplify_jax.rdp import randomized_response_log_excess
+
     o = np.array([1.5, 2.0, 3.0, 8.0, 32.0])
     for e in (1e-6, 0.1, 1.0, 5.0):
-        lex = np.asarray(C._rr_log_excess(jnp.asarray(o), jnp.asarray(e)))
+        with x64_scope():
+            lex = np.asarray(randomized_response_log_excess(jnp.asarray(o), jnp.asarray(e)))
         np.testing.assert_allclose(np.log1p(np.exp(lex)) / (o - 1), pure_dp_rdp(o, eps0=e), rtol=1e-13)
 
 

@@ -225,19 +225,20 @@ def test_ring_histogram():
 # histograms on the complete graph (Thm 6, App. E)
 
 
-def test_private_fmt_matches_shuffle_module():
-    shuffle = pytest.importorskip("amplify_jax.shuffle")
+def test_fmt_in_kernels_public_value_and_condition():
+    """The FMT closed form used inside network's kernels: the clones code's README value, and eps0 outside
+    the condition eps0 <= ln(n / (16 ln(4/delta)))."""
     import jax.numpy as jnp
     from amplify_jax.numerics import x64_scope
 
-    eps0 = np.array([0.1, 0.5, 1.0, 3.0])
-    n = np.array([100.0, 1000.0, 1e4, 1e6])
-    ref = shuffle.fmt_closed_form_epsilon(eps0, n=n, delta=1e-6)
+    eps0 = np.array([4.0, 3.0, 1.0])
+    n = np.array([1e5, 100.0, 1e4])
     with x64_scope():
-        got, ok = N._fmt_kernel(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(1e-6))
-    capped = np.where(np.asarray(ok), np.minimum(np.asarray(got), eps0), eps0)
-    np.testing.assert_allclose(capped, np.asarray(ref[0]), rtol=1e-12)
-    np.testing.assert_array_equal(np.asarray(ok), np.asarray(ref[1]))
+        got, ok = N._fmt_epsilon(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(1e-6))
+    assert abs(float(got[0]) - 0.5378040242374512) <= 1e-13
+    assert list(np.asarray(ok)) == [True, False, True]
+    assert float(got[1]) == 3.0  # ln(100 / (16 ln(4e6))) < 0: no amplification claimed
+    assert 0 < float(got[2]) < 1.0
 
 
 def brute_hist_sup(n, eps0, delta):

@@ -7,6 +7,8 @@ from hypothesis import given, strategies as st
 
 import amplify_jax as aj
 from amplify_jax import rdp as R
+from amplify_jax.numerics import x64_scope
+import jax.numpy as jnp
 
 
 @pytest.fixture(autouse=True)
@@ -147,6 +149,51 @@ def test_wor_many_base_curves():
         single = np.asarray(R.without_replacement_rdp(base[i], q=0.01))
         np.testing.assert_allclose(out[i], single, rtol=1e-13)
     assert np.all(np.diff(out, axis=0) <= 0)  # more participants, less leakage
+
+
+def mp_wor_log_excess(q, base, alpha, eps_inf=None):
+    """log(M_alpha - 1) of WBK 2019 Thm 9 in mpmath; base[j - 2] = eps(j); eps_inf None means infinite."""
+    q = mp.mpf(q)
+    cap = (lambda j: mp.mpf(2)) if eps_inf is None else (lambda j: min(2, (mp.exp(mp.mpf(eps_inf)) - 1) ** j))
+    e2 = mp.mpf(base[0])
+    total = q**2 * mp.binomial(alpha, 2) * min(4 * mp.expm1(e2), mp.exp(e2) * cap(2))
+    for j in range(3, alpha + 1):
+        total += q**j * mp.binomial(alpha, j) * mp.exp((j - 1) * mp.mpf(base[j - 2])) * cap(j)
+    return mp.log(total)
+
+
+@pytest.mark.parametrize("q,eps0", [(1e-8, 0.5), (0.05, 2.0), (0.3, 0.05)])
+def test_wor_public_kernel_vs_mpmath_pure_dp_base(q, eps0):
+    """The jnp kernel with a bounded base (eps0-DP: RR curve, eps(inf) = eps0) at a subset of orders, against
+    mpmath, relative to the excess M - 1 (~1e-16 at q = 1e-8: no cancellation against the 1)."""
+    import jax
+
+    ints = np.arange(2, 41, dtype=float)
+    base = np.asarray(R.pure_dp_rdp(ints, eps0=eps0))
+    orders = (2, 3, 17, 40)
+    lif = np.log(np.expm1(eps0))
+
+    @jax.jit
+    def run(b, q):
+        return R.without_replacement_log_excess(b, jnp.log(q), orders, log_inf_factor=jnp.asarray(lif)), \
+            R.without_replacement_rdp_kernel(b, q, orders, log_inf_factor=jnp.asarray(lif))
+
+    with x64_scope():
+        lex, rdp = (np.asarray(x) for x in run(jnp.asarray(base), jnp.asarray(q)))
+    for i, a in enumerate(orders):
+        ref = mp_wor_log_excess(q, base, a, eps_inf=eps0)
+        assert abs(lex[i] - float(ref)) <= 1e-12 * max(1.0, abs(float(ref)))
+        assert abs(rdp[i] - float(mp.log1p(mp.exp(ref)) / (a - 1))) <= 1e-12 * float(mp.log1p(mp.exp(ref)) / (a - 1))
+    # the same through the validated public function (all orders 2..40)
+    full = np.asarray(R.without_replacement_rdp(base, q=q, base_rdp_inf=eps0))
+    np.testing.assert_allclose(full[[o - 2 for o in orders]], rdp, rtol=1e-13)
+
+
+def test_wor_public_kernel_refuses_orders_outside_the_base():
+    with pytest.raises(ValueError, match="orders"):
+        R.without_replacement_rdp_kernel(jnp.zeros(5), 0.1, (2, 7))
+    with pytest.raises(ValueError, match="orders"):
+        R.without_replacement_log_excess(jnp.zeros(5), jnp.log(0.1), (2.5,))
 
 
 def test_interpolation_is_upper_bound():
