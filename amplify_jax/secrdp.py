@@ -31,19 +31,28 @@ How the accountant computes
   size <= c for III) while the number of sets times n^3 is affordable (``_ENUMERATION_BUDGET``: II up to
   n = 447), each Sigma_H inverted directly after deflating its constant directions (see :func:`_direct_masks`:
   Sigma_H's condition number grows like sigma_cor^2 / sigma_unc^2, the deflated matrix's does not).
+  Adversary II from n = 448 on (connected graphs): a certified low-rank update, :class:`_Certifier`.  One
+  approximate inverse S of the *deflated* M = Sigma_G + (beta/n) 1 1^T per noise pair (O(n^3), from the
+  cached eigendecomposition); removing user j is a rank-(deg j + 1) Woodbury update of it, O(n deg^2) for all
+  i at once, and each diagonal entry gets a rigorous residual bound (y_i - ||y|| rho <= [N^{-1}]_ii <=
+  y_i + ||y|| rho + rho^2 / sigma_unc^2 for r = e_i - N y, ||r|| <= rho), so the reported value is a certified
+  upper bound and ``eps1_lower`` a certified lower bound.  Users whose gap could decide the maximum are
+  re-bounded after a Newton-Schulz step, then inverted directly (a few), then capped by the spectral bound;
+  ``exact`` says whether the certified gap is below ``_CERT_RTOL`` = 1e-9 (relative).
   Otherwise the sound spectral bound with a lower bound on min(a(G), a(G - S)): exact minimum over single
   removals for n <= 400, enumerated for small c, else a(G) - c w_max (Cauchy interlacing and Weyl: deleting
   vertex v moves lambda_2 down by at most max_u w_uv; Fiedler 1973).  (An earlier Schur-complement/Woodbury
-  update of the full Sigma^{-1} for adversary II was removed: it loses all accuracy when sigma_cor >>
-  sigma_unc and under-reported eps1.)
+  update of the *undeflated* Sigma^{-1} for adversary II was removed: it loses all accuracy when sigma_cor >>
+  sigma_unc and under-reported eps1 by up to 17%; the certified update deflates first and checks itself.)
 - Graphs with n >= ``LARGE_N`` users: no dense eigendecomposition; the result is the spectral bound with a
   *certified* lower bound on a(G): a shift-invert Lanczos estimate t, then Sylvester's law of inertia on a
   sparse LDL^T of L - t I (exactly one negative pivot <=> lambda_2 > t).  Flagged ``exact=False``.
 
-Soundness: every exact value gets an absolute rounding margin of ``8 n u / sigma_unc^2`` (u = 2^-53, the
-size of the error of a sum of n terms bounded by 1/sigma_unc^2), and the direct (deflated Cholesky) path a
-further margin scaled by the deflated matrix's condition number (:func:`_direct_masks`); bounds only ever
-replace a value by something larger.
+Soundness: every exact value on the eigendecomposition and direct paths gets an absolute rounding margin of
+``8 n u / sigma_unc^2`` (u = 2^-53, the size of the error of a sum of n terms bounded by 1/sigma_unc^2), and
+the direct (deflated Cholesky) path a further margin scaled by the deflated matrix's condition number
+(:func:`_direct_masks`); the certified path of adversary II bounds its own rounding (:class:`_Certifier`);
+bounds only ever replace a value by something larger.
 
 Disconnected graphs (or, for adversaries II/III, graphs that some admissible removal disconnects): the
 inverse still exists (sigma_unc > 0) and the value returned is still exact and valid, but a user cut off
