@@ -206,3 +206,52 @@ def test_differentiable_validates_concrete_input():
         K.invert_monotone_differentiable(decreasing, 1.0, args=(3.0,), lo=-1.0, hi=1.0)
     with pytest.raises(ValueError, match="target"):
         K.invert_monotone_differentiable(decreasing, np.nan, args=(3.0,), lo=1.0, hi=2.0)
+
+
+def quadratic(x, c):
+    return c * x * x
+
+
+def test_gradient_feasible_below_and_vmap():
+    """Maximal x with c x^2 <= t: x* = sqrt(t / c), dx*/dt = 1/(2 sqrt(t c)), dx*/dc = -x*/(2 c); also under vmap."""
+    t, c = jnp.array([0.5, 2.0, 9.0]), jnp.array([1.0, 3.0, 0.25])
+    with x64_scope():
+        def inv(t, c):
+            return K.invert_monotone_differentiable(quadratic, t, args=(c,), lo=1e-6, hi=1e3, feasible="below",
+                                                    rtol=1e-13).value
+        gt, gc = jax.vmap(jax.grad(inv, argnums=(0, 1)))(t, c)
+    x = np.sqrt(np.asarray(t) / np.asarray(c))
+    np.testing.assert_allclose(np.asarray(gt), 1.0 / (2.0 * np.sqrt(np.asarray(t) * np.asarray(c))), rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(gc), -x / (2.0 * np.asarray(c)), rtol=1e-9)
+
+
+_SGM_ORDERS = tuple(float(a) for a in range(2, 65))
+
+
+def dpsgd_eps_integer_orders(sigma, q, steps, log_delta):
+    """DP-SGD eps over the integer orders 2..64: Poisson-subsampled Gaussian RDP (MTZ 2019, rdp.SGMCurve),
+    composed over `steps`, converted by Balle et al. 2020 and minimised over the orders."""
+    from amplify_jax.conversions import rdp_epsilon_terms
+    from amplify_jax.rdp import SGMCurve
+
+    curve = SGMCurve(_SGM_ORDERS)(q, sigma)
+    e = rdp_epsilon_terms(jnp.asarray(_SGM_ORDERS), steps[..., None] * curve, log_delta[..., None])
+    return jnp.min(e, axis=-1)
+
+
+def test_gradient_of_dpsgd_calibration_vs_finite_differences():
+    """d sigma*/d eps and d sigma*/d q of the minimal DP-SGD noise, reverse mode through the RDP kernel, against
+    central finite differences of the calibrated sigma itself."""
+    args = (0.01, 1000.0, np.log(1e-5))
+    with x64_scope():
+        def inv(t, q):
+            return K.invert_monotone_differentiable(dpsgd_eps_integer_orders, t, args=(q,) + args[1:], lo=0.3,
+                                                    hi=50.0, rtol=1e-14, method="illinois").value
+        t0, q0 = 2.0, args[0]
+        gt, gq = jax.grad(inv, argnums=(0, 1))(jnp.float64(t0), jnp.float64(q0))
+        h = 1e-5
+        fd_t = (float(inv(t0 * (1 + h), q0)) - float(inv(t0 * (1 - h), q0))) / (2 * h * t0)
+        fd_q = (float(inv(t0, q0 * (1 + h))) - float(inv(t0, q0 * (1 - h)))) / (2 * h * q0)
+    assert float(gt) < 0 < float(gq)
+    assert abs(float(gt) - fd_t) <= 1e-5 * abs(fd_t)
+    assert abs(float(gq) - fd_q) <= 1e-5 * abs(fd_q)
