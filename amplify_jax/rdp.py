@@ -385,7 +385,8 @@ def without_replacement_rdp(base_rdp, *, q, base_rdp_inf=None):
                        + sum_{j=3}^{alpha} q^j C(alpha,j) e^{(j-1) eps(j)} min{2, (e^{eps(inf)}-1)^j}).
 
     Broadcasts over the leading axes of ``base_rdp`` and over ``q``; many base curves (e.g. one per group
-    size k) are amplified in one call.  Fractional orders: see :func:`interpolate_integer_rdp`.
+    size k) are amplified in one call.  Fractional orders: see :func:`interpolate_integer_rdp`.  Inside other
+    kernels use the jnp-level :func:`without_replacement_rdp_kernel` / :func:`without_replacement_log_excess`.
     """
     base = V.nonnegative("base_rdp", base_rdp)
     if base.ndim < 1 or base.shape[-1] < 1:
