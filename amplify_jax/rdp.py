@@ -295,7 +295,7 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
 # Sampling without replacement (Wang, Balle, Kasiviswanathan 2019, Thm 9)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)  # up to 8 MB each at A = 1024
 def _wor_log_comb_table(alpha_int: tuple, amax: int) -> np.ndarray:
     """log C(a, j) for a in ``alpha_int`` (rows), j = 2..amax (columns), -inf where j > a: a trace-time constant.
 
