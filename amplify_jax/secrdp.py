@@ -335,10 +335,12 @@ class SecGraph:
         """No single removal disconnects the rest (networkx articulation points)."""
         if not self.connected:
             return False
-        import networkx as nx
+        if getattr(self, "_biconnected", None) is None:
+            import networkx as nx
 
-        g = nx.from_scipy_sparse_array(self.adjacency)
-        return self.n > 2 and not any(True for _ in nx.articulation_points(g))
+            g = nx.from_scipy_sparse_array(self.adjacency)
+            self._biconnected = self.n > 2 and not any(True for _ in nx.articulation_points(g))
+        return self._biconnected
 
     def neighbours(self):
         """Padded neighbour table (n, dmax) and weights (0 on padding, padding index = the user itself)."""
@@ -879,7 +881,7 @@ class _Certifier:
             q = d + 1
             eye = np.eye(q)
             g_f = 2.0 * _gamma(2 * q + 6)
-            g_y = _gamma(q + 4)
+            g_y = _gamma(q + 4)  # y_i = S_ii + z^T w
             step = max(1, _GATHER_CHUNK // (q * n))
             for s0 in range(0, sel.size, step):
                 pos = sel[s0 : s0 + step]
@@ -894,15 +896,21 @@ class _Certifier:
                 a = s_mat[qi[:, :, None], qi[:, None, :]]
                 kmat = eye[None] - cm @ a
                 om = np.linalg.solve(kmat, cm)
+                # F = (I - C A) Om - C for the exact C (rounding of C, C A, the product and the difference)
+                a_om, a_c = np.abs(om), np.abs(cm)
+                f_mat = np.abs(kmat @ om - cm) + g_f * (a_om + a_c @ (np.abs(a) @ a_om) + a_c)
+                f_fro = np.sqrt(np.sum(f_mat**2, axis=(1, 2))) * up
+                k_fro = np.sqrt(np.sum((1.0 + 2.0 * _U) * (np.abs(kmat) + g_f * a_c @ np.abs(a)) ** 2,
+                                       axis=(1, 2))) * up  # >= ||I - C A||_F
+                om_fro = np.sqrt(np.sum(om**2, axis=(1, 2))) * up
                 z = s_mat[qi]  # (m, q, n): z[:, :, i] = S[Q_j, i]
-                w = om @ z  # the computed w of step 3, one per (j, i)
-                aw = np.abs(w)
+                w = om @ z  # the computed w of step 3, one per (j, i): |w - Om z| <= gamma_q |Om| |z|
                 y_i = diag_s[None, :] + np.einsum("mqi,mqi->mi", z, w)
-                err_y = g_y * (diag_s[None, :] + np.einsum("mqi,mqi->mi", np.abs(z), aw)) * up
-                f = kmat @ w - cm @ z
-                f_b = np.abs(f) + g_f * (aw + np.abs(cm) @ (np.abs(a) @ aw) + np.abs(cm) @ np.abs(z))
-                nf = np.linalg.norm(f_b, axis=1) * up
-                nw = np.linalg.norm(aw, axis=1) * up
+                nz = np.linalg.norm(z, axis=1) * up
+                nw = np.linalg.norm(w, axis=1) * up
+                err_y = g_y * (diag_s[None, :] + nz * nw) * up  # sum |z_k| |w_k| <= ||z|| ||w||
+                # f = (I - C A) w - C z = (I - C A)(w - Om z) + F z
+                nf = (k_fro[:, None] * _gamma(q) * om_fro[:, None] + f_fro[:, None]) * nz * up
                 gq = np.sqrt(np.sum(gnorm[qi] ** 2, axis=1)) * up  # >= ||G U||_F
                 rho = (gnorm[None, :] + gq[:, None] * nw + nf) * up
                 if self.s2mat is None:
@@ -914,6 +922,7 @@ class _Certifier:
                     val = (np.diag(self.s2mat)[None, :] + 2.0 * np.einsum("mqi,mqi->mi", w, z2)
                            + np.einsum("mqi,mqp,mpi->mi", w, t2, w))
                     # |fl(S^2) - S^2| <= gamma_n ||S e_a|| ||S e_b||, plus the rounding of the quadratic form
+                    aw = np.abs(w)
                     sa = snorm[qi][:, :, None] * aw  # (m, q, n)
                     err = (_gamma(n + 2) * (snorm[None, :] + np.sum(sa, axis=1)) ** 2
                            + _gamma(q * q + 2 * q + 4) * (np.abs(np.diag(self.s2mat))[None, :]
