@@ -43,11 +43,10 @@ Corrections of misprints (ERRATA.md), each tested against an independent evaluat
 Every delta returned is an upper bound (Monte Carlo: a one-sided upper confidence bound), capped at 1 and
 set to 0 where eps is at least the local guarantee of the randomizer (post-processing).
 
-Relation to amplify_jax.shuffle: ``shuffle.blanket_delta`` with ``target_randomizer`` evaluates the same
-Lemma 2 sum.  The kernels here are specialised to the target randomizer with window sizes fixed at compile
-time (no recompilation across calls, and the parameters d, sigma, n can be traced inside the core's
-bisection for the deployment inversions); the tests check the two independent implementations against each
-other and against mpmath.
+Relation to amplify_jax.shuffle: the Lemma 2 sum is evaluated by ``amplify_jax.shuffle``'s engine for the
+target randomizer (``shuffle._blanket.rr_delta`` / ``rr_epsilon``, the code behind ``shuffle.blanket_delta``
+with ``target_randomizer``; ``rr_delta_traced`` inside the deployment inversions, where d, sigma or n are
+traced); the tests check it against mpmath and direct enumeration.
 """
 
 from __future__ import annotations
@@ -62,7 +61,8 @@ import numpy as np
 
 from amplify_jax import _validate as V
 from amplify_jax.calibrate import invert_monotone
-from amplify_jax.numerics import float64_jit, log_binom_pmf, log_comb, logsumexp
+from amplify_jax.numerics import float64_jit, log_comb, logsumexp
+from amplify_jax.shuffle import _blanket as _SH
 
 __all__ = [
     "PureEpsilon",
@@ -94,13 +94,6 @@ __all__ = [
 
 METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
 
-# Static window sizes of the delta kernels (they fix shapes only; the mass outside a window is bounded and
-# added, so they change tightness, never soundness).
-_J_WINDOW = 128  # number of blanket messages m - 1 ~ Bin(n - 1, sigma) summed exactly
-_M_WINDOW = 128  # M = N1 + N2 ~ Bin(k, 2/T) summed exactly in the exact method
-# Relative allowance for the round-off of the two-term closed form in the exact method (the terms are
-# accurate to ~1e-15 relative; 1e-12 of their magnitude is added so that the result stays an upper bound).
-_CANCEL_MARGIN = 1e-12
 _DEFAULT_SAMPLES = 1 << 18
 _DEFAULT_CONFIDENCE = 0.99
 
@@ -366,323 +359,10 @@ def amplification_variable_bounds(eps, *, targets, sampling):
     return st.a, st.b_minus, st.b_plus, st.c
 
 
-def _g_hoeffding(k, st: _LStats):
-    """Upper bound on E[sum_{i<=k} L_i]_+ / k by Hoeffding (Lemma 3, with the ERRATA a and b):
-    (b^2 / (4 a k)) exp(-2 k a^2 / b^2), from integrating the tail exp(-2 (s + k a)^2 / (k b^2)) after
-    dropping the s^2 term.  Capped by E[L_+] (subadditivity of the positive part)."""
-    a, b = st.a, st.b
-    safe_a = jnp.where(a > 0, a, 1.0)
-    safe_b = jnp.where(b > 0, b, 1.0)
-    log_g = 2.0 * jnp.log(safe_b) - jnp.log(4.0 * safe_a * k) - 2.0 * k * (a / safe_b) ** 2
-    g = jnp.exp(log_g)
-    g = jnp.where(a > 0, g, jnp.inf)
-    g = jnp.where(b > 0, g, 0.0)  # b = 0: L is constant = -a <= 0
-    return jnp.minimum(g, st.pos_mean)
-
-
-def _g_bennett(k, st: _LStats):
-    """Upper bound on E[sum_{i<=k} L_i]_+ / k by Bennett, the corrected form of Lemma 3 (ERRATA).
-
-    Derivation: L_i <= b_+ and E[L_i^2] <= c, so (Bennett, Boucheron-Lugosi-Massart Thm 2.9, which needs only
-    the upper bound and the second moment) P(sum L >= s) <= exp(-(k c / b_+^2) phi(b_+ (s + k a) / (k c))).
-    phi is convex with phi'(u) = ln(1 + u), so phi(beta + b_+ s / (k c)) >= phi(beta) + ln(1 + beta) b_+ s / (k c)
-    with beta = a b_+ / c; integrating over s >= 0 gives (b_+ / ln(1 + beta)) exp(-(k c / b_+^2) phi(beta)).
-    phi is clamped at 0 against round-off (a smaller phi only loosens the bound).  Capped by E[L_+].
-    """
-    a, bp, c = st.a, st.b_plus, st.c
-    ok = (bp > 0) & (a > 0) & (c > 0)
-    sbp = jnp.where(ok, bp, 1.0)
-    sc = jnp.where(ok, c, 1.0)
-    sa = jnp.where(ok, a, 1.0)
-    beta = sa * sbp / sc
-    l1p = jnp.log1p(beta)
-    phi = jnp.maximum((1.0 + beta) * l1p - beta, 0.0)
-    log_g = jnp.log(sbp) - jnp.log(l1p) - (k * sc / (sbp * sbp)) * phi - jnp.log(k)
-    g = jnp.exp(log_g)
-    g = jnp.where(ok, g, jnp.where(bp <= 0, 0.0, jnp.inf))
-    return jnp.minimum(g, st.pos_mean)
-
-
-def _kl_bernoulli(q, p):
-    """KL(Bern(q) || Bern(p)) for q, p in [0, 1] (xlogy conventions)."""
-    from jax.scipy.special import xlogy
-
-    return xlogy(q, q) - xlogy(q, p) + xlogy(1.0 - q, 1.0 - q) - xlogy(1.0 - q, 1.0 - p)
-
-
-def _binom_upper_tail(a, N, p):
-    """Upper bound on P(Bin(N, p) >= a): 1 for a <= N p, the Chernoff bound exp(-N KL(a/N || p)) above the
-    mean, 0 for a > N."""
-    q = jnp.clip(a / jnp.where(N > 0, N, 1.0), 0.0, 1.0)
-    bound = jnp.exp(-N * _kl_bernoulli(q, p))
-    out = jnp.where(a <= N * p, 1.0, jnp.minimum(bound, 1.0))
-    return jnp.where(a > N, 0.0, jnp.where(a <= 0, 1.0, out))
-
-
-def _binom_lower_tail(a, N, p):
-    """Upper bound on P(Bin(N, p) <= a): 1 for a >= N p, Chernoff below the mean, 0 for a < 0."""
-    return _binom_upper_tail(N - a, N, 1.0 - p)
-
-
-# P(Bin(M, 1/2) <= x) for 0 <= M, x <= _MMAX (1 for x >= M), a constant table (scipy's binomial cdf, which
-# evaluates the incomplete beta accurately in the tails); gathered by the exact method.
-_MMAX = 511
-
-
-def _half_cdf_table():
-    from scipy.stats import binom
-
-    M = np.arange(_MMAX + 1)[:, None]
-    x = np.arange(_MMAX + 1)[None, :]
-    with np.errstate(all="ignore"):
-        t = binom.cdf(x, M, 0.5)
-    return np.where(x >= M, 1.0, t).astype(np.float64)
-
-
-_HALF_CDF = None
-
-
-def _half_cdf():
-    global _HALF_CDF
-    if _HALF_CDF is None:
-        _HALF_CDF = _half_cdf_table()
-    return _HALF_CDF
-
-
-def _cdf_half(table, u, M):
-    """P(Bin(M, 1/2) <= u) from the table (u, M integer-valued arrays, 0 <= M <= _MMAX)."""
-    Mi = jnp.clip(M, 0, _MMAX).astype(jnp.int32)
-    ui = jnp.clip(u, 0, _MMAX).astype(jnp.int32)
-    v = table[Mi, ui]
-    return jnp.where(u < 0, 0.0, jnp.where(u >= M, 1.0, v))
-
-
-def _exact_k_cap(T, m_window):
-    """Largest k for which the M-window covers mean +- 6 sd and stays inside the table."""
-    p = 2.0 / T
-    var = p * (1.0 - p)
-    by_sd = jnp.where(var > 0, (m_window / 12.0) ** 2 / jnp.where(var > 0, var, 1.0), jnp.inf)
-    by_table = (_MMAX - m_window / 2.0) / p
-    return jnp.floor(jnp.minimum(by_sd, by_table))
-
-
-def _g_exact(k, st: _LStats, eps, T, sigma, m_window: int, table):
-    """E[sum_{i<=k} L_i]_+ / k, computed exactly for the target randomizer (ERRATA: sum_i L_i depends only on
-    the counts N1, N2 of draws landing on t and t').
-
-    sum L = k sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2) with (N1, N2) ~ Multinomial(k; 1/T, 1/T).
-    Write M = N1 + N2 ~ Bin(k, 2/T) and N2 | M ~ Bin(M, 1/2); then sum L = C_M - A N2 with
-    C_M = (1 - sigma) T M - k sigma (e^eps - 1) and A = (1 - sigma) T (1 + e^eps), and with u the largest integer
-    such that C_M - A u > 0,
-    E[(C_M - A N2)_+ | M] = C_M P(Bin(M, 1/2) <= u) - A (M/2) P(Bin(M - 1, 1/2) <= u - 1).
-    (This form keeps every term below (1 - sigma) T M; the mirror form in N1 cancels terms of size e^eps.)
-    M is summed exactly over a window of ``m_window`` values around its mean; outside it
-    E[. | M] <= (1 - sigma) T M, and E[M; M outside] = k p P(Bin(k - 1, p) outside) is bounded by Chernoff
-    (above the window also by a conditional Hoeffding bound, whichever is smaller).
-
-    Exact for k <= :func:`_exact_k_cap` (1264 for T = 20); beyond, g(k) <= g(cap) because g is non-increasing
-    in k (see :func:`_delta_sum`), and the corrected Bennett bound is also applied (min of two upper bounds).
-    """
-    k_full = k
-    k = jnp.maximum(jnp.minimum(k, _exact_k_cap(T, m_window)), 1.0)
-    p = 2.0 / T
-    mean_m = k * p
-    hi0 = jnp.maximum(jnp.minimum(k, _MMAX) - m_window + 1.0, 0.0)
-    m0 = jnp.clip(jnp.floor(mean_m - m_window / 2.0), 0.0, hi0)
-    M = m0[..., None] + jnp.arange(m_window, dtype=jnp.float64)
-    kk = k[..., None]
-    w = jnp.exp(log_binom_pmf(jnp.minimum(M, kk), kk, p[..., None]))
-    w = jnp.where(M <= kk, w, 0.0)
-    ez = jnp.exp(eps)[..., None]
-    em1 = jnp.expm1(eps)[..., None]
-    ts = ((1.0 - sigma) * T)[..., None]
-    ks = kk * sigma[..., None] * em1
-    C = ts * M - ks
-
-    def value(x):  # C_M - A x, written without the (1 + e^eps) x - e^eps x cancellation
-        return ts * ((M - x) - ez * x) - ks
-
-    A = ts * (1.0 + ez)
-    safeA = jnp.where(A > 0, A, 1.0)
-    u = jnp.ceil(C / safeA) - 1.0
-    u = jnp.where(value(u + 1.0) > 0, u + 1.0, u)
-    u = jnp.where(value(u) > 0, u, u - 1.0)
-    u = jnp.minimum(u, M)
-    c1 = _cdf_half(table, u, M)
-    c2 = _cdf_half(table, u - 1.0, M - 1.0)
-    t1 = C * c1
-    t2 = A * (M / 2.0) * c2
-    h = jnp.maximum(t1 - t2, 0.0) + _CANCEL_MARGIN * (jnp.abs(t1) + t2)
-    h = jnp.where((A > 0) & (C > 0) & (u >= 0), h, 0.0)
-    body = jnp.sum(w * h, axis=-1)
-    m_hi = m0 + m_window - 1.0
-    low = (1.0 - sigma) * T * k * p * _binom_lower_tail(m0 - 2.0, k - 1.0, p)
-    high = (1.0 - sigma) * T * k * p * _binom_upper_tail(m_hi, k - 1.0, p)
-    # Sharper upper tail: C_M / A <= M / (1 + e^eps), so with tau = (e^eps - 1) / (2 (1 + e^eps)) Hoeffding on
-    # N2 ~ Bin(M, 1/2) gives E[(C_M - A N2)_+ | M] <= A exp(-2 M tau^2) / (4 tau), decreasing in M.
-    A0 = (1.0 - sigma) * T * (1.0 + jnp.exp(eps))
-    tau = jnp.expm1(eps) / (2.0 * (1.0 + jnp.exp(eps)))
-    safe_tau = jnp.where(tau > 0, tau, 1.0)
-    cond = jnp.where(tau > 0, A0 * jnp.exp(-2.0 * (m_hi + 1.0) * safe_tau**2) / (4.0 * safe_tau), jnp.inf)
-    tail_m = _binom_upper_tail(m_hi + 1.0, k, p)
-    high = jnp.minimum(high, jnp.where(tail_m > 0, cond * tail_m, 0.0))
-    tails = low + high
-    g = jnp.minimum((body + tails) / k, st.pos_mean)
-    return jnp.minimum(g, _g_bennett(k_full, st))
-
-
-_F64_EPS = float(np.finfo(np.float64).eps)
-_J_STRIDE_MAX = 16  # the m-window is _J_WINDOW bins of up to this many values each
-
-
-def _delta_sum(g_fn, eps, T, n, sigma, d, st: _LStats, j_window: int):
-    """Lemma 2 (App. E-B) with gamma = sigma:
-    delta <= sum_{j=0}^{n-1} Bin(j; n-1, sigma) E[sum_{i<=j+d+1} L_i]_+ / (j + d + 1)
-    (the paper's (1/(gamma n)) sum_m m/(m+d) C(n,m) ... form re-indexed with j = m - 1; it also covers
-    sigma = 0, where only j = 0 remains: delta <= E[sum_{i<=d+1} L_i]_+ / (d + 1)).
-
-    g(k) = E[sum_{i<=k} L_i]_+ / k is non-increasing in k (the average of k + 1 exchangeable terms is the mean
-    of its leave-one-out averages; convexity of (.)_+).  j runs over ``j_window`` bins of ``stride`` consecutive
-    values (stride 1, i.e. exact, while the window covers mean +- 6 sd; wider for large n), each bin's mass
-    times g at its lowest j; the mass above the window times g at the last bin, and the mass below it times
-    E[L_+] >= g(k), both bounded by Chernoff.
-    """
-    N = n - 1.0
-    sd = jnp.sqrt(N * sigma * (1.0 - sigma))
-    stride = jnp.clip(jnp.ceil(12.0 * sd / j_window), 1.0, float(_J_STRIDE_MAX))
-    span = stride * j_window
-    hi0 = jnp.maximum(N - span + 1.0, 0.0)
-    j0 = jnp.clip(jnp.floor(N * sigma - span / 2.0), 0.0, hi0)
-    idx = jnp.arange(j_window * _J_STRIDE_MAX, dtype=jnp.float64)
-    jf = j0[..., None] + idx
-    Nb = N[..., None]
-    wf = jnp.exp(log_binom_pmf(jnp.minimum(jf, Nb), Nb, sigma[..., None]))
-    wf = jnp.where((jf <= Nb) & (idx < span[..., None]), wf, 0.0)
-    # bin masses: bins are contiguous blocks of `stride` fine points, read off the cumulative sum (its round-off,
-    # at most a few ulps of 1 per bin, is covered by the margin added to the body below)
-    cum = jnp.cumsum(wf, axis=-1)
-    bins = jnp.arange(j_window, dtype=jnp.float64)
-    last = ((bins + 1.0) * stride[..., None] - 1.0).astype(jnp.int32)
-    cum_hi = jnp.take_along_axis(cum, last, axis=-1)
-    cum_lo = jnp.concatenate([jnp.zeros_like(cum_hi[..., :1]), cum_hi[..., :-1]], axis=-1)
-    w = jnp.maximum(cum_hi - cum_lo, 0.0)
-    j = j0[..., None] + bins * stride[..., None]
-    k = j + d[..., None] + 1.0
-    ex = lambda x: x[..., None]  # noqa: E731
-    st_b = _LStats(*(ex(x) for x in st))
-    g = g_fn(k, st_b, ex(eps), ex(T), ex(sigma))
-    body = jnp.sum(w * g, axis=-1) + 4.0 * j_window * _F64_EPS * jnp.max(g, axis=-1)
-    j_hi = j0 + span - 1.0
-    low = _binom_lower_tail(j0 - 1.0, N, sigma) * st.pos_mean
-    high = _binom_upper_tail(j_hi + 1.0, N, sigma) * g[..., -1]
-    return body + low + high
-
-
-def _finish(delta, eps, T, sigma):
-    """Cap at 1 and set delta = 0 where eps >= the local guarantee ln(1 + (1 - sigma) T / sigma) (Thm 2, d = 0,
-    T convention): the scrambler only post-processes the outputs of the local randomizer."""
-    eps0 = jnp.log1p((1.0 - sigma) * T / jnp.where(sigma > 0, sigma, 1.0))
-    eps0 = jnp.where(sigma > 0, eps0, jnp.inf)
-    local = eps >= eps0
-    return jnp.where(local, 0.0, jnp.minimum(delta, 1.0)), local
-
-
-_EPS_CLIP = 300.0  # delta is non-increasing in eps: evaluating at min(eps, 300) is an upper bound; e^(2 eps) stays finite
-_BATCH = {"hoeffding": 256, "bennett": 256, "exact": 16}  # points per vectorised chunk (bounds the memory of big grids)
-
-
-def _delta_kernel_impl(eps, T, n, sigma, d, method: str, j_window: int, m_window: int, table=None):
-    eps, T, n, sigma, d = jnp.broadcast_arrays(eps, T, n, sigma, d)
-    if table is None:
-        table = jnp.asarray(_half_cdf())
-    shape = eps.shape
-    flat = tuple(x.reshape(-1) for x in (eps, T, n, sigma, d))
-
-    def point(args):
-        return _delta_point(*args, method=method, j_window=j_window, m_window=m_window, table=table)
-
-    delta, local = jax.lax.map(point, flat, batch_size=min(_BATCH[method], max(flat[0].shape[0], 1)))
-    return delta.reshape(shape), local.reshape(shape)
-
-
-def _delta_point(eps, T, n, sigma, d, *, method, j_window, m_window, table):
-    eps_true = eps
-    eps = jnp.minimum(eps, _EPS_CLIP)
-    st = _l_stats(eps, T, sigma)
-    if method == "hoeffding":
-        g_fn = lambda k, s, e, t, sg: _g_hoeffding(k, s)  # noqa: E731
-    elif method == "bennett":
-        g_fn = lambda k, s, e, t, sg: _g_bennett(k, s)  # noqa: E731
-    elif method == "exact":
-        g_fn = lambda k, s, e, t, sg: _g_exact(k, s, e, t, sg, m_window, table)  # noqa: E731
-    else:  # pragma: no cover - guarded at the boundary
-        raise ValueError(method)
-    raw = _delta_sum(g_fn, eps, T, n, sigma, d, st, j_window)
-    delta, local = _finish(raw, eps_true, T, sigma)
-    return delta, local
-
-
-_delta_kernel = float64_jit(_delta_kernel_impl, static_argnames=("method", "j_window", "m_window"))
-
-
-# Monte Carlo (Algorithm 2), sampling the mixture over m directly ------------------------------------------
-
-
-def _mc_draws_impl(key, T, n, sigma, d, samples: int):
-    """Draws (k, N1, N2) for one parameter point: J ~ Bin(n - 1, sigma), k = J + d + 1 summands,
-    M ~ Bin(k, 2/T), N1 | M ~ Bin(M, 1/2), N2 = M - N1.  None of this depends on eps."""
-    k1, k2, k3 = jax.random.split(key, 3)
-    J = jax.random.binomial(k1, n - 1.0, sigma, shape=(samples,))
-    k = J + d + 1.0
-    M = jax.random.binomial(k2, k, 2.0 / T, shape=(samples,))
-    N1 = jax.random.binomial(k3, M, 0.5, shape=(samples,))
-    return k, N1, M - N1
-
-
-def _mc_delta_from_draws(eps, T, sigma, draws, confidence):
-    """Mean and one-sided upper confidence bound of delta from fixed draws (broadcast over eps).
-
-    Z = [k sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2)]_+ / k is an unbiased sample of the Lemma 2 sum
-    (the paper's Algorithm 2, with the m's drawn from their binomial weights instead of a loop over m).
-    0 <= Z <= B = max(b_+, 0).  Lower tail of a mean of non-negative variables (Maurer 2003):
-    P(mu - mean >= t) <= exp(-R t^2 / (2 E[Z^2])), and E[Z^2] <= B mu, so with s = B ln(1/(1 - confidence)) / R,
-    mu <= mean + s + sqrt(2 mean s + s^2) with probability >= confidence.  The bound is non-decreasing in the
-    mean and in B, both non-increasing in eps, so the bound is monotone in eps and inverting it in eps keeps the
-    same confidence.
-    """
-    k, N1, N2 = draws
-    eps = jnp.minimum(eps, _EPS_CLIP)  # an upper bound (delta non-increasing in eps), keeps e^eps finite
-    ez = jnp.exp(eps)[..., None]
-    a = jnp.expm1(eps)[..., None]
-    sl = k * (-sigma[..., None] * a) + ((1.0 - sigma) * T)[..., None] * (N1 - ez * N2)
-    Z = jnp.maximum(sl, 0.0) / k
-    R = k.shape[-1]
-    mean = jnp.mean(Z, axis=-1)
-    st = _l_stats(eps, T, sigma)
-    B = jnp.maximum(st.b_plus, 0.0)
-    s = B * jnp.log1p(0.0 - confidence) * -1.0 / R
-    ucb = mean + s + jnp.sqrt(2.0 * mean * s + s * s)
-    return mean, ucb
-
-
-def _mc_kernel_impl(key, eps, T, n, sigma, d, confidence, samples: int):
-    eps, T, n, sigma, d, confidence = jnp.broadcast_arrays(eps, T, n, sigma, d, confidence)
-    shape = eps.shape
-    flat = [x.reshape(-1) for x in (eps, T, n, sigma, d, confidence)]
-    keys = jax.random.split(key, max(flat[0].shape[0], 1))[: flat[0].shape[0]]
-
-    def one(args):
-        kk, e, t, nn, sg, dd, cf = args
-        draws = _mc_draws_impl(kk, t, nn, sg, dd, samples)
-        return _mc_delta_from_draws(e, t, sg, draws, cf)
-
-    mean, ucb = jax.lax.map(one, (keys, *flat))
-    delta, local = _finish(ucb, flat[0], flat[1], flat[3])
-    est, _ = _finish(mean, flat[0], flat[1], flat[3])
-    return delta.reshape(shape), est.reshape(shape), local.reshape(shape)
-
-
-_mc_kernel = float64_jit(_mc_kernel_impl, static_argnames=("samples",))
+def _local_eps0(T, sigma):
+    """The local guarantee ln(1 + (1 - sigma) T / sigma) of the randomizer (T convention; +inf at sigma = 0)."""
+    with np.errstate(divide="ignore"):
+        return np.where(sigma > 0, np.log1p((1.0 - sigma) * T / np.where(sigma > 0, sigma, 1.0)), np.inf)
 
 
 def _check_common(eps, targets, n, sampling, dummies):
@@ -699,6 +379,11 @@ def _as_key(key):
     if key is None:
         raise ValueError("Expected key to be a jax.random key for method='monte_carlo', got key=None.")
     return key
+
+
+def _to_jax(*xs):
+    with jax.enable_x64(True):
+        return tuple(jnp.asarray(x) for x in xs)
 
 
 def scrambler_delta(
@@ -720,16 +405,19 @@ def scrambler_delta(
     from the blanket (uniform targets) and shuffles.  By Lemma 2,
     ``delta <= sum_{j=0}^{n-1} Bin(j; n-1, sigma) E[sum_{i<=j+d+1} L_i]_+ / (j+d+1)``
     (for sigma = 0 this is Thm 4's second case, ``E[sum_{i<=d+1} L_i]_+ / (d+1)``), with L of Eq. 2.
-    The expectation is bounded by ``method``:
+    The evaluation is ``amplify_jax.shuffle``'s engine for the target randomizer (``shuffle.rr_delta``, the
+    same code as ``shuffle.blanket_delta`` with ``target_randomizer``); the expectation is bounded by ``method``:
 
     * ``"hoeffding"`` -- Thm 4 as printed up to the ERRATA corrections: ``a = e^eps - 1``,
       ``b = (1 - sigma) T (1 + e^eps)`` (the paper has ``a = 1 - e^eps`` and an extra ``-2 sigma (1 - e^eps)``).
     * ``"bennett"`` -- the corrected Bennett form of Lemma 3 (ERRATA) with Lemma 5's corrected b_+ and E[L^2].
-    * ``"exact"`` -- the exact expectation for this randomized response (ERRATA), see :func:`_g_exact`.
-    * ``"monte_carlo"`` -- Algorithm 2 with ``samples`` draws from ``key``; ``delta`` is a one-sided upper
-      confidence bound at level ``confidence`` and ``estimate`` the plain mean (not a bound).  The bound cannot
-      go below about ``2 (1 - sigma) T ln(1 / (1 - confidence)) / samples`` (the range of a sample), so small
-      deltas need many samples (2^21 for delta = 1e-4 at T = 20, confidence 0.95).
+    * ``"exact"`` -- the exact expectation for this randomized response (ERRATA: sum L depends only on the
+      multinomial counts of the two targets).
+    * ``"monte_carlo"`` -- Algorithm 2 with ``samples`` draws from ``key`` (the last draw, N1 given N1 + N2,
+      integrated out in closed form); ``delta`` is a one-sided upper confidence bound at level ``confidence``
+      and ``estimate`` the plain mean (not a bound).  The bound cannot go below about
+      ``2 (1 - sigma) T ln(1 / (1 - confidence)) / samples`` (the range of a sample), so small deltas need
+      many samples (2^21 for delta = 1e-4 at T = 20, confidence 0.95).
 
     Every method is capped by E[L_+] per term and delta by 1; delta = 0 where eps >= ln(1 + (1 - sigma) T /
     sigma), the local guarantee (``local`` flag).  Numeric arguments broadcast.
@@ -738,87 +426,19 @@ def scrambler_delta(
     """
     V.one_of("method", method, METHODS)
     eps, T, n_, sigma, d = _check_common(eps, targets, n, sampling, dummies)
-    args = _f64(eps, T, n_, sigma, d)
+    kw = {}
     if method == "monte_carlo":
-        conf = V.unit_open("confidence", confidence)
-        samples = int(V.integer("samples", samples, minimum=2))
-        delta, est, local = _mc_kernel(_as_key(key), *args, *_f64(conf), samples=samples)
-        return DeltaBound(delta, est, local)
-    delta, local = _delta_kernel(*args, method=method, j_window=_J_WINDOW, m_window=_M_WINDOW)
-    return DeltaBound(delta, delta, local)
+        kw = dict(key=_as_key(key), confidence=float(V.unit_open("confidence", confidence)),
+                  samples=int(V.integer("samples", samples, minimum=2)))
+    T, n_, sigma, d = (np.asarray(x, np.float64) for x in (T, n_, sigma, d))
+    delta, est = _SH.rr_delta(method, eps, n_, d, T, sigma, **kw)
+    local = np.asarray(eps) >= _local_eps0(T, sigma)
+    delta = np.where(local, 0.0, np.minimum(delta, 1.0))
+    est = np.where(local, 0.0, np.minimum(est, 1.0))
+    return DeltaBound(*_to_jax(delta, est, local))
 
 
 # eps from delta ------------------------------------------------------------------------------------------
-
-_EPS_LO = 1e-9  # the log-space bisection needs lo > 0; returning lo is safe (eps* <= lo is then reported as lo)
-_EPS_CAP = 64.0  # upper end when the local guarantee is infinite (sigma = 0)
-
-
-def _local_eps0(T, sigma):
-    e0 = jnp.log1p((1.0 - sigma) * T / jnp.where(sigma > 0, sigma, 1.0))
-    return jnp.where(sigma > 0, e0, jnp.inf)
-
-
-_EPS_ITERS = 48  # bisection steps on [0, hi]: width hi / 2^48
-
-
-def _eps_from_fn(fn, delta, T, sigma, rtol):
-    """Smallest eps in [0, min(eps0, cap)] with fn(eps) <= delta for a non-increasing fn, by bisection that
-    keeps the feasible end (``hi``) and returns it; fn is traced twice only (loop body and final re-check),
-    which keeps compilation short.  Stops after _EPS_ITERS halvings or when hi - lo <= rtol hi."""
-    eps0 = _local_eps0(T, sigma)
-    hi0 = jnp.where(jnp.isfinite(eps0), eps0, _EPS_CAP)
-
-    def body(i, state):
-        lo, hi = state
-        mid = 0.5 * (lo + hi)
-        active = (hi - lo) > rtol * hi
-        ok = fn(mid) <= delta
-        return jnp.where(active & ok, lo, jnp.where(active, mid, lo)), jnp.where(active & ok, mid, hi)
-
-    lo, hi = jax.lax.fori_loop(0, _EPS_ITERS, body, (jnp.zeros_like(hi0), hi0))
-    achieved = fn(hi)
-    ok = achieved <= delta  # re-check of the returned end (fails only where even hi0 is infeasible)
-    amplified = ok & (hi < eps0)
-    eps = jnp.where(ok, hi, eps0)
-    status = jnp.where(amplified, 0, 1).astype(jnp.int32)
-    achieved = jnp.where(ok, achieved, jnp.where(jnp.isfinite(eps0), 0.0, achieved))
-    return EpsilonInversion(eps, status, achieved)
-
-
-def _eps_kernel_impl(delta, T, n, sigma, d, rtol, method: str, j_window: int, m_window: int):
-    delta, T, n, sigma, d = jnp.broadcast_arrays(delta, T, n, sigma, d)
-
-    def fn(e):
-        return _delta_kernel_impl(e, T, n, sigma, d, method, j_window, m_window)[0]
-
-    return _eps_from_fn(fn, delta, T, sigma, rtol)
-
-
-_eps_kernel = float64_jit(_eps_kernel_impl, static_argnames=("method", "j_window", "m_window"))
-
-
-def _mc_eps_kernel_impl(key, delta, T, n, sigma, d, confidence, rtol, samples: int):
-    delta, T, n, sigma, d, confidence = jnp.broadcast_arrays(delta, T, n, sigma, d, confidence)
-    shape = delta.shape
-    flat = [x.reshape(-1) for x in (delta, T, n, sigma, d, confidence)]
-    keys = jax.random.split(key, max(flat[0].shape[0], 1))[: flat[0].shape[0]]
-
-    def one(args):
-        kk, dl, t, nn, sg, dd, cf = args
-        draws = _mc_draws_impl(kk, t, nn, sg, dd, samples)  # shared by every eps: common random numbers
-
-        def fn(e):
-            ucb = _mc_delta_from_draws(e, t, sg, draws, cf)[1]
-            return _finish(ucb, e, t, sg)[0]
-
-        return _eps_from_fn(fn, dl, t, sg, rtol)
-
-    out = jax.lax.map(one, (keys, *flat))
-    return EpsilonInversion(*(x.reshape(shape) for x in out))
-
-
-_mc_eps_kernel = float64_jit(_mc_eps_kernel_impl, static_argnames=("samples",))
 
 
 def scrambler_epsilon(
@@ -835,27 +455,32 @@ def scrambler_epsilon(
     rtol=1e-6,
 ) -> EpsilonInversion:
     """Smallest eps with :func:`scrambler_delta` <= delta (Ladjel et al. §IV-C: "fix delta and numerically
-    search for the lowest eps"), by the core's bracketed bisection (feasible endpoint, re-checked).
+    search for the lowest eps"), by the core's bracketed bisection (``amplify_jax.calibrate``'s
+    ``invert_monotone_kernel``, through ``shuffle.rr_epsilon``: feasible endpoint, relative width ``rtol``).
 
-    Bisection on [0, eps0] that keeps and returns the feasible end (relative width ``rtol``) and re-checks it
-    (a private loop rather than amplify_jax.calibrate.invert_monotone: it traces the bound twice instead of five
-    times, which matters for the compile time of the exact method).
     Where no eps below the local guarantee ``ln(1 + (1 - sigma) T / sigma)`` reaches delta, that guarantee is
     returned with ``status = 1`` (+inf for sigma = 0, where no finite eps exists; then ``achieved`` is the
-    bound at eps = 64).  For Monte Carlo the draws are shared by every eps tried (common random numbers); the
-    upper confidence bound is monotone in eps (see :func:`_mc_delta_from_draws`), so the returned eps holds
-    with probability >= ``confidence``.
+    bound at eps = 50).  For Monte Carlo the draws are shared by every eps tried (common random numbers; the
+    upper confidence bound is monotone in eps) and the returned eps is re-checked with independent draws
+    (``status = 1`` and the local guarantee when the re-check fails).
     """
     V.one_of("method", method, METHODS)
     dl = V.unit_open("delta", delta)
     _, T, n_, sigma, d = _check_common(0.0, targets, n, sampling, dummies)
     V.broadcastable(delta=dl, targets=T, n=n_, sampling=sigma, dummies=d)
-    r = V.positive("rtol", rtol)
+    r = float(V.positive("rtol", rtol))
+    kw = {}
     if method == "monte_carlo":
-        conf = V.unit_open("confidence", confidence)
-        samples = int(V.integer("samples", samples, minimum=2))
-        return _mc_eps_kernel(_as_key(key), *_f64(dl, T, n_, sigma, d, conf, r), samples=samples)
-    return _eps_kernel(*_f64(dl, T, n_, sigma, d, r), method=method, j_window=_J_WINDOW, m_window=_M_WINDOW)
+        kw = dict(key=_as_key(key), confidence=float(V.unit_open("confidence", confidence)),
+                  samples=int(V.integer("samples", samples, minimum=2)))
+    T, n_, sigma, d = (np.asarray(x, np.float64) for x in (T, n_, sigma, d))
+    eps0 = _local_eps0(T, sigma)
+    eps, fallback, achieved = _SH.rr_epsilon(method, dl, n_, d, T, sigma, eps0, rtol=r, **kw)
+    eps = np.where(fallback, np.broadcast_to(eps0, eps.shape), eps)
+    amplified = ~fallback & (eps < eps0)
+    achieved = np.where(fallback & np.isfinite(np.broadcast_to(eps0, eps.shape)), 0.0, achieved)
+    status = np.where(amplified, 0, 1).astype(np.int32)
+    return EpsilonInversion(*_to_jax(eps, status, achieved))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1125,16 +750,24 @@ class Deployment(NamedTuple):
     messages: np.ndarray
 
 
+def _delta_traced(eps, T, n, sigma, d, method):
+    """scrambler_delta as a pure jnp function of traced parameters (shuffle's fixed-window engine)."""
+    delta = _SH.rr_delta_traced(method, eps, n, d, T, sigma)
+    e0 = jnp.log1p((1.0 - sigma) * T / jnp.where(sigma > 0, sigma, 1.0))
+    local = (sigma > 0) & (eps >= e0)
+    return jnp.where(local, 0.0, jnp.minimum(delta, 1.0))
+
+
 def _delta_in_dummies(d, eps, T, n, sigma, method):
-    return _delta_kernel_impl(eps, T, n, sigma, d, method, _J_WINDOW, _M_WINDOW)[0]
+    return _delta_traced(eps, T, n, sigma, d, method)
 
 
 def _delta_in_sampling(sigma, eps, T, n, d, method):
-    return _delta_kernel_impl(eps, T, n, sigma, d, method, _J_WINDOW, _M_WINDOW)[0]
+    return _delta_traced(eps, T, n, sigma, d, method)
 
 
 def _delta_in_n(n, eps, T, sigma, d, method):
-    return _delta_kernel_impl(eps, T, n, sigma, d, method, _J_WINDOW, _M_WINDOW)[0]
+    return _delta_traced(eps, T, n, sigma, d, method)
 
 
 _FN_CACHE: dict = {}

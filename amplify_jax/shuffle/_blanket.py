@@ -59,6 +59,7 @@ Randomizers (the numbers are the gamma, L bounds and second-moment bound c at a 
 
 from __future__ import annotations
 
+import functools
 import math
 from functools import partial
 from typing import NamedTuple
@@ -68,7 +69,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
-from ..numerics import float64_jit, x64_scope
+from ..calibrate import INFEASIBLE, NOT_MONOTONE, invert_monotone_kernel
+from ..numerics import float64_jit, log_binom_pmf, x64_scope
 from . import _binomial as B
 
 __all__ = [
@@ -299,165 +301,554 @@ def _delta_concentration(method, kind, eps, n, d, eps0, k, sigma, *, Wm, tail_sd
     return jnp.minimum(delta, 1.0)
 
 
+
 # ---------------------------------------------------------------------------------------------------------
 # Exact evaluation for randomized response / the target randomizer
 
 
-def _rev_cumsum(x):
-    return jnp.flip(jnp.cumsum(jnp.flip(x, -1), -1), -1)
+_EPS_CLIP = 300.0  # delta is non-increasing in eps: evaluating at min(eps, 300) is an upper bound, e^eps finite
+_REL_MARGIN = 1e-10  # relative allowance for the round-off of the recurrences and sums (each < ~1e-12)
+_CANCEL_MARGIN = 1e-12  # relative allowance for the two-term closed form of E[(C - A N2)_+ | M]
 
 
-def _binomial_rows(first_row, p, steps):
-    """Rows b_{N+i}(j0 + .) for i < steps from b_N(j0 + .), by b_{N+1}(j) = (1-p) b_N(j) + p b_N(j-1).
+@functools.lru_cache(maxsize=8)
+def _half_cdf_np(r0: int, rows: int, cols: int) -> np.ndarray:
+    """P(Bin(M, 1/2) <= u) for M in [r0, r0 + rows), u in [0, cols) (1 for u >= M), from SciPy's binomial
+    CDF (the regularized incomplete beta, accurate to ~1e-15 relative in the tails)."""
+    from scipy.stats import binom
 
-    The window is fixed, so mass entering from below j0 is dropped: rows are lower bounds of the true pmfs
-    and 1 - sum(row) bounds the mass they miss (used as lost mass).  No transcendental function per entry.
+    M = np.arange(r0, r0 + rows, dtype=np.float64)[:, None]
+    u = np.arange(cols, dtype=np.float64)[None, :]
+    with np.errstate(all="ignore"):
+        t = binom.cdf(u, M, 0.5)
+    t = np.where(u >= M, 1.0, t)
+    t.setflags(write=False)
+    return t
+
+
+def _half_cdf_lookup(F, r0, u, M):
+    """P(Bin(M, 1/2) <= u) from the table F (rows M = r0.., columns u = 0..); 0 for u < 0, 1 for u >= M.
+    Callers keep r0 <= M < r0 + rows and u < M <= cols - 1 wherever the value is used."""
+    rows, cols = F.shape
+    mi = jnp.clip(M - r0, 0, rows - 1).astype(jnp.int32)
+    ui = jnp.clip(u, 0, cols - 1).astype(jnp.int32)
+    v = jnp.take(F.reshape(-1), mi * cols + ui, mode="clip")
+    return jnp.where(u < 0, 0.0, jnp.where(u >= M, 1.0, v))
+
+
+def _pmf_run(first_log, n, p, start, width):
+    """Bin(n, p) pmf at start, start+1, ..., start+width-1 (trailing axis) from the log-pmf at ``start``
+    (Loader, numerics.log_binom_pmf) times the cumulative product of the exact ratios
+    b(k+1)/b(k) = (n-k)/(k+1) * p/(1-p): one division per point, relative error <= width ulps.
+    p = 1 (point mass at n) is handled by the caller."""
+    k = start[..., None] + jnp.arange(width, dtype=jnp.float64)
+    odds = p / jnp.where(p < 1, 1.0 - p, 1.0)
+    ratio = jnp.maximum(n[..., None] - k[..., :-1], 0.0) / (k[..., :-1] + 1.0) * odds[..., None]
+    steps = jnp.concatenate([jnp.exp(first_log)[..., None], ratio], axis=-1)
+    return k, jnp.cumprod(steps, axis=-1)
+
+
+def _binom_upper_tail(a, N, p):
+    """Upper bound on P(Bin(N, p) >= a): 1 at or below the mean, Chernoff exp(-N KL(a/N || p)) above it
+    (Loader's bd0 form, no cancellation), 0 above N."""
+    out = jnp.exp(B.log_tail_upper(jnp.maximum(a, 0.0), N, p))
+    return jnp.where(a > N, 0.0, jnp.where(a <= 0, 1.0, jnp.minimum(out, 1.0)))
+
+
+def _binom_lower_tail(a, N, p):
+    """Upper bound on P(Bin(N, p) <= a) (Chernoff below the mean), 0 for a < 0."""
+    return jnp.where(a < 0, 0.0, _binom_upper_tail(N - a, N, 1.0 - p))
+
+
+def _g_exact(K, eps, T, sigma, F, r0, nsteps, *, tail_sd):
+    """g(K) = E[sum_{i<=K} L_i]_+ / K for the target randomizer (K: any shape; the M window is a new
+    trailing axis of Wj points), and whether the window covered M's mean +- tail_sd sd inside the table.
+
+    sum L = K sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2), (N1, N2) ~ Multinomial(K; 1/T, 1/T) (ERRATA).
+    With M = N1 + N2 ~ Bin(K, 2/T) and N2 | M ~ Bin(M, 1/2), sum L = C_M - A N2, C_M = (1 - sigma) T M
+    - K sigma (e^eps - 1), A = (1 - sigma) T (1 + e^eps); with u the largest integer with C_M - A u > 0,
+    E[(C_M - A N2)_+ | M] = C_M P(Bin(M, 1/2) <= u) - A (M/2) P(Bin(M - 1, 1/2) <= u - 1), the two CDFs
+    read from a table.  M runs over Wj values from ~tail_sd sd below its mean; outside,
+    E[. | M] <= (1 - sigma) T M and E[M; M outside] = K p P(Bin(K - 1, p) outside) is bounded by Chernoff (above
+    the window also by a conditional Hoeffding bound, whichever is smaller).  Where the window would leave
+    the table, K is capped (g is non-increasing in K, Ladjel Lemma 2's proof; see _delta_exact_point) and the
+    corrected Bennett bound at the true K is also applied.  g is capped by E[L_+].
     """
+    p = 2.0 / T
+    q = 1.0 - p
+    rows, cols = F.shape
+    ee = jnp.exp(eps)
+    em1 = jnp.expm1(eps)
+    ts = (1.0 - sigma) * T
+    A = ts * (1.0 + ee)
+    b_plus = ts - sigma * em1
+    pos_mean = jnp.maximum(b_plus, 0.0) / T
+    # Cap K so that the window stays inside the table rows (M <= r0 + rows - 1).
+    Wj = nsteps
+    kcap = jnp.floor((r0 + rows - 1.0 - Wj) / p)
+    k = jnp.maximum(jnp.minimum(K, kcap), 1.0)
+    sd = jnp.sqrt(k * p * q)
+    half = jnp.minimum(jnp.ceil(tail_sd * sd) + 1.0, Wj / 2.0)
+    top = jnp.maximum(jnp.minimum(k, r0 + rows - 1.0) - Wj + 1.0, r0)
+    # C_M <= 0 (so E[(C_M - A N2)_+ | M] = 0) for M <= K sigma (e^eps - 1) / ((1 - sigma) T): start above.
+    mstar = jnp.floor(k * sigma * em1 / jnp.where(ts > 0, ts, 1.0))
+    m0 = jnp.clip(jnp.maximum(jnp.floor(k * p - half), mstar), r0, top)
+    covered = (2.0 * jnp.ceil(tail_sd * sd) + 3.0 <= Wj) & (K <= kcap) & (m0 <= jnp.maximum(k * p - tail_sd * sd, 0.0))
+    # M runs over m0 + i, i < Wj, streamed (lax.scan): the Bin(k, p) weight by the exact ratio recurrence
+    # w(M + 1) = w(M) (k - M) / (M + 1) * p / q (relative error <= Wj ulps), the CDFs from the table.
+    w0 = jnp.exp(log_binom_pmf(m0, k, p))
+    odds = p / jnp.where(q > 0, q, 1.0)
+    ks = k * sigma * em1
 
-    def step(row, _):
-        shifted = jnp.concatenate([jnp.zeros((1,), row.dtype), row[:-1]])
-        nxt = (1.0 - p) * row + p * shifted
+    def value(M, x):  # C_M - A x without the (1 + e^eps) x - e^eps x cancellation
+        return ts * ((M - x) - ee * x) - ks
+
+    safeA = jnp.where(A > 0, A, 1.0)
+
+    def step(carry, i):
+        w, acc = carry
+        M = m0 + i
+        wm = jnp.where(p >= 1.0, jnp.where(M == k, 1.0, 0.0), jnp.where(M <= k, w, 0.0))
+        C = ts * M - ks
+        u = jnp.ceil(C / safeA) - 1.0
+        u = jnp.where(value(M, u + 1.0) > 0, u + 1.0, u)
+        u = jnp.where(value(M, u) > 0, u, u - 1.0)
+        u = jnp.minimum(u, M)
+        c1 = _half_cdf_lookup(F, r0, u, M)
+        c2 = _half_cdf_lookup(F, r0, u - 1.0, M - 1.0)
+        t1 = C * c1
+        t2 = A * (M / 2.0) * c2
+        h = jnp.maximum(t1 - t2, 0.0) + _CANCEL_MARGIN * (jnp.abs(t1) + t2)
+        h = jnp.where((A > 0) & (C > 0) & (u >= 0), h, 0.0)
+        w_next = w * jnp.maximum(k - M, 0.0) / (M + 1.0) * odds
+        return (w_next, acc + wm * h), None
+
+    def loop(i, carry):
+        return step(carry, i.astype(jnp.float64))[0]
+
+    _, body = jax.lax.fori_loop(0, nsteps.astype(jnp.int32), loop, (w0, jnp.zeros_like(k)))
+    m_hi = m0 + Wj - 1.0
+    # Outside the window: E[. | M] <= (1 - sigma) T M and E[M; M in a set] = k p P(Bin(k - 1, p) in the set),
+    # bounded by Chernoff (one stacked call: compiled once).
+    tails = _binom_upper_tail(jnp.stack([k - m0 + 1.0, m_hi, m_hi + 1.0]), jnp.stack([k - 1.0, k - 1.0, k]),
+                              jnp.stack([q + 0.0 * k, p + 0.0 * k, p + 0.0 * k]))
+    kp_ts = ts * k * p
+    low = kp_ts * jnp.where((m0 - 2.0 < 0) | (ts * (m0 - 1.0) <= k * sigma * em1), 0.0, tails[0])
+    high = kp_ts * tails[1]
+    # Sharper above the window: C_M / A <= M / (1 + e^eps), so Hoeffding on N2 ~ Bin(M, 1/2) with
+    # tau = (e^eps - 1) / (2 (1 + e^eps)) gives E[(C_M - A N2)_+ | M] <= A exp(-2 M tau^2) / (4 tau), decreasing.
+    tau = em1 / (2.0 * (1.0 + ee))
+    st = jnp.where(tau > 0, tau, 1.0)
+    cond = jnp.where(tau > 0, A * jnp.exp(-2.0 * (m_hi + 1.0) * st * st) / (4.0 * st), jnp.inf)
+    high = jnp.minimum(high, jnp.where(tails[2] > 0, cond * tails[2], 0.0))
+    g = ((body + low + high) * (1.0 + _REL_MARGIN)) / k
+    g = jnp.minimum(g, pos_mean)
+    # Where K was capped, g(kcap) >= g(K); the corrected Bennett bound at the true K is an upper bound too.
+    c2nd = sigma * (2.0 - sigma) * em1 * em1 + ts * (1.0 - sigma) * (1.0 + ee * ee)
+    ok = (b_plus > 0) & (em1 > 0)
+    beta = jnp.where(ok, em1 * b_plus / c2nd, 1.0)
+    bp = jnp.where(ok, b_plus, 1.0)
+    phi = jnp.maximum((1.0 + beta) * jnp.log1p(beta) - beta, 0.0)
+    ben = jnp.exp(jnp.log(bp) - jnp.log(jnp.log1p(beta)) - K * (c2nd / (bp * bp)) * phi - jnp.log(K))
+    g = jnp.where((K > kcap) & ok, jnp.minimum(g, ben), g)
+    return g, covered
+
+
+def _g_concentration(method, K, eps, T, sigma):
+    """Upper bound on g(K) = E[sum_{i<=K} L_i]_+ / K for the target randomizer (Ladjel Lemma 3 with Lemma 5),
+    capped by E[L_+] = max(b_+, 0) / T (subadditivity of the positive part); non-increasing in K.
+
+    Hoeffding: (b^2 / (4 a K)) exp(-2 K a^2 / b^2), a = e^eps - 1, b = (1 - sigma) T (1 + e^eps) (ERRATA: Thm 4's
+    a and b); Bennett, the corrected form (ERRATA): (b_+ / (K ln(1 + beta))) exp(-(K c / b_+^2) phi(beta)),
+    beta = a b_+ / c, c = E[L^2] (Lemma 5), phi(u) = (1 + u) ln(1 + u) - u clamped at 0 against round-off.
+    """
+    ee = jnp.exp(eps)
+    a = jnp.expm1(eps)
+    ts = (1.0 - sigma) * T
+    b_plus = ts - sigma * a
+    pos_mean = jnp.maximum(b_plus, 0.0) / T
+    if method == "hoeffding":
+        b = ts * (1.0 + ee)
+        ok = (a > 0) & (b > 0)
+        sa, sb = jnp.where(ok, a, 1.0), jnp.where(ok, b, 1.0)
+        log_g = 2.0 * jnp.log(sb) - jnp.log(4.0 * sa * K) - 2.0 * K * (sa / sb) ** 2
+        g = jnp.where(ok, jnp.exp(log_g), jnp.where(b <= 0, 0.0, jnp.inf))
+    else:
+        c = sigma * (2.0 - sigma) * a * a + ts * (1.0 - sigma) * (1.0 + ee * ee)
+        ok = (b_plus > 0) & (a > 0) & (c > 0)
+        sbp, sc, sa = jnp.where(ok, b_plus, 1.0), jnp.where(ok, c, 1.0), jnp.where(ok, a, 1.0)
+        beta = sa * sbp / sc
+        l1p = jnp.log1p(beta)
+        phi = jnp.maximum((1.0 + beta) * l1p - beta, 0.0)
+        log_g = jnp.log(sbp) - jnp.log(l1p) - (K * sc / (sbp * sbp)) * phi - jnp.log(K)
+        g = jnp.where(ok, jnp.exp(log_g), jnp.where(b_plus <= 0, 0.0, jnp.inf))
+    return jnp.minimum(g * (1.0 + _REL_MARGIN), pos_mean)
+
+
+def _delta_rr_point(method, eps, n, d, T, sigma, F, r0, nsteps, *, Wm, S, tail_sd):
+    """Lemma 2 for the target randomizer (k-ary randomized response) at one point; returns (delta, exact).
+
+    delta <= sum_{m'} Bin(m'; n-1, sigma) g(m' + 1 + d), g(K) = E[sum_{i<=K} L_i]_+ / K, which is
+    non-increasing in K (the average of K + 1 exchangeable terms is the mean of its leave-one-out averages,
+    and (.)_+ is convex).  m' runs over Wm bins of ``stride`` consecutive values (stride 1 -- exact -- while
+    Wm points cover mean +- tail_sd sd; up to S otherwise), each bin's mass times g at its lowest m'; the
+    mass above the window times g at the last bin, the mass below it times E[L_+] >= g, both bounded by
+    Chernoff.  ``exact``: stride 1 and every g window covered its mean +- tail_sd sd.
+    g is :func:`_g_exact` (method "exact") or the Hoeffding / Bennett bound of :func:`_g_concentration`; both
+    are non-increasing in K, so the bins bound soundly either way.
+    """
+    eps = jnp.minimum(eps, _EPS_CLIP)
+    N = n - 1.0
+    sd = jnp.sqrt(N * sigma * (1.0 - sigma))
+    need = 2.0 * jnp.ceil(tail_sd * sd) + 3.0
+    stride = jnp.clip(jnp.ceil(need / Wm), 1.0, float(S))
+    span = stride * Wm
+    half = jnp.minimum(jnp.ceil(tail_sd * sd) + 1.0, span / 2.0)
+    j0 = jnp.clip(jnp.floor(N * sigma - half), 0.0, jnp.maximum(N - span + 1.0, 0.0))
+    first = log_binom_pmf(j0, N, sigma)
+    jf, wf = _pmf_run(first, N, sigma, j0, Wm * S)
+    wf = jnp.where(sigma >= 1.0, (jf == N).astype(jnp.float64), wf)
+    idx = jnp.arange(Wm * S, dtype=jnp.float64)
+    wf = jnp.where((jf <= N) & (idx < span), wf, 0.0)
+    bins = jnp.arange(Wm, dtype=jnp.float64)
+    if S == 1:
+        W = wf
+    else:
+        cum = jnp.cumsum(wf)
+        last = ((bins + 1.0) * stride - 1.0).astype(jnp.int32)
+        hi = cum[last]
+        W = jnp.maximum(hi - jnp.concatenate([jnp.zeros((1,)), hi[:-1]]), 0.0)
+    K = j0 + bins * stride + d + 1.0
+    if method == "exact":
+        g, covered = _g_exact(K, eps, T, sigma, F, r0, nsteps, tail_sd=tail_sd)
+    else:
+        g, covered = _g_concentration(method, K, eps, T, sigma), True
+    live = W > 0
+    body = jnp.sum(W * g) * (1.0 + _REL_MARGIN) + 4.0 * Wm * _U * jnp.max(g)
+    ts = (1.0 - sigma) * T
+    b_plus = ts - sigma * jnp.expm1(eps)
+    pos_mean = jnp.maximum(b_plus, 0.0) / T
+    tails = _binom_upper_tail(jnp.stack([N - j0 + 1.0, j0 + span]), N, jnp.stack([1.0 - sigma, sigma]))
+    low = jnp.where(j0 - 1.0 < 0, 0.0, tails[0]) * pos_mean
+    high = tails[1] * g[-1]
+    delta = jnp.minimum(body + low + high, 1.0)
+    delta = jnp.where((b_plus <= 0) | (ts <= 0), 0.0, delta)
+    exact = (stride == 1.0) & jnp.all(covered | ~live)
+    return delta, exact
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Plans: window sizes per point, points grouped by window (few compiled shapes, little padding)
+
+WM_MAX = 512  #: most m' bins of the Lemma 2 sum per point (beyond: bins of several m' values, an upper bound)
+WJ_MAX = 4096  #: most values of M = N1 + N2 per g(K) (beyond: tails bounded by Chernoff; sound)
+S_MAX = 64  #: most m' values per bin
+_CHUNK_LANES = 1 << 13  #: points x bins per compiled call
+
+
+def _pow2(w, minimum=8):
+    w = max(int(w), minimum)
+    return 1 << (w - 1).bit_length()
+
+
+class _Plan(NamedTuple):
+    chunks: tuple  #: ((Wm, S), index array, inner steps) per chunk of points
+    r0: int  #: first row (M value) of the CDF table
+    rows: int
+    cols: int
+
+
+def _plan_rr(n, d, T, sigma, tail_sd, eps=None) -> _Plan:
+    """Window sizes for every point (flat float arrays) of the exact target-randomizer kernel.
+
+    m' ~ Bin(n-1, sigma): Wm bins (a power of 2, static) cover mean +- tail_sd sd (up to WM_MAX; beyond,
+    bins of S values).  M ~ Bin(K, 2/T), for K up to the top of that window: the inner loop runs over
+    enough values to cover its mean +- tail_sd sd (a traced trip count, the largest in the chunk, so that
+    points sorted by it share chunks).  The table of Bin(M, 1/2) CDFs spans the M values of every window.
+    Every size is sound (truncations are bounded); a larger one is only tighter.
+    """
+    N = n - 1.0
+    sd = np.sqrt(np.maximum(N * sigma * (1.0 - sigma), 0.0))
+    wm_need = 2.0 * np.ceil(tail_sd * sd) + 3.0
+    Kmin = np.maximum(np.floor(N * sigma - tail_sd * sd) - 1.0, 0.0) + d + 1.0
+    Kmax = np.minimum(np.ceil(N * sigma + tail_sd * sd) + 1.0, N) + d + 1.0
+    p = 2.0 / T
+    sdK = np.sqrt(Kmax * p * (1.0 - p))
+    wj = 2.0 * np.ceil(tail_sd * sdK) + 3.0
+    if eps is not None:  # M below K sigma (e^eps - 1) / ((1 - sigma) T) contributes nothing: skipped
+        ratio = sigma * np.expm1(np.minimum(eps, 300.0)) / np.maximum((1.0 - sigma) * T, 1e-300)
+        wj = np.minimum(wj, np.maximum(Kmax * p + tail_sd * sdK + 3.0 - Kmax * ratio, 0.0))
+        wj = np.maximum(wj, np.minimum(2.0 * np.ceil(tail_sd * np.sqrt(Kmin * p * (1.0 - p))) + 3.0,
+                                       np.maximum(Kmin * p + tail_sd * sdK + 3.0 - Kmin * ratio, 0.0)))
+    wj = np.clip(np.minimum(wj, Kmax + 1.0), 1.0, WJ_MAX)
+    keys = {}
+    for i in range(n.shape[0]):
+        Wm = min(_pow2(wm_need[i]), WM_MAX)
+        S = 1 if wm_need[i] <= Wm else min(_pow2(math.ceil(wm_need[i] / Wm), 1), S_MAX)
+        keys.setdefault((Wm, S), []).append(i)
+    chunks = []
+    for key, idx in sorted(keys.items()):
+        idx = np.asarray(idx, dtype=np.int64)
+        idx = idx[np.argsort(wj[idx], kind="stable")]
+        c = max(1, _CHUNK_LANES // key[0])
+        c = int(min(c, _pow2(idx.shape[0], 1)))
+        for b in range(0, idx.shape[0], c):
+            sel = idx[b:b + c]
+            chunks.append((key, sel, c, float(math.ceil(np.max(wj[sel]) / 8.0) * 8)))
+    lo = np.maximum(np.floor(Kmin * p - tail_sd * np.sqrt(Kmin * p * (1.0 - p))) - 2.0, 0.0)
+    hi = np.minimum(Kmax * p + tail_sd * sdK + 10.0, Kmax) + 2.0
+    r0 = int(np.min(lo)) // 256 * 256 if lo.size else 0
+    rows = _pow2(max(int(np.max(hi)) - r0 + 1, 256)) if hi.size else 256
+    return _Plan(tuple(chunks), r0, rows, r0 + rows)
+
+
+def _run_planned(call, plan: _Plan, arrays, outputs: int):
+    """Run ``call(statics, chunk_arrays, F, r0, nsteps)`` on every chunk of the plan (padded to its fixed size
+    with its first point) and scatter the ``outputs`` results back into flat numpy arrays."""
+    size = arrays[0].shape[0]
+    with x64_scope():
+        F = jnp.asarray(_half_cdf_np(plan.r0, plan.rows, plan.cols))
+        r0 = jnp.asarray(float(plan.r0))
+        pending = []
+        for statics, sel, c, nsteps in plan.chunks:
+            pad = np.concatenate([sel, np.full(c - sel.shape[0], sel[0])])
+            res = call(statics, [a[pad] for a in arrays], F, r0, jnp.asarray(nsteps))
+            pending.append((sel, res))
+        outs = [np.empty(size, dtype=np.float64) for _ in range(outputs)]
+        for sel, res in pending:
+            for o, r in zip(outs, res):
+                o[sel] = np.asarray(r)[: sel.shape[0]]
+    return outs
+
+
+@float64_jit(static_argnames=("method", "Wm", "S", "tail_sd"))
+def _rr_chunk(method, eps, n, d, T, sigma, F, r0, nsteps, *, Wm, S, tail_sd):
+    f = partial(_delta_rr_point, method, Wm=Wm, S=S, tail_sd=tail_sd)
+    return jax.vmap(f, in_axes=(0, 0, 0, 0, 0, None, None, None))(eps, n, d, T, sigma, F, r0, nsteps)
+
+
+def _rr_planned(method, eps, n, d, T, sigma, tail_sd):
+    """delta (flat numpy) of Lemma 2 for the target randomizer for flat float arrays, and the ``exact`` flags
+    (window coverage)."""
+    plan = _plan_rr(n, d, T, sigma, tail_sd, eps)
+
+    def call(statics, a, F, r0, nsteps):
+        Wm, S = statics
+        return _rr_chunk(method, *a, F, r0, nsteps, Wm=Wm, S=S, tail_sd=tail_sd)
+
+    delta, exact = _run_planned(call, plan, [eps, n, d, T, sigma], 2)
+    return delta, exact.astype(bool)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Monte Carlo (Ladjel Algorithm 2, sampled jointly with the binomial weights; the last draw integrated out)
+
+
+def _search(cdf, u, length: int, base=0):
+    """Number of entries of the non-decreasing ``cdf[base:base + length]`` (length a power of 2) that are <= u,
+    by a branch-free binary search (log2(length) gathers): the inverse-CDF index of u, or ``length`` when u is
+    at or beyond the last entry (the window's total mass)."""
+    pos = jnp.zeros(u.shape, jnp.int32)
+    step = length // 2
+    while step >= 1:
+        cand = pos + step
+        v = jnp.take(cdf, base + cand - 1, mode="clip")
+        pos = jnp.where(v <= u, cand, pos)
+        step //= 2
+    last = jnp.take(cdf, base + length - 1, mode="clip")
+    return jnp.where(u >= last, length, pos)
+
+
+class _MCDraws(NamedTuple):
+    K: jax.Array  #: number of summands, per sample
+    M: jax.Array  #: N1 + N2, per sample
+    out: jax.Array  #: True where a draw left its window (the sample is then counted as its bound B)
+    slack: jax.Array  #: per point: bound on |E_sampled - E_true| / B from the 32-bit uniforms and round-off
+
+
+def _mc_draws(key, n, d, T, sigma, *, Wm, Wj, samples, tail_sd):
+    """Exact draws of (K, M) for one point by inversion of tabulated CDFs, independent of eps.
+
+    m' ~ Bin(n-1, sigma) over a window of Wm values (pmf by the ratio recurrence, CDF by cumsum), K = m'+1+d;
+    M | K ~ Bin(K, 2/T) = J0 + dJ with J0 ~ Bin(K_lo, 2/T) (K_lo = the smallest K of the window; a window of
+    Wj values) and dJ | K ~ Bin(K - K_lo, 2/T) (a table of CDFs over counts 0..Wm-1 and values 0..Wj-1, by
+    the Pascal recurrence F_{r+1}(x) = q F_r(x) + p F_r(x-1), no truncation inside the table).  A uniform
+    beyond a window's total mass marks the sample ``out`` (it then counts as the bound B: an upper bound on
+    any truncation).  Uniforms have 32 bits: each index's probability is off by < 2^-32, so the mean of any
+    [0, B] function moves by < (number of atoms) 2^-32 B per draw (``slack``).
+    """
+    p = 2.0 / T
+    q = 1.0 - p
+    N = n - 1.0
+    sd = jnp.sqrt(N * sigma * (1.0 - sigma))
+    half = jnp.minimum(jnp.ceil(tail_sd * sd) + 1.0, Wm / 2.0)
+    j0 = jnp.clip(jnp.floor(N * sigma - half), 0.0, jnp.maximum(N - Wm + 1.0, 0.0))
+    jf, wf = _pmf_run(log_binom_pmf(j0, N, sigma), N, sigma, j0, Wm)
+    wf = jnp.where(sigma >= 1.0, (jf == N).astype(jnp.float64), wf)
+    cdf_m = jnp.cumsum(jnp.where(jf <= N, wf, 0.0))
+    K_lo = j0 + d + 1.0
+    sdb = jnp.sqrt(K_lo * p * q)
+    hb = jnp.minimum(jnp.ceil(tail_sd * sdb) + 1.0, Wj / 2.0)
+    b0 = jnp.clip(jnp.floor(K_lo * p - hb), 0.0, jnp.maximum(K_lo - Wj + 1.0, 0.0))
+    jb, wb = _pmf_run(log_binom_pmf(b0, K_lo, p), K_lo, p, b0, Wj)
+    wb = jnp.where(p >= 1.0, (jb == K_lo).astype(jnp.float64), wb)
+    cdf_b = jnp.cumsum(jnp.where(jb <= K_lo, wb, 0.0))
+
+    def pascal(row, _):
+        nxt = q * row + p * jnp.concatenate([jnp.zeros((1,)), row[:-1]])
         return nxt, row
 
-    _, rows = jax.lax.scan(step, first_row, None, length=steps)
-    return rows
+    _, table = jax.lax.scan(pascal, jnp.ones((Wj,)), None, length=Wm)  # (Wm, Wj): P(Bin(r, p) <= x)
+    bits = jax.random.bits(key, (3, samples), dtype=jnp.uint32)
+    u = bits.astype(jnp.float64) * (2.0 ** -32)
+    r = _search(cdf_m, u[0], Wm)
+    xb = _search(cdf_b, u[1], Wj)
+    rc = jnp.minimum(r, Wm - 1)
+    dx = _search(table.reshape(-1), u[2], Wj, base=rc * Wj)
+    out = (r >= Wm) | (xb >= Wj) | (dx >= Wj)
+    K = K_lo + rc.astype(jnp.float64)
+    M = b0 + jnp.minimum(xb, Wj - 1).astype(jnp.float64) + jnp.minimum(dx, Wj - 1).astype(jnp.float64)
+    out = out | (M > K)
+    slack = (Wm + 2.0 * Wj + 3.0) * 2.0 ** -32 + 8.0 * (Wm + Wj) * _U
+    return _MCDraws(K, M, out, slack)
 
 
-def _delta_exact_point(eps, n, d, T, sigma, *, Wm, Wj, WJt, Ws, tail_sd):
-    """Lemma 2 with E[sum L]_+ evaluated exactly (up to bounded truncations) for one parameter point.
+def _h_pair(M, K, eps, T, sigma, F, r0):
+    """E[(sum_{i<=K} L_i)_+ | N1 + N2 = M] for the target randomizer (the closed form of _g_exact, one pair),
+    and whether M was inside the CDF table."""
+    ee = jnp.exp(eps)
+    em1 = jnp.expm1(eps)
+    ts = (1.0 - sigma) * T
+    A = ts * (1.0 + ee)
+    ks = K * sigma * em1
+    C = ts * M - ks
+    u = jnp.ceil(C / jnp.where(A > 0, A, 1.0)) - 1.0
+    value = lambda x: ts * ((M - x) - ee * x) - ks  # noqa: E731
+    u = jnp.where(value(u + 1.0) > 0, u + 1.0, u)
+    u = jnp.where(value(u) > 0, u, u - 1.0)
+    u = jnp.minimum(u, M)
+    t1 = C * _half_cdf_lookup(F, r0, u, M)
+    t2 = A * (M / 2.0) * _half_cdf_lookup(F, r0, u - 1.0, M - 1.0)
+    h = jnp.maximum(t1 - t2, 0.0) + _CANCEL_MARGIN * (jnp.abs(t1) + t2)
+    h = jnp.where((A > 0) & (C > 0) & (u >= 0), h, 0.0)
+    rows = F.shape[0]
+    return h, (M >= r0) & (M < r0 + rows)
 
-    M' window (Wm points); for each K = M'+1+d a window of Wj values of J ~ Bin(K, 2/T) taken from a table
-    of Bin(K, 2/T) rows over a common J range (WJt values) built by the Pascal recurrence; for each J a row
-    of Bin(J, 1/2) over a common N1 range, also by recurrence, with its reverse cumulative sums G, H so that
-    E[(N1 - theta)_+] = H(s) - theta G(s), s = floor(theta) + 1.  Every mass left out of a window (1 - the
-    row's sum, or a Chernoff bound for M') is charged max(L_max, 0).
+
+def _mc_from_draws(eps, T, sigma, draws: _MCDraws, F, r0, alpha):
+    """Mean and one-sided upper confidence bound of the Lemma 2 sum from fixed draws (one point).
+
+    Y = E[(sum_{i<=K} L_i)_+ | K, M] / K (Algorithm 2 with its last draw, N1 given M, integrated out in closed
+    form -- a Rao-Blackwellisation: unbiased, lower variance), 0 <= Y <= B = max(L_max, 0); Y = B for
+    samples out of a window.  Lower tail of a mean of [0, B] variables (Maurer 2003):
+    P(mu - mean >= t) <= exp(-R t^2 / (2 E[Y^2])), E[Y^2] <= B mu, so with s = B ln(1/alpha) / R,
+    mu <= mean + s + sqrt(2 mean s + s^2) with probability >= 1 - alpha; the sampling slack is added to the
+    mean first.  Non-decreasing in the mean and in B, both non-increasing in eps: monotone in eps, so the
+    inversion with common draws keeps the confidence.
     """
-    ee = jnp.exp(eps)
-    pJ = 2.0 / T
-    l_max = (1.0 - sigma) * T + sigma * (1.0 - ee)
-    mp, lw, out_m = _m_window(n, sigma, tail_sd, Wm)  # (Wm,)
-    K = mp + 1.0 + d
-    w = jnp.exp(lw)
-    live = jnp.isfinite(lw)
-    # Bin(K, pJ) over J in [Jt0, Jt0 + WJt) for every K of the window (consecutive K).
-    sdJ = jnp.sqrt(K * pJ * (1.0 - pJ))
-    j0 = jnp.clip(jnp.floor(K * pJ - tail_sd * sdJ) - 1.0, 0.0, None)
-    Jt0 = jnp.min(jnp.where(live, j0, jnp.inf))
-    Jt0 = jnp.where(jnp.isfinite(Jt0), Jt0, 0.0)
-    first = jnp.exp(B.log_binom_pmf_window(Jt0, K[0], pJ, WJt))
-    table_J = _binomial_rows(first, pJ, Wm)  # (Wm, WJt)
-    off = jnp.clip(j0 - Jt0, 0.0, WJt - Wj).astype(jnp.int32)  # (Wm,)
-    cols = off[:, None] + jnp.arange(Wj, dtype=jnp.int32)[None, :]
-    wJ = jnp.take_along_axis(table_J, cols, axis=1)  # (Wm, Wj)
-    J = Jt0 + cols.astype(jnp.float64)
-    lostJ = jnp.maximum(1.0 - jnp.sum(wJ, axis=1), 0.0) + 4.0 * (Wm + WJt) * _U
-    # Bin(J, 1/2) rows for J = Jt0 + l over N1 in [s_lo, s_lo + WN).
-    WN = Ws + WJt // 2 + 2
-    s_lo = jnp.clip(jnp.floor(Jt0 / 2.0 - tail_sd * jnp.sqrt(Jt0) / 2.0) - 1.0, 0.0, None)
-    firstN = jnp.exp(B.log_binom_pmf_window(s_lo, Jt0, 0.5, WN))
-    table_N = _binomial_rows(firstN, 0.5, WJt)  # (WJt, WN)
-    n1 = s_lo + jnp.arange(WN, dtype=jnp.float64)
-    G = _rev_cumsum(table_N)
-    H = _rev_cumsum(n1[None, :] * table_N)
-    lostN = jnp.maximum(1.0 - G[:, 0], 0.0) + 4.0 * (WJt + WN) * _U  # (WJt,)
-    # Lookups: [S]_+ = (1 - sigma) T (1 + e^eps) [N1 - theta]_+.
-    one_m = 1.0 - sigma
-    kappa = sigma * jnp.expm1(eps) / jnp.where(one_m > 0, one_m * T, 1.0)
-    theta = (ee * J + K[:, None] * kappa) / (1.0 + ee)
-    s = jnp.floor(theta) + 1.0
-    r = s - s_lo
-    rc = jnp.clip(r, 0.0, WN - 1).astype(jnp.int32)
-    flat = cols * WN + rc
-    Gs = jnp.where(r >= WN, 0.0, G.reshape(-1)[flat])
-    Hs = jnp.where(r >= WN, 0.0, H.reshape(-1)[flat])
-    g = jnp.maximum(Hs - theta * Gs, 0.0)
-    # Rounding in H - theta G: the reverse cumulative sums carry at most WN ulps of their value.
-    g_err = 4.0 * WN * _U * (Hs + theta * Gs)
-    inner = jnp.sum(wJ * (g + g_err), axis=-1)  # (Wm,)
-    lost_rows = jnp.sum(wJ * lostN[cols], axis=-1)
-    # (1 + 1e-11): the first rows' ratio-accumulated pmfs carry ~1e-13 relative error.
-    main = one_m * T * (1.0 + ee) * jnp.sum(w * inner / K) * (1.0 + 1e-11)
-    lost = out_m + jnp.sum(jnp.where(live, w * (lostJ + lost_rows), 0.0))
-    delta = main + jnp.maximum(l_max, 0.0) * jnp.minimum(lost, 1.0)
-    delta = jnp.where((l_max <= 0) | (one_m <= 0), 0.0, delta)
-    return jnp.minimum(delta, 1.0)
+    eps = jnp.minimum(eps, _EPS_CLIP)
+    ts = (1.0 - sigma) * T
+    B = jnp.maximum(ts - sigma * jnp.expm1(eps), 0.0)
+    h, inside = _h_pair(draws.M, draws.K, eps, T, sigma, F, r0)
+    Y = jnp.where(draws.out | ~inside, B, jnp.minimum(h / draws.K * (1.0 + _REL_MARGIN), B))
+    R = Y.shape[-1]
+    mean = jnp.mean(Y, axis=-1)
+    s = B * jnp.log(1.0 / alpha) / R
+    m = mean + draws.slack * B
+    ucb = m + s + jnp.sqrt(2.0 * m * s + s * s)
+    ucb = jnp.where(B > 0, jnp.minimum(ucb, 1.0), 0.0)
+    return jnp.where(B > 0, mean, 0.0), ucb
 
 
-def _delta_exact(eps, n, d, T, sigma, *, Wm, Wj, WJt, Ws, tail_sd):
-    shape = jnp.broadcast_shapes(eps.shape, n.shape, d.shape, T.shape, sigma.shape)
-    flat = [jnp.broadcast_to(x, shape).reshape(-1) for x in (eps, n, d, T, sigma)]
-    f = jax.vmap(partial(_delta_exact_point, Wm=Wm, Wj=Wj, WJt=WJt, Ws=Ws, tail_sd=tail_sd))
-    # Batches of points under vmap, sized to keep the per-point tables within ~1 GiB (larger batches amortize
-    # the per-step cost of the two scans); the batch is padded to a whole number of batches so that the body
-    # is traced once.
-    size = flat[0].shape[0]
-    per_point = 8 * 4 * (Wm * (Wj + WJt) + WJt * (Ws + WJt))
-    batch = int(max(1, min(size, (1 << 30) // per_point)))
-    nb = -(-size // batch)
-    pad = nb * batch - size
-    flat = [jnp.concatenate([x, jnp.broadcast_to(x[:1], (pad,))]).reshape(nb, batch) for x in flat]
-    out = jax.lax.map(lambda a: f(*a), tuple(flat))
-    return out.reshape(-1)[:size].reshape(shape)
+def _mc_point(key, eps, n, d, T, sigma, alpha, F, r0, *, Wm, Wj, samples, tail_sd):
+    draws = _mc_draws(key, n, d, T, sigma, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+    return _mc_from_draws(eps, T, sigma, draws, F, r0, alpha)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Monte Carlo (Ladjel Algorithm 2, sampled jointly with the binomial weights)
+@float64_jit(static_argnames=("Wm", "Wj", "samples", "tail_sd"))
+def _mc_chunk(keys, eps, n, d, T, sigma, alpha, F, r0, *, Wm, Wj, samples, tail_sd):
+    f = partial(_mc_point, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+    return jax.vmap(f, in_axes=(0, 0, 0, 0, 0, 0, 0, None, None))(keys, eps, n, d, T, sigma, alpha, F, r0)
 
 
-def _mc_draws(key, n, d, T, sigma, samples):
-    """Draw (K, J, N1) for one point: M' ~ Bin(n-1, sigma), K = M'+1+d, J ~ Bin(K, 2/T), N1 ~ Bin(J, 1/2)."""
-    k1, k2, k3 = jax.random.split(key, 3)
-    mprime = jax.random.binomial(k1, jnp.full((samples,), n - 1.0), sigma)
-    mprime = jnp.where(sigma <= 0, 0.0, jnp.where(sigma >= 1, n - 1.0, mprime))
-    K = mprime + 1.0 + d
-    pJ = 2.0 / T
-    J = jax.random.binomial(k2, K, pJ)
-    J = jnp.where(pJ >= 1, K, J)
-    N1 = jax.random.binomial(k3, J, 0.5)
-    return K, J, N1
+def _plan_mc(n, d, T, sigma, tail_sd, samples):
+    """Chunks of points with the static window sizes of the Monte Carlo kernel (Wm: m' window; Wj: the J0
+    window and the dJ table), and the CDF table's rows."""
+    N = n - 1.0
+    sd = np.sqrt(np.maximum(N * sigma * (1.0 - sigma), 0.0))
+    wm = np.minimum(2.0 * np.ceil(tail_sd * sd) + 3.0, WM_MAX)
+    p = 2.0 / T
+    K_lo = np.maximum(np.floor(N * sigma - tail_sd * sd) - 1.0, 0.0) + d + 1.0
+    wb = 2.0 * np.ceil(tail_sd * np.sqrt(K_lo * p * (1.0 - p))) + 3.0
+    keys = {}
+    for i in range(n.shape[0]):
+        Wm = _pow2(wm[i])
+        x = Wm * p[i] + tail_sd * math.sqrt(Wm * p[i] * (1.0 - p[i])) + 3.0
+        keys.setdefault((Wm, _pow2(max(wb[i], x))), []).append(i)
+    chunks = []
+    for key, idx in sorted(keys.items()):
+        idx = np.asarray(idx, dtype=np.int64)
+        c = max(1, (1 << 21) // (samples * 4))
+        c = int(min(1 << (c.bit_length() - 1), _pow2(idx.shape[0], 1)))
+        for b in range(0, idx.shape[0], c):
+            chunks.append((key, idx[b:b + c], c, 0.0))
+    Kmax = np.minimum(np.ceil(N * sigma + tail_sd * sd) + 1.0, N) + d + 1.0
+    hi = np.minimum(Kmax * p + tail_sd * np.sqrt(Kmax * p * (1.0 - p)) + 10.0, Kmax) + 2.0
+    rows = _pow2(max(int(np.max(hi)) + 1, 256)) if hi.size else 256
+    return _Plan(tuple(chunks), 0, rows, rows)
 
 
-def _mc_point(key, eps, n, d, T, sigma, alpha, samples):
-    K, J, N1 = _mc_draws(key, n, d, T, sigma, samples)
-    ee = jnp.exp(eps)
-    S = K * sigma * (1.0 - ee) + (1.0 - sigma) * T * ((1.0 + ee) * N1 - ee * J)
-    Y = jnp.maximum(S, 0.0) / K
-    bound = jnp.maximum((1.0 - sigma) * T + sigma * (1.0 - ee), 0.0)
-    Y = jnp.minimum(Y, bound)
-    mean = jnp.mean(Y)
-    var = jnp.var(Y, ddof=1)
-    log_term = jnp.log(2.0 / alpha)
-    ucb = mean + jnp.sqrt(2.0 * var * log_term / samples) + 7.0 * bound * log_term / (3.0 * (samples - 1.0))
-    ucb = jnp.minimum(ucb, jnp.minimum(bound, 1.0))
-    return mean, ucb
+def _mc_planned(key, eps, n, d, T, sigma, alpha, tail_sd, samples):
+    """(ucb, mean) of the Monte Carlo method for flat float arrays; point i uses fold_in(key, i)."""
+    plan = _plan_mc(n, d, T, sigma, tail_sd, samples)
+    with x64_scope():
+        idx = jnp.arange(n.shape[0], dtype=jnp.uint32)
+        keys = np.asarray(jax.vmap(lambda i: jax.random.fold_in(jnp.asarray(key), i))(idx))
 
+    def call(statics, a, F, r0, _):
+        Wm, Wj = statics
+        k = a[0].astype(np.uint32)
+        mean, ucb = _mc_chunk(k, *a[1:], F, r0, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+        return ucb, mean
 
-def _delta_mc(key, eps, n, d, T, sigma, alpha, *, samples):
-    shape = jnp.broadcast_shapes(eps.shape, n.shape, d.shape, T.shape, sigma.shape, alpha.shape)
-    flat = [jnp.broadcast_to(x, shape).reshape(-1) for x in (eps, n, d, T, sigma, alpha)]
-    size = flat[0].shape[0]
-    keys = jax.random.split(key, max(size, 1))[:size]
-    mean, ucb = jax.vmap(partial(_mc_point, samples=samples))(keys, *flat)
-    return mean.reshape(shape), ucb.reshape(shape)
+    return _run_planned(call, plan, [keys, eps, n, d, T, sigma, alpha], 2)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Kernels
+# Fixed-size kernel for traced use (parameters inside another kernel, e.g. a deployment inversion)
+
+_TRACED_WM, _TRACED_S, _TRACED_ROWS = 128, 16, 512
 
 
-@float64_jit(static_argnames=("method", "kind", "Wm", "Wj", "WJt", "Ws", "tail_sd"))
-def _delta_kernel(method, kind, eps, n, d, eps0, k, sigma, *, Wm, Wj, WJt, Ws, tail_sd):
-    if method == "exact":
-        out = _delta_exact(eps, n, d, k, sigma, Wm=Wm, Wj=Wj, WJt=WJt, Ws=Ws, tail_sd=tail_sd)
-    else:
-        out = _delta_concentration(method, kind, eps, n, d, eps0, k, sigma, Wm=Wm, tail_sd=tail_sd)
-    return BlanketDelta(out, out)
+def rr_delta_traced(method, eps, n, d, T, sigma, tail_sd=DEFAULT_TAIL_SD):
+    """Lemma 2 for the target randomizer as a pure jnp function of (broadcasting) arrays, with static windows
+    (128 bins of up to 16 m' values; a 512-row CDF table; the inner loop's length is the largest need in the
+    batch, capped at 448): for use inside other kernels, where the parameters are traced.  Sound for every
+    input (truncations bounded, K capped where the table ends, with the Bennett bound); exact while the
+    windows suffice.  ``method`` in {"hoeffding", "bennett", "exact"}."""
+    eps, n, d, T, sigma = jnp.broadcast_arrays(*(jnp.asarray(x, jnp.float64) for x in (eps, n, d, T, sigma)))
+    shape = eps.shape
+    flat = [x.reshape(-1) for x in (eps, n, d, T, sigma)]
+    F = jnp.asarray(_half_cdf_np(0, _TRACED_ROWS, _TRACED_ROWS))
+    N = flat[1] - 1.0
+    s = flat[4]
+    Kmax = jnp.minimum(N * s + tail_sd * jnp.sqrt(N * s * (1.0 - s)) + 1.0, N) + flat[2] + 1.0
+    p = 2.0 / flat[3]
+    need = 2.0 * jnp.ceil(tail_sd * jnp.sqrt(Kmax * p * (1.0 - p))) + 3.0
+    nsteps = jnp.clip(jnp.max(jnp.minimum(need, Kmax + 1.0)), 8.0, _TRACED_ROWS - 64.0)
+    f = partial(_delta_rr_point, method, Wm=_TRACED_WM, S=_TRACED_S, tail_sd=tail_sd)
+    delta, _ = jax.vmap(f, in_axes=(0, 0, 0, 0, 0, None, None, None))(*flat, F, jnp.asarray(0.0), nsteps)
+    return delta.reshape(shape)
 
 
-@float64_jit(static_argnames=("samples",))
-def _mc_kernel(key, eps, n, d, k, sigma, alpha, *, samples):
-    mean, ucb = _delta_mc(key, eps, n, d, k, sigma, alpha, samples=samples)
-    return BlanketDelta(ucb, mean)
+# ---------------------------------------------------------------------------------------------------------
+# Kernels of the generic path (any randomizer, Hoeffding / Bennett)
+
+
+@float64_jit(static_argnames=("method", "kind", "Wm", "tail_sd"))
+def _conc_kernel(method, kind, eps, n, d, eps0, k, sigma, *, Wm, tail_sd):
+    return _delta_concentration(method, kind, jnp.minimum(eps, _EPS_CLIP), n, d, eps0, k, sigma, Wm=Wm,
+                                tail_sd=tail_sd)
 
 
 def _prepare(eps_or_delta_name, value, n, dummies, randomizer, method, tail_sd):
@@ -473,24 +864,15 @@ def _prepare(eps_or_delta_name, value, n, dummies, randomizer, method, tail_sd):
     tail_sd = float(_validate.positive("tail_sd", tail_sd))
     shape = _validate.broadcastable(**{eps_or_delta_name: value}, n=n, dummies=d, eps0=r.eps0, k=r.k,
                                     sigma=r.sigma)
-    # Static window sizes from the largest variances in the batch (bucketed to limit recompilation).
+    return r, n, d, shape, tail_sd
+
+
+def _conc_window(r, n, shape, tail_sd):
+    """Static window size of the generic path from the largest variance in the batch (bucketed)."""
     gamma_np = {"generic": np.exp(-r.eps0), "laplace": np.exp(-r.eps0 / 2.0), "rr": r.sigma}[r.kind]
-    var_m = float(np.max((n - 1.0) * gamma_np * (1.0 - gamma_np) + 0.0 * np.zeros(shape)))
+    var_m = float(np.max((n - 1.0) * gamma_np * (1.0 - gamma_np) + np.zeros(shape)))
     Wm = _bucket(B.window_size(var_m, tail_sd))
-    Wm = int(min(Wm, _bucket(int(np.max(n)) + 2)))
-    Wj = WJt = Ws = 1
-    if method == "exact":
-        pJ = 2.0 / r.k
-        Kmax = float(np.max(n + d + 0.0 * np.zeros(shape)))
-        var_j = float(np.max(Kmax * pJ * (1.0 - pJ)))
-        wj = B.window_size(var_j, tail_sd)
-        Wj = _bucket(wj)
-        # j0(K) moves by at most Wm pJ + tail_sd sqrt(Wm pJ (1 - pJ)) across the m' window.
-        spread = float(np.max(Wm * pJ + tail_sd * np.sqrt(Wm * pJ * (1 - pJ))))
-        WJt = _bucket(Wj + int(math.ceil(spread)) + 4)
-        Jmax = min(float(np.max(Kmax * pJ)) + tail_sd * math.sqrt(var_j) + 2.0, Kmax)
-        Ws = _bucket(B.window_size(Jmax / 4.0, tail_sd))
-    return r, n, d, shape, dict(Wm=Wm, Wj=Wj, WJt=WJt, Ws=Ws, tail_sd=tail_sd)
+    return int(min(Wm, _bucket(int(np.max(n)) + 2)))
 
 
 def _bucket(w):
@@ -506,7 +888,36 @@ def _bucket(w):
 def _as_key(key):
     if key is None:
         raise ValueError("Expected key to be a jax.random.PRNGKey for method='monte_carlo', got key=None.")
+    if hasattr(key, "dtype") and jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    key = np.asarray(key)
+    if key.shape != (2,) or key.dtype != np.uint32:
+        raise ValueError(f"Expected key to be a jax.random.PRNGKey (2 uint32 words), got key={key!r}.")
     return key
+
+
+def _flat(shape, *xs):
+    return [np.ascontiguousarray(np.broadcast_to(np.asarray(x, np.float64), shape)).reshape(-1) for x in xs]
+
+
+def _to_jnp(shape, *xs):
+    with x64_scope():
+        return [jnp.asarray(np.asarray(x, np.float64).reshape(shape)) for x in xs]
+
+
+def rr_delta(method, eps, n, d, T, sigma, *, key=None, confidence=0.95, samples=5000,
+             tail_sd=DEFAULT_TAIL_SD):
+    """delta of Lemma 2 for the target randomizer (validated numpy inputs that broadcast) as numpy arrays
+    (delta, estimate) of the broadcast shape; the shared engine of :func:`blanket_delta` and
+    ``amplify_jax.traffic.scrambler_delta``."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (eps, n, d, T, sigma)))
+    fe, fn, fd, fT, fs = _flat(shape, eps, n, d, T, sigma)
+    if method == "monte_carlo":
+        alpha = np.full(fe.shape, 1.0 - float(confidence))
+        ucb, mean = _mc_planned(_as_key(key), fe, fn, fd, fT, fs, alpha, tail_sd, int(samples))
+        return ucb.reshape(shape), mean.reshape(shape)
+    delta, _ = _rr_planned(method, fe, fn, fd, fT, fs, tail_sd)
+    return delta.reshape(shape), delta.reshape(shape)
 
 
 def blanket_delta(eps, *, n, randomizer, dummies=0, method="hoeffding", key=None, confidence=0.95,
@@ -520,18 +931,24 @@ def blanket_delta(eps, *, n, randomizer, dummies=0, method="hoeffding", key=None
     ``estimate``; ``samples`` draws per point.  ``tail_sd``: half-width of the binomial windows.
     """
     eps = _validate.nonnegative("eps", eps)
-    r, n, d, shape, win = _prepare("eps", eps, n, dummies, randomizer, method, tail_sd)
+    r, n, d, shape, tail_sd = _prepare("eps", eps, n, dummies, randomizer, method, tail_sd)
+    if method == "monte_carlo":
+        confidence = float(_validate.unit_open("confidence", confidence))
+        samples = int(_validate.integer("samples", samples, minimum=2))
+        _as_key(key)
+    if method in ("exact", "monte_carlo"):
+        delta, est = rr_delta(method, eps, n, d, r.k, r.sigma, key=key, confidence=confidence, samples=samples,
+                              tail_sd=tail_sd)
+        return BlanketDelta(*_to_jnp(shape, delta, est))
     with x64_scope():
         bc = lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float64), shape)  # noqa: E731
-        if method == "monte_carlo":
-            alpha = 1.0 - float(_validate.unit_open("confidence", confidence))
-            samples = int(_validate.integer("samples", samples, minimum=2))
-            return _mc_kernel(_as_key(key), bc(eps), bc(n), bc(d), bc(r.k), bc(r.sigma), bc(alpha), samples=samples)
-        return _delta_kernel(method, r.kind, bc(eps), bc(n), bc(d), bc(r.eps0), bc(r.k), bc(r.sigma), **win)
+        out = _conc_kernel(method, r.kind, bc(eps), bc(n), bc(d), bc(r.eps0), bc(r.k), bc(r.sigma),
+                           Wm=_conc_window(r, n, shape, tail_sd), tail_sd=tail_sd)
+    return BlanketDelta(out, out)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# eps from delta
+# eps from delta (amplify_jax.calibrate.invert_monotone_kernel: fn traced once, feasible endpoint)
 
 
 #: search cap for eps where the local guarantee is infinite (target randomizer with sigma = 0)
@@ -539,90 +956,117 @@ EPS_SEARCH_CAP = 50.0
 _EPS_FLOOR = 1e-12
 
 
-def _bisect_eps(fn, target, hi, rtol, max_iter=200):
-    """Smallest eps in [1e-12, hi] with fn(eps) <= target, for a batch, with ONE traced instance of fn.
-
-    The same contract as ``amplify_jax.calibrate.invert_monotone`` (feasible endpoint, geometric bisection
-    to relative width rtol) -- written here so that the expensive delta kernels are traced once per
-    inversion (the core's kernel traces fn at both ends, in the loop and in the re-check: five copies,
-    which made the exact kernel's compilation several times slower).  Iteration 0 evaluates fn at hi
-    (reachable at all?), iteration 1 at the floor (feasible everywhere?); every returned value is a point
-    where fn was evaluated and found <= target, so ``achieved`` is that evaluation (no separate re-check).
-    Returns (eps, reachable, achieved).
-    """
-    floor = jnp.full_like(target, _EPS_FLOOR)
-
-    def cond(st):
-        it, lo, hi_, ach, reach = st
-        wide = jnp.log(hi_) - jnp.log(lo) > jnp.log1p(rtol)
-        return (it < 2) | ((it < max_iter) & jnp.any(reach & wide))
-
-    def body(st):
-        it, lo, hi_, ach, reach = st
-        x = jnp.where(it == 0, hi_, jnp.where(it == 1, floor, jnp.sqrt(lo * hi_)))
-        v = fn(x)
-        ok = (v <= target) & ~jnp.isnan(v)
-        reach = jnp.where(it == 0, ok, reach)
-        active = reach & (jnp.log(hi_) - jnp.log(lo) > jnp.log1p(rtol))
-        take = (it == 0) | (active & ok)
-        hi_new = jnp.where(take & ((it > 0) | ok), x, hi_)
-        ach = jnp.where(take, v, ach)
-        lo_new = jnp.where((it > 0) & active & ~ok, x, lo)
-        # At the floor and feasible: collapse the bracket there.
-        lo_new = jnp.where((it == 1) & ok, x, lo_new)
-        return it + 1, lo_new, hi_new, ach, reach
-
-    st = (0, floor, hi, jnp.ones_like(target), jnp.zeros(target.shape, bool))
-    _, lo, hi_, ach, reach = jax.lax.while_loop(cond, body, st)
-    return hi_, reach, ach
+def _inversion_result(value, status, achieved, eps0):
+    """BlanketEpsilon from the core inversion: status INFEASIBLE (eps0 itself does not reach delta) or
+    NOT_MONOTONE (the re-check failed) fall back to the local guarantee."""
+    fallback = (status == INFEASIBLE) | (status == NOT_MONOTONE)
+    return BlanketEpsilon(jnp.where(fallback, eps0, value), fallback, achieved)
 
 
-@float64_jit(static_argnames=("method", "kind", "Wm", "Wj", "WJt", "Ws", "tail_sd"))
-def _eps_kernel(method, kind, delta, n, d, eps0, k, sigma, rtol, *, Wm, Wj, WJt, Ws, tail_sd):
-    def fn(x):
-        if method == "exact":
-            return _delta_exact(x, n, d, k, sigma, Wm=Wm, Wj=Wj, WJt=WJt, Ws=Ws, tail_sd=tail_sd)
-        return _delta_concentration(method, kind, x, n, d, eps0, k, sigma, Wm=Wm, tail_sd=tail_sd)
-
-    hi = jnp.maximum(jnp.minimum(eps0, EPS_SEARCH_CAP), 2.0 * _EPS_FLOOR)
-    eps, reach, ach = _bisect_eps(fn, delta, hi, rtol)
-    return BlanketEpsilon(jnp.where(reach, eps, eps0), ~reach, ach)
+def _search_hi(eps0):
+    return jnp.maximum(jnp.minimum(eps0, EPS_SEARCH_CAP), 2.0 * _EPS_FLOOR)
 
 
-@float64_jit(static_argnames=("samples",))
-def _mc_eps_kernel(key, key_check, delta, n, d, eps0, k, sigma, alpha, rtol, *, samples):
-    def fn(x):
-        return _delta_mc(key, x, n, d, k, sigma, alpha, samples=samples)[1]
+@float64_jit(static_argnames=("method", "kind", "Wm", "tail_sd"))
+def _conc_eps_kernel(method, kind, delta, n, d, eps0, k, sigma, rtol, *, Wm, tail_sd):
+    def fn(x, n, d, eps0, k, sigma):
+        return _delta_concentration(method, kind, jnp.minimum(x, _EPS_CLIP), n, d, eps0, k, sigma, Wm=Wm,
+                                    tail_sd=tail_sd)
 
-    hi = jnp.maximum(jnp.minimum(eps0, EPS_SEARCH_CAP), 2.0 * _EPS_FLOOR)
-    eps, reach, _ = _bisect_eps(fn, delta, hi, rtol)
-    # Re-check with an independent key: the bisection chose eps with the first sample.
-    check = _delta_mc(key_check, eps, n, d, k, sigma, alpha, samples=samples)[1]
-    ok = reach & (check <= delta)
-    return BlanketEpsilon(jnp.where(ok, eps, eps0), ~ok, check)
+    inv = invert_monotone_kernel(fn, delta, (n, d, eps0, k, sigma), _EPS_FLOOR, _search_hi(eps0), above=True,
+                                 rtol=rtol, integer=False)
+    return _inversion_result(*inv, eps0)
+
+
+@float64_jit(static_argnames=("method", "Wm", "S", "tail_sd"))
+def _rr_eps_chunk(method, delta, n, d, T, sigma, eps0, rtol, F, r0, nsteps, *, Wm, S, tail_sd):
+    f = jax.vmap(partial(_delta_rr_point, method, Wm=Wm, S=S, tail_sd=tail_sd),
+                 in_axes=(0, 0, 0, 0, 0, None, None, None))
+
+    def fn(x, n, d, T, sigma):
+        return f(x, n, d, T, sigma, F, r0, nsteps)[0]
+
+    inv = invert_monotone_kernel(fn, delta, (n, d, T, sigma), _EPS_FLOOR, _search_hi(eps0), above=True,
+                                 rtol=rtol, integer=False)
+    return _inversion_result(*inv, eps0)
+
+
+@float64_jit(static_argnames=("Wm", "Wj", "samples", "tail_sd"))
+def _mc_eps_chunk(keys, keys_check, delta, n, d, T, sigma, alpha, eps0, rtol, F, r0, *, Wm, Wj, samples, tail_sd):
+    draws = jax.vmap(partial(_mc_draws, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd))(keys, n, d, T, sigma)
+    ucb = jax.vmap(lambda e, t, s, a, dr: _mc_from_draws(e, t, s, dr, F, r0, a)[1])
+
+    def fn(x, T, sigma, alpha):
+        return ucb(x, T, sigma, alpha, draws)
+
+    inv = invert_monotone_kernel(fn, delta, (T, sigma, alpha), _EPS_FLOOR, _search_hi(eps0), above=True,
+                                 rtol=rtol, integer=False)
+    # Re-check with independent draws: the search chose eps with the first ones.
+    check = jax.vmap(partial(_mc_point, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd),
+                     in_axes=(0, 0, 0, 0, 0, 0, 0, None, None))(keys_check, inv.value, n, d, T, sigma, alpha, F, r0)[1]
+    status = jnp.where((inv.status != INFEASIBLE) & (check > delta), NOT_MONOTONE, inv.status)
+    return _inversion_result(inv.value, status, jnp.where(status == INFEASIBLE, inv.achieved, check), eps0)
+
+
+def rr_epsilon(method, delta, n, d, T, sigma, eps0, *, rtol=1e-9, key=None, confidence=0.95, samples=5000,
+               tail_sd=DEFAULT_TAIL_SD):
+    """The smallest eps with the Lemma 2 delta of the target randomizer <= delta (validated numpy inputs that
+    broadcast): numpy (epsilon, fallback, delta) of the broadcast shape, the engine of :func:`blanket_epsilon`
+    and ``amplify_jax.traffic.scrambler_epsilon``."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (delta, n, d, T, sigma, eps0)))
+    fdl, fn, fd, fT, fs, fe0 = _flat(shape, delta, n, d, T, sigma, eps0)
+    rt = float(rtol)
+    if method == "monte_carlo":
+        k = _as_key(key)
+        with x64_scope():
+            k1, k2 = jax.random.split(jnp.asarray(k))
+            idx = jnp.arange(fn.shape[0], dtype=jnp.uint32)
+            ks = np.asarray(jax.vmap(lambda i: jax.random.fold_in(k1, i))(idx))
+            kc = np.asarray(jax.vmap(lambda i: jax.random.fold_in(k2, i))(idx))
+        alpha = np.full(fn.shape, 1.0 - float(confidence))
+        plan = _plan_mc(fn, fd, fT, fs, tail_sd, int(samples))
+
+        def call(statics, a, F, r0, _):
+            Wm, Wj = statics
+            return _mc_eps_chunk(a[0].astype(np.uint32), a[1].astype(np.uint32), *a[2:], jnp.asarray(rt), F, r0,
+                                 Wm=Wm, Wj=Wj, samples=int(samples), tail_sd=tail_sd)
+
+        out = _run_planned(call, plan, [ks, kc, fdl, fn, fd, fT, fs, alpha, fe0], 3)
+    else:
+        plan = _plan_rr(fn, fd, fT, fs, tail_sd)
+
+        def call(statics, a, F, r0, nsteps):
+            Wm, S = statics
+            return _rr_eps_chunk(method, *a, jnp.asarray(rt), F, r0, nsteps, Wm=Wm, S=S, tail_sd=tail_sd)
+
+        out = _run_planned(call, plan, [fdl, fn, fd, fT, fs, fe0], 3)
+    return out[0].reshape(shape), out[1].astype(bool).reshape(shape), out[2].reshape(shape)
 
 
 def blanket_epsilon(delta, *, n, randomizer, dummies=0, method="hoeffding", key=None, confidence=0.95,
                     samples=5000, rtol=1e-9, tail_sd=DEFAULT_TAIL_SD) -> BlanketEpsilon:
-    """The smallest eps with delta(eps) <= delta (Ladjel Thm 5 / Balle et al. 2019), by the core's inversion.
-
-    Geometric bisection on eps in [1e-12, eps0] (eps0 the local guarantee; capped at 50 when infinite)
-    returning the feasible endpoint (relative width ``rtol``), the contract of the core's
-    ``invert_monotone`` (see ``_bisect_eps`` for why it is re-implemented here).  Where even eps0 does not reach delta
-    the result falls back to the local guarantee eps0 (inf for the target randomizer with sigma = 0) with
-    ``fallback=True``.  Monte Carlo: the bisection uses ``key`` (common random numbers), and the returned
-    eps is re-checked with an independent key split from it; a failed re-check also falls back.
+    """The smallest eps with delta(eps) <= delta (Ladjel Thm 5 / Balle et al. 2019), by the core's inversion
+    (``amplify_jax.calibrate.invert_monotone_kernel``: log-space bisection on eps in [1e-12, eps0], eps0 the
+    local guarantee, capped at 50 when infinite; the feasible endpoint, relative width ``rtol``).  Where even
+    eps0 does not reach delta (or the re-check fails) the result falls back to the local guarantee eps0 (inf
+    for the target randomizer with sigma = 0) with ``fallback=True``.  Monte Carlo: the search uses draws
+    from ``key`` (common random numbers for every eps), and the returned eps is re-checked with independent
+    draws; a failed re-check also falls back.
     """
     delta = _validate.unit_open("delta", delta)
-    r, n, d, shape, win = _prepare("delta", delta, n, dummies, randomizer, method, tail_sd)
+    r, n, d, shape, tail_sd = _prepare("delta", delta, n, dummies, randomizer, method, tail_sd)
     rtol = float(_validate.positive("rtol", rtol))
+    if method == "monte_carlo":
+        confidence = float(_validate.unit_open("confidence", confidence))
+        samples = int(_validate.integer("samples", samples, minimum=2))
+        _as_key(key)
+    if method in ("exact", "monte_carlo"):
+        e, fb, ach = rr_epsilon(method, delta, n, d, r.k, r.sigma, r.eps0, rtol=rtol, key=key,
+                                confidence=confidence, samples=samples, tail_sd=tail_sd)
+        e, ach = _to_jnp(shape, e, ach)
+        with x64_scope():
+            return BlanketEpsilon(e, jnp.asarray(fb.reshape(shape)), ach)
     with x64_scope():
         bc = lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float64), shape)  # noqa: E731
-        if method == "monte_carlo":
-            alpha = 1.0 - float(_validate.unit_open("confidence", confidence))
-            samples = int(_validate.integer("samples", samples, minimum=2))
-            k_search, k_check = jax.random.split(_as_key(key))
-            return _mc_eps_kernel(k_search, k_check, bc(delta), bc(n), bc(d), bc(r.eps0), bc(r.k), bc(r.sigma),
-                                  bc(alpha), jnp.asarray(rtol), samples=samples)
-        return _eps_kernel(method, r.kind, bc(delta), bc(n), bc(d), bc(r.eps0), bc(r.k), bc(r.sigma),
-                           jnp.asarray(rtol), **win)
+        return _conc_eps_kernel(method, r.kind, bc(delta), bc(n), bc(d), bc(r.eps0), bc(r.k), bc(r.sigma),
+                                jnp.asarray(rtol), Wm=_conc_window(r, n, shape, tail_sd), tail_sd=tail_sd)
