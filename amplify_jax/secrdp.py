@@ -29,9 +29,10 @@ How the accountant computes
   (P pairs x n eigenvalues) @ (n eigenvalues x n users) in JAX float64.
 - Adversaries II and III: exact by enumerating every removed set (each single user for II, every set of
   size <= c for III) while the number of sets times n^3 is affordable (``_ENUMERATION_BUDGET``: II up to
-  n = 447), each Sigma_H inverted directly after deflating its constant directions (see :func:`_direct_masks`:
+  n = 447; used by II below 48 users and for dense graphs), each Sigma_H inverted directly after deflating its constant directions (see :func:`_direct_masks`:
   Sigma_H's condition number grows like sigma_cor^2 / sigma_unc^2, the deflated matrix's does not).
-  Adversary II from n = 448 on (connected graphs): a certified low-rank update, :class:`_Certifier`.  One
+  Adversary II from n = 48 on (connected graphs of bounded degree, ``_fast_affordable``; below, and for dense
+  graphs, the enumeration above): a certified low-rank update, :class:`_Certifier`.  One
   approximate inverse S of the *deflated* M = Sigma_G + (beta/n) 1 1^T per noise pair (O(n^3), from the
   cached eigendecomposition); removing user j is a rank-(deg j + 1) Woodbury update of it, O(n deg^2) for all
   i at once, and each diagonal entry gets a rigorous residual bound (y_i - ||y|| rho <= [N^{-1}]_ii <=
@@ -753,7 +754,7 @@ def _direct_masks(g: SecGraph, masks, su2, sc2, *, with_lower=False):
 # ----------------------------------------------------------------------------------------------------------
 # Adversary II on mid-size graphs: a low-rank update of one deflated inverse, certified by residual bounds
 
-_FAST_MIN_N = 448  # adversary II: from this size on (or where enumeration is unaffordable) the certified update
+_FAST_MIN_N = 48  # adversary II: from this size on (or where enumeration is unaffordable) the certified update
 _FAST_COST_BUDGET = 2e10  # the certified update is used while sum over users j of n (deg_j + 1)^2 stays below
 _REFINE_BUDGET = 1e10  # direct re-inversions of loose contenders: (number of them) * n^3 allowed per noise pair
 _CERT_RTOL = 1e-9  # certified relative gap (upper - lower) / upper under which the value is reported exact
@@ -767,8 +768,11 @@ def _gamma(k):
 
 
 def _fast_affordable(g: SecGraph) -> bool:
+    """Connected, and the per-user updates (n (deg + 1)^2 each) cost at most a few times the n^3 inverse and
+    at most _FAST_COST_BUDGET in all (dense graphs go to direct enumeration or the spectral bound)."""
     _, _, deg_count = g.neighbours()
-    return g.connected and float(g.n) * float(np.sum((deg_count + 1.0) ** 2)) <= _FAST_COST_BUDGET
+    work = float(np.sum((deg_count + 1.0) ** 2))
+    return g.connected and work <= 4.0 * float(g.n) ** 2 and float(g.n) * work <= _FAST_COST_BUDGET
 
 
 class _Certifier:
@@ -1037,7 +1041,8 @@ def _step_diag(g: SecGraph, adversary, c, su2, sc2):
     if removed >= 1:
         # every removed set (one user for II, up to c for III) inverted directly, deflated (_direct_masks),
         # while (number of sets) * n^3 is affordable; adversary II from _FAST_MIN_N users on (or beyond the
-        # enumeration budget) by the certified low-rank update (_curious_fast); otherwise the spectral bound
+        # enumeration budget) by the certified low-rank update (_curious_fast) where the graph is connected
+        # and sparse enough; otherwise the spectral bound
         direct_ok = _n_removal_sets(n, removed) * float(n) ** 3 <= _ENUMERATION_BUDGET
         if removed == 1 and (n >= _FAST_MIN_N or not direct_ok) and _fast_affordable(g):
             hi, lo, exact = _curious_fast(g, su2, sc2, spec)

@@ -166,7 +166,8 @@ def bench_largest(results, budget_s=60.0):
                 break
     curious = []
     for n in (2000, 4000, 6000):
-        adj = S.random_regular_graph(n, 4, seed=2)
+        adj = S.random_regular_graph(n, 4, seed=3)  # not the graphs above: the eigendecomposition is timed
+        S._CACHE.clear()
         t0 = time.perf_counter()
         acc = S.step_account(adj, sigma_unc=1.0, sigma_cor=10.0, clip=1.0, adversary="curious")
         dt = time.perf_counter() - t0

@@ -4,11 +4,15 @@ accountant of Allouah et al. (Decor, ICML 2024, Thm 1 / Thm 6, Algorithms 2-3; E
 spectral bound (dashed) and the local-DP and central-DP levels 2 C^2 / sigma_unc^2 and 2 C^2 / (n sigma_unc^2).
 
 Fixed noise: sigma_unc = 1, sigma_cor = 10, clip C = 1.  Sizes: ring and torus up to 1024 users (torus sides
-3..32), complete graph up to 1024 users for adversary I and 128 for adversary II (each removal is a direct
-inversion: O(n^4) in all).  Above 447 users adversary II uses the sound spectral fallback, so its curves rise
-to it there.
+3..32), complete graph up to 1024 users for adversary I and 128 for adversary II.  Adversary II: rings and tori
+from 48 users on go through the certified low-rank update (exact to a certified relative 1e-9), smaller graphs
+and the complete graph through direct inversion of every removal (O(n^4) in all).  A value the accountant
+could only bound (exact=False) would be drawn as a cross, apart from the exact values; with these sizes there
+is none.  Thm 1's bound for adversary II needs the worst a(G - j): exact (n eigensolves) up to 400 users, the
+interlacing bound a(G) - 1 above, which is why the dashed torus line jumps to local DP there.
 
-    python benchmarks/fig_secrdp_size.py  ->  figures/secrdp_size.png   (about a minute)
+    python benchmarks/fig_secrdp_size.py  ->  figures/secrdp_size.png   (about a minute unloaded; 2-4 minutes
+                                                                          at load average 6-8 on 2 cores)
 """
 
 from __future__ import annotations

@@ -538,7 +538,7 @@ def test_large_sparse_path_is_a_sound_bound():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# adversary II by the certified low-rank update (the default from 448 users on; forced here on small graphs)
+# adversary II by the certified low-rank update (the default from 48 users on; forced here on smaller graphs)
 
 
 @pytest.fixture
@@ -582,7 +582,8 @@ def test_certified_curious_never_below_mpmath(name, certified_path):
 
 
 def test_certified_curious_ring_against_closed_form():
-    # public path (n = 460 >= 448): the ring minus one user is the path on 459 users, whose spectrum is known
+    # public path (n = 460, beyond direct enumeration): the ring minus one user is the path on 459 users, whose
+    # spectrum is known
     n = 460
     g = S.prepare_graph(S.ring_graph(n))
     for su, sc in [(1.0, 10.0), (0.01, 1000.0), (0.3, 3.0)]:
