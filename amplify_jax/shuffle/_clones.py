@@ -8,33 +8,47 @@ is (eps, delta)-DP if the two distributions
 
 are (eps, delta)-indistinguishable, i.e. max(D_e^eps(P || Q), D_e^eps(Q || P)) <= delta.  Given C = c
 (which the pair reveals), the first coordinate K has P_c(k) = alpha b_c(k) + (1-alpha) b_c(k-1) and
-Q_c(k) = (1-alpha) b_c(k) + alpha b_c(k-1), b_c the Bin(c, 1/2) pmf, so
-D(P||Q) = sum_c Pr[C = c] D_c and D(Q||P) = sum_c Pr[C = c] D'_c.
+Q_c(k) = (1-alpha) b_c(k) + alpha b_c(k-1), b_c the Bin(c, 1/2) pmf, so D(P||Q) = sum_c Pr[C = c] D_c.
 
-Exact per-c divergences.  P_c(k) / Q_c(k) decreases in k, so P_c - e^eps Q_c > 0 exactly on k <= t_c,
-t_c = ceil((c+1) beta) - 1, beta = (e^eps0 - e^eps) / ((e^eps0 - 1)(1 + e^eps)), and
+Exact per-c divergence (monotone likelihood ratio).  P_c(k) / Q_c(k) decreases in k, so the positive part
+of P_c - e^eps Q_c is exactly the set k <= t_c, t_c = ceil((c+1) beta) - 1,
+beta = (e^eps0 - e^eps) / ((e^eps0 - 1)(1 + e^eps)), and
 
-    D_c  = A2 b_c(t_c)     - (e^eps - 1) F_c(t_c),   F_c(t) = Pr[Bin(c, 1/2) <= t],
-    D'_c = A1 b_c(u_c - 1) - (e^eps - 1) G_c(u_c),   G_c(u) = Pr[Bin(c, 1/2) >= u],  u_c = floor((c+1)(1-beta)) + 1,
+    D_c = A2 b_c(t_c) - (e^eps - 1) F_c(t_c),   F_c(t) = Pr[Bin(c, 1/2) <= t],   A2 = (e^(eps+eps0) - 1) / (e^eps0 + 1).
 
-with A1 = (e^eps0 - e^eps) / (e^eps0 + 1), A2 = (e^(eps+eps0) - 1) / (e^eps0 + 1).  Both directions are
-computed, each with its own cut-off.  (ERRATA: the public reference code takes the second direction's
-maximum over one end of each block twice; here each direction is exact for every c.  By the mirror
-symmetry k -> c + 1 - k the two are equal, which the tests check.)
+Both directions.  The map k -> c + 1 - k sends P_c to Q_c (b_c(c+1-k) = b_c(k-1)), so D(Q||P) = D(P||Q)
+exactly, cut-off for cut-off (u_c = c + 1 - t_c); the tests check it against full sums of both directions.
+So one direction is computed.  (ERRATA: the public reference code takes the second direction's maximum over
+one end of each block twice, which under-states D(Q||P); the symmetry makes its max(D(P||Q), D(Q||P))
+harmless there.)
 
-Speed.  c runs over a window of Bin(n-1, e^-eps0) of fixed (compile-time) width, mean +- tail_sd sd,
-O(sqrt(n)).  F_c(t_c) and G_c(u_c) for all c of the window come from one accurate evaluation at the first c
-(a sum over a window of Bin(c, 1/2)) and the exact recurrences
-F_{c+1}(t) = F_c(t) - b_c(t)/2 and G_{c+1}(u) = G_c(u) + b_c(u-1)/2 (thresholds move by 0 or 1), i.e. one
-cumulative sum: O(sqrt(n)) work per eps.  eps is found by bisection on [0, eps0].
+Monotone in c.  P_{c+1} = P_c * Bern(1/2) and Q_{c+1} = Q_c * Bern(1/2) (the same added coin), so
+D_{c+1} <= D_c by data processing; D_0 = A1 = (e^eps0 - e^eps) / (e^eps0 + 1).
 
-Soundness.  ``upper``: delta_upper(eps) = sum over the window of Pr[C = c] D_c (with F, G taken from below,
-so D from above, plus a bound on the rounding of the cumulative sums) + a Chernoff bound on the mass of C
-outside the window; the returned eps is the feasible end of the bisection bracket.  ``lower``: the same sums
-with F, G taken from above and no tail, a lower bound on the exact divergence of the clone pair; the
-returned eps is the infeasible end.  So lower <= eps*(clone pair) <= upper, and the bracket width is the
-bisection tolerance plus the (tiny) effect of the truncation.  ``lower`` bounds what this analysis can
-certify, not the true privacy of the shuffled mechanism.
+Speed.  c runs over a window of Bin(n-1, e^-eps0) of static width W, from z_lo sd below the mean to
+z_hi above it (O(sqrt n); all of [0, n-1] when W covers it).  For one reference eps_r, b_c(t_c) comes for
+every c of the window from Loader's form, and F_c(t_c) from one accurate F at an anchor c* (a table of the
+Bin(c*, 1/2) CDF, built once per point) and the exact recurrence F_{c+1}(t) = F_c(t) - b_c(t)/2
+(thresholds move by 0 or 1) run both ways from c*: prefix sums, done as dot products with triangular
+ones.  From these, tables of b_c and F_c at t_c(eps_r) - K .. t_c(eps_r) + K (K = 8) follow by exact pmf
+ratios, so every eps whose thresholds stay within K of the reference's is evaluated elementwise (a
+gather and one fused pass, no transcendental per c).  eps is bracketed by a safeguarded Newton iteration
+on log delta(eps) (or on delta(e^eps), convex, near eps0), with dD/deps = -e^eps Q(S) free from the same
+tables, evaluating three points per iteration (the Newton estimate and the estimate times 1 -+ its
+predicted error, so that both ends get certified), started at the Gaussian-DP approximation
+mu = 2 tanh(eps0/2) / sqrt(E[C]); it rebuilds the reference only when the thresholds leave the tables.
+Typically 4 iterations and 1-2 reference builds per point.
+
+Soundness.  ``upper``: delta_upper(eps) = sum over the window of Pr[C = c] D_c with D_c from above (every
+pmf within a relative error budget _E, prefix-sum rounding bounded per output by the increments it
+crosses, products and sums rounded outward), + Pr[C < window] * A1 + Pr[C > window] * D_last
+(monotonicity in c; Chernoff tail bounds), + 1e-290 for underflow; the returned eps is the feasible end
+of the bracket.  ``lower``: the same sums from below without tails, a lower bound on the exact divergence
+of the clone pair; the returned eps is the infeasible end.  So lower <= eps*(clone pair) <= upper.  At
+eps = eps0 every D_c is 0 (P/Q <= e^eps0), so eps0 is always certified.  The bracket closes to ``rtol``
+unless the float64 bounds cannot resolve it (D_c = A2 b - (e^eps - 1) F cancels by a factor ~e^eps, so
+very large eps or very small delta cost precision); ``converged`` says which.  ``lower`` bounds what this
+analysis can certify, not the true privacy of the shuffled mechanism.
 """
 
 from __future__ import annotations
@@ -52,219 +66,457 @@ from ..numerics import float64_jit, x64_scope
 from . import _binomial as B
 from ._blanket import _bucket
 
-__all__ = ["ClonesBound", "clones_epsilon", "clones_delta"]
+__all__ = ["ClonesBound", "ClonesDelta", "clones_epsilon", "clones_delta"]
 
-_U = 2.220446049250313e-16
+_U = 2.220446049250313e-16  # 2 u (unit roundoff 2^-53, doubled)
+_E = 1e-12  # relative error budget of one pmf value from Loader's log form (measured <= ~2e-14 against
+#             mpmath, tests/test_shuffle_clones.py; its terms are O(|log pmf|) <= ~700 with few-ulp errors)
+_BLK = 64  # prefix-sum block
+_K = 8  # half-width of the threshold tables around the reference
+_FLUSH = -650.0  # anchors with log below this are flushed to 0 and covered by an explicit slack
+_TINY = 1e-290  # absolute slack for subnormal / underflowed terms (each < 1e-300, at most ~1e7 of them)
+_RTAIL = 1e-10  # window sized so that the truncated mass is ~1e-10 delta
 
 
 class ClonesBound(NamedTuple):
     """lower <= eps of the clone reduction <= upper (see the module docstring).
 
-    valid: False where even eps0 does not meet delta with the truncated window (then upper = lower = eps0).
+    valid: True where upper is certified (always, since eps0 itself is: kept for compatibility).
+    converged: True where upper - lower <= rtol * upper was reached within max_iter.
     """
 
     lower: jax.Array
     upper: jax.Array
     valid: jax.Array
+    converged: jax.Array
 
 
 class _Setup(NamedTuple):
-    c: jax.Array  # (W,) window of C
-    lw: jax.Array  # (W,) log Pr[C = c], -inf outside [0, n-1]
-    out_c: jax.Array  # Chernoff bound on Pr[C outside the window]
-    kwin: jax.Array  # (L,) offsets 0..L-1 for the initial sums
+    c: jax.Array  # (W,) window of C (float)
+    w: jax.Array  # (W,) Pr[C = c] (relative error <= _E), 0 outside [0, n-1]
+    low_tail: jax.Array  # Chernoff bound on Pr[C < c[0]]
+    high_tail: jax.Array  # Chernoff bound on Pr[C > c[-1]]
+    jstar: jax.Array  # index in the window of the anchor c* where F is taken from the table
+    kb: jax.Array  # first k of the F table
+    ftab: jax.Array  # (L,) Pr[kb <= Bin(c*, 1/2) <= kb + i], computed
+    ftab_err: jax.Array  # relative error bound of ftab entries
+    ftab_tail: jax.Array  # Chernoff bound on Pr[Bin(c*, 1/2) < kb]
 
 
-def _setup(eps0, n, W, L, tail_sd):
+class _Ref(NamedTuple):
+    t: jax.Array  # (W,) reference thresholds t_c(eps_r)
+    b: jax.Array  # (2K+1, W) b_c(t + d), d = -K..K (computed values)
+    f: jax.Array  # (2K+1, W) F_c(t + d), nominal (F0 lower end + prefix sums)
+    f_err: jax.Array  # (W,) absolute error bound of every f entry (beyond the F0 uncertainty)
+    f0_extra: jax.Array  # F0_hi - F0_lo (uncertainty of the starting F, carried to every c)
+    b_slack: jax.Array  # (W,) upper bound on b_c(k), k within the tables, where the anchor was flushed
+
+
+def _tri(m, strict=False):
+    """(m, m) upper-triangular ones (x @ U = inclusive prefix sums; strict: exclusive)."""
+    return jnp.asarray(np.triu(np.ones((m, m)), 1 if strict else 0))
+
+
+def _prefix(x):
+    """Inclusive prefix sum along the last axis (length a multiple of _BLK) by dot products with
+    triangular ones: blocks of _BLK, then the block totals recursively.  Each output is the sum of at most
+    _BLK terms per level plus one offset per level, so its rounding error is <= _prefix_err(W) * sum |x|
+    whatever the order XLA sums a dot product in.  (A dot is a single fast op on CPU, where XLA's cumsum
+    is a reduce-window costing O(width) per element and a scan many small kernels.)
+    """
+    W = x.shape[-1]
+    lead = x.shape[:-1]
+    if W <= _BLK:
+        return x @ _tri(W)
+    X = x.reshape(lead + (W // _BLK, _BLK))
+    inner = X @ _tri(_BLK)
+    tot = inner[..., -1]
+    m = tot.shape[-1]
+    if m <= _BLK:
+        off = tot @ _tri(m, strict=True)
+    else:
+        pad = (-m) % _BLK
+        off = _prefix(jnp.pad(tot, [(0, 0)] * len(lead) + [(0, pad)]))[..., :m] - tot
+    return (inner + off[..., None]).reshape(lead + (W,))
+
+
+def _prefix_err(W):
+    levels = max(1, math.ceil(math.log(max(W, 2)) / math.log(_BLK) - 1e-12))
+    return (levels + 1) * (_BLK + 2) * _U
+
+
+def _setup(eps0, n, W, L, z_lo):
     N = n - 1.0
     p = jnp.exp(-eps0)
-    sd = jnp.sqrt(N * p * (1.0 - p))
-    start = jnp.clip(jnp.floor(N * p - tail_sd * sd) - 1.0, 0.0, jnp.maximum(N - (W - 1), 0.0))
+    q = -jnp.expm1(-eps0)
+    sd = jnp.sqrt(N * p * q)
+    # Anchor c*: z_lo sd below the mean, where F_c(t_c) is taken from an accurate table; the recurrence
+    # runs from there both ways, and its absolute error grows with the increments it crosses, so the
+    # anchor must not sit in the far lower tail (whatever the batch's W).  The window starts at c* or, when
+    # W covers [0, n-1] from lower down, as low as that allows (no truncation at all for small n).
+    cstar = jnp.maximum(jnp.floor(N * p - z_lo * sd) - 1.0, 0.0)
+    start = jnp.maximum(jnp.minimum(cstar, N + 1.0 - W), 0.0)
     c = start + jnp.arange(W, dtype=jnp.float64)
-    lw = jnp.where(c <= N, B.log_binom_pmf(c, N, p), -jnp.inf)
-    out_c = jnp.exp(B.log_tail_lower(start - 1.0, N, p)) + jnp.exp(B.log_tail_upper(start + W, N, p))
-    return _Setup(c, lw, jnp.minimum(out_c, 1.0), jnp.arange(L, dtype=jnp.float64))
+    # Pr[C = c] by Loader's form at every c (relative error <= _E; values below 1e-300 are covered by _TINY);
+    # 0 past N.
+    w = jnp.exp(B.log_binom_pmf(c, N, p))
+    low_tail = jnp.exp(B.log_tail_lower(start - 1.0, N, p))
+    high_tail = jnp.exp(B.log_tail_upper(start + W, N, p))
+    # CDF table of Bin(c*, 1/2) on kb .. kb + L - 1, which reaches ceil((c* + 1)/2) - 1 >= every t_{c*}.
+    top = jnp.ceil((cstar + 1.0) / 2.0) - 1.0
+    kb = jnp.maximum(top - (L - 1), 0.0)
+    k = kb + jnp.arange(L, dtype=jnp.float64)
+    ftab = _prefix(jnp.exp(B.log_binom_pmf(k, cstar, 0.5)))
+    ftab_err = _E + _prefix_err(L)
+    ftab_tail = jnp.where(kb > 0, jnp.exp(B.log_tail_lower(kb - 1.0, cstar, 0.5)), 0.0)
+    return _Setup(c, w, jnp.minimum(low_tail, 1.0), jnp.minimum(high_tail, 1.0), (cstar - start).astype(jnp.int32),
+                  kb, ftab, ftab_err, ftab_tail)
 
 
-def _lb(k, c):
-    """log b_c(k), Bin(c, 1/2), -inf outside 0..c."""
-    return B.log_binom_pmf(k, c, 0.5)
+class _Coef(NamedTuple):
+    ee: jax.Array  # e^eps
+    em1: jax.Array  # e^eps - 1
+    beta: jax.Array
+    A1: jax.Array
+    A2: jax.Array
+    alpha: jax.Array
+    live: jax.Array  # eps < eps0
 
 
-def _deltas(eps, eps0, s: _Setup):
-    """(upper, lower, PQ lower, QP lower, PQ upper, QP upper) bounds on delta at eps for one point."""
-    ee = jnp.exp(eps)
-    E0 = jnp.exp(eps0)
-    em1 = jnp.expm1(eps)
-    denom = jnp.expm1(eps0) * (1.0 + ee)
-    beta = jnp.where(denom > 0, (E0 - ee) / jnp.where(denom > 0, denom, 1.0), 0.0)
-    live = (beta > 0) & (eps < eps0)
-    beta = jnp.where(live, beta, 0.0)
-    A1 = (E0 - ee) / (E0 + 1.0)
-    A2 = (ee * E0 - 1.0) / (E0 + 1.0)
+def _coef(eps, eps0):
+    live = eps < eps0
+    e = jnp.where(live, eps, 0.0)
+    ee = jnp.exp(e)
+    em1 = jnp.expm1(e)
+    E0p1 = jnp.exp(eps0) + 1.0
+    d0 = jnp.expm1(jnp.where(live, eps0 - e, 1.0))  # e^(eps0 - eps) - 1, no cancellation
+    beta = ee * d0 / (jnp.expm1(eps0) * (1.0 + ee))
+    A1 = ee * d0 / E0p1
+    A2 = jnp.expm1(e + eps0) / E0p1
+    alpha = 1.0 / (1.0 + jnp.exp(-eps0))
+    return _Coef(ee, em1, beta, A1, A2, alpha, live)
+
+
+def _thresholds(cf: _Coef, c):
+    # t_c = ceil((c+1) beta) - 1 in [0, c] for beta in (0, 1/2].  A rounding of (c+1) beta across an
+    # integer moves t by one, which changes D_c by a term of size <~ 20 u A2 b_c (the likelihood ratio is
+    # within a few ulps of e^eps there), inside the _E budget.
+    return jnp.clip(jnp.ceil((c + 1.0) * cf.beta) - 1.0, 0.0, c)
+
+
+def _build_ref(eps, eps0, s: _Setup) -> _Ref:
+    """Reference tables at eps (eps < eps0)."""
+    cf = _coef(eps, eps0)
     c = s.c
-    c0 = c[0]
     W = c.shape[0]
-    Lw = s.kwin.shape[0]
-    # Thresholds: D(P||Q) sums k <= t_c, D(Q||P) sums k >= u_c.
-    t = jnp.clip(jnp.ceil((c + 1.0) * beta) - 1.0, -1.0, c)
-    u = jnp.clip(jnp.floor((c + 1.0) * (1.0 - beta)) + 1.0, 0.0, c + 2.0)
+    t = _thresholds(cf, c)
     t_next = jnp.concatenate([t[1:], t[-1:]])
-    u_next = jnp.concatenate([u[1:], u[-1:]])
-    # Bin(c, 1/2) pmfs: two windows for the initial sums and two per-c values, in one call (one compiled
-    # instance); the neighbours b_c(t+1), b_c(u-1) follow by the exact ratio b(k+1)/b(k) = (c-k)/(k+1).
-    ks = jnp.concatenate([t[0] - s.kwin, u[0] + s.kwin, t, u])
-    cs = jnp.concatenate([jnp.full((2 * Lw,), c0), c, c])
-    pm = jnp.exp(B.log_binom_pmf(ks, cs, 0.5))
-    F0_lo = jnp.sum(pm[:Lw])
-    G0_lo = jnp.sum(pm[Lw:2 * Lw])
-    b_t = pm[2 * Lw:2 * Lw + W]
-    b_u = pm[2 * Lw + W:]
-    pow2 = jnp.exp(-c * math.log(2.0))  # b_c(0) = b_c(c) = 2^-c
-    b_t1 = jnp.where(t < 0, pow2, jnp.where(t + 1.0 > c, 0.0, b_t * (c - t) / jnp.maximum(t + 1.0, 1.0)))
-    b_u1 = jnp.where(u > c, jnp.where(u == c + 1.0, pow2, 0.0), b_u * u / jnp.maximum(c - u + 1.0, 1.0))
-    b_u1 = jnp.where(u < 1.0, 0.0, b_u1)
-    b_tn = jnp.where(t_next > t, b_t1, b_t)  # b_c(t_{c+1}), t_{c+1} - t_c in {0, 1}
-    b_un1 = jnp.where(u_next > u, b_u, b_u1)  # b_c(u_{c+1} - 1), u_{c+1} - u_c in {0, 1}
-    tails = jnp.exp(B.log_tail_upper(jnp.stack([c0 - (t[0] - Lw), u[0] + Lw]), c0, 0.5))
-    F0_hi = jnp.minimum(F0_lo + tails[0], 1.0)  # Pr[Bin(c0,1/2) <= t0 - L] = Pr[>= c0 - t0 + L]
-    G0_hi = jnp.minimum(G0_lo + tails[1], 1.0)
+    up = t_next > t
+    lb = B.log_binom_pmf(t, c, 0.5)
+    flushed = lb < _FLUSH
+    b = jnp.where(flushed, 0.0, jnp.exp(lb))
+    # Where b_c(t) < e^-650 it is set to 0 and covered by a slack: b_c(k) <= b_c(t) (c+1)^(K+1) for k
+    # within the tables (each pmf ratio is <= c + 1).  Elsewhere neighbours below ~1e-308 lose relative
+    # accuracy but each is off by < 1e-323 (covered by _TINY).
+    b_slack = jnp.where(flushed, jnp.exp(jnp.minimum(lb + (_K + 1) * jnp.log(c + 1.0), 0.0)), 0.0)
+    # F at the anchor c* from the table, then F_{c+1}(t_{c+1}) = F_c(t_c) + inc_c both ways from there.
+    ts, cs = t[s.jstar], c[s.jstar]
+    i0 = ts - s.kb
+    below = i0 < 0
+    F0 = s.ftab[jnp.clip(i0, 0, s.ftab.shape[0] - 1).astype(jnp.int32)]
+    F0_lo = jnp.where(below, 0.0, F0 * (1.0 - s.ftab_err))
+    F0_hi = jnp.where(below, jnp.exp(B.log_tail_lower(ts, cs, 0.5)), F0 * (1.0 + s.ftab_err) + s.ftab_tail)
+    b_t1 = b * (c - t) / (t + 1.0)  # b_c(t + 1)
+    inc = jnp.where(up, 0.5 * b_t1, -0.5 * b)
+    inc = jnp.where(jnp.arange(W) == W - 1, 0.0, inc)
+    # Forward from c*: F_j = F* + sum_{j* <= i < j} inc_i; backward: F_j = F* - sum_{j <= i < j*} inc_i.
+    # Each as a prefix sum over the increments on its side only (zeros elsewhere), so that an output's
+    # rounding error is bounded by _prefix_err times the sum of |inc| between c* and c (dist), not over
+    # the whole window.
+    idx = jnp.arange(W)
+    fwd = jnp.where(idx >= s.jstar, inc, 0.0)
+    bwd = jnp.where(idx < s.jstar, inc, 0.0)[::-1]
+    rows = jnp.stack([fwd, jnp.abs(fwd), bwd, jnp.abs(bwd)])
+    pre = _prefix(rows)
+    f_ex = pre[0] - rows[0]  # sum_{i < j} fwd_i (exclusive)
+    b_in = pre[2][::-1]  # sum_{i >= j} bwd_i (inclusive, in the original order)
+    cum = jnp.where(idx >= s.jstar, f_ex, -b_in)
+    dist = jnp.where(idx >= s.jstar, pre[1] - rows[1], pre[3][::-1]) * (1.0 + _prefix_err(W))
+    F = F0_lo + cum
+    # Errors: every inc carries _E (+ rounding) and the prefix sums _prefix_err, both times dist; the
+    # final addition; flushed terms their slack.
+    s_abs = jnp.sum(jnp.abs(inc))
+    errF = ((_E + 4.0 * _U + _prefix_err(W)) * dist + 2.0 * _U * (F0_hi + dist)
+            + 2.0 * jnp.sum(b_slack * (c + 1.0)) + _TINY)
+    # Neighbours t + d, d = -K..K, by exact pmf ratios: b(t+j) = b(t+j-1) (c-t-j+1)/(t+j) and
+    # b(t-j) = b(t-j+1) (t-j+1)/(c-t+j), as products along a short axis (relative error <= 2K u);
+    # F(t+d) = F(t) + sum_{e=1..d} b(t+e), F(t-d) = F(t) - sum_{e=0..d-1} b(t-e).
+    j = jnp.arange(1, _K + 1, dtype=jnp.float64)[:, None]
+    r_up = jnp.maximum(c - t - j + 1.0, 0.0) / (t + j)
+    r_dn = jnp.maximum(t - j + 1.0, 0.0) / (c - t + j)
+    b_up = b[None, :] * jnp.cumprod(r_up, axis=0)  # b(t+1) .. b(t+K)
+    b_dn = b[None, :] * jnp.cumprod(r_dn, axis=0)  # b(t-1) .. b(t-K)
+    f_up = F[None, :] + jnp.cumsum(b_up, axis=0)
+    f_dn = F[None, :] - jnp.cumsum(jnp.concatenate([b[None, :], b_dn[:-1]], axis=0), axis=0)
+    bt = jnp.concatenate([b_dn[::-1], b[None, :], b_up], axis=0)
+    ft = jnp.concatenate([f_dn[::-1], F[None, :], f_up], axis=0)
+    sb = jnp.sum(bt, axis=0)
+    f_err = errF + (_E + (4.0 * _K + 4.0) * _U) * sb + _U * jnp.max(jnp.abs(ft), axis=0)  # (W,)
+    return _Ref(t, bt, ft, f_err, F0_hi - F0_lo, b_slack)
 
-    last = jnp.arange(W) == W - 1
-    dF = jnp.where(last, 0.0, jnp.where(t_next > t, b_t1, 0.0) - 0.5 * b_tn)
-    dG = jnp.where(last, 0.0, -jnp.where(u_next > u, b_u, 0.0) + 0.5 * b_un1)
-    cumF = jnp.cumsum(dF) - dF
-    cumG = jnp.cumsum(dG) - dG
-    sF = jnp.sum(jnp.abs(dF))
-    sG = jnp.sum(jnp.abs(dG))
-    errF = 2.0 * (Lw + W) * _U * (1.0 + sF) + 1e-12 * (F0_hi + sF)
-    errG = 2.0 * (Lw + W) * _U * (1.0 + sG) + 1e-12 * (G0_hi + sG)
-    DP_up = jnp.maximum(A2 * b_t - em1 * (F0_lo + cumF - errF), 0.0) + 1e-12 * A2 * b_t
-    DP_lo = jnp.maximum(A2 * b_t - em1 * (F0_hi + cumF + errF), 0.0)
-    DQ_up = jnp.maximum(A1 * b_u1 - em1 * (G0_lo + cumG - errG), 0.0) + 1e-12 * A1 * b_u1
-    DQ_lo = jnp.maximum(A1 * b_u1 - em1 * (G0_hi + cumG + errG), 0.0)
 
-    w = jnp.exp(s.lw)  # each weight accurate to ~1e-13 relative: the (1 +- 1e-12) factors cover them
-    dPQ_up = jnp.sum(w * DP_up) * (1.0 + 1e-12) + s.out_c
-    dQP_up = jnp.sum(w * DQ_up) * (1.0 + 1e-12) + s.out_c
-    dPQ_lo = jnp.sum(w * DP_lo) * (1.0 - 1e-12)
-    dQP_lo = jnp.sum(w * DQ_lo) * (1.0 - 1e-12)
-    zero_up = s.out_c
-    dPQ_up, dQP_up = jnp.where(live, dPQ_up, zero_up), jnp.where(live, dQP_up, zero_up)
-    dPQ_lo, dQP_lo = jnp.where(live, dPQ_lo, 0.0), jnp.where(live, dQP_lo, 0.0)
-    return (jnp.maximum(dPQ_up, dQP_up), jnp.maximum(dPQ_lo, dQP_lo), dPQ_lo, dQP_lo, dPQ_up, dQP_up)
+def _dummy_ref(W) -> _Ref:
+    z = jnp.zeros((W,), jnp.float64)
+    zz = jnp.zeros((2 * _K + 1, W), jnp.float64)
+    return _Ref(z - 1e18, zz, zz, z, jnp.zeros((), jnp.float64), z)
 
 
-def _mid(lo, hi):
-    """Geometric midpoint once lo > 0; hi / 16 while lo = 0 (eps is often orders below eps0)."""
-    return jnp.where(lo > 0, jnp.sqrt(lo * hi), hi / 16.0)
+def _in_range(eps, eps0, s: _Setup, r: _Ref):
+    cf = _coef(eps, eps0)
+    d = _thresholds(cf, s.c) - r.t
+    return jnp.all(jnp.abs(d) <= _K) | ~cf.live
 
 
-def _point(eps0, n, delta, rtol, *, W, L, tail_sd, max_iter):
-    s = _setup(eps0, n, W, L, tail_sd)
-    # One compiled instance of _deltas, evaluated at two eps per iteration (upper and lower bisections);
-    # iteration 0 evaluates at eps0 to check that the target is reachable at all.
-    both = jax.vmap(lambda e: _deltas(e, eps0, s)[:2])
+class _Eval(NamedTuple):
+    up: jax.Array  # upper bound on delta(eps) (tails included)
+    lo: jax.Array  # lower bound on delta(eps)
+    nom: jax.Array  # nominal delta_up (for Newton)
+    slope: jax.Array  # nominal d delta_up / d eps (<= 0), truncation terms included
+    gap: jax.Array  # the rounding part of up - lo (no truncation terms)
+
+
+def _eval(eps, eps0, s: _Setup, r: _Ref) -> _Eval:
+    """delta bounds at eps from the reference tables (requires _in_range)."""
+    cf = _coef(eps, eps0)
+    c = s.c
+    d = _thresholds(cf, c) - r.t
+    idx = jnp.clip(d + _K, 0, 2 * _K).astype(jnp.int32)[None, :]
+    b = jnp.take_along_axis(r.b, idx, axis=0)[0]
+    F = jnp.take_along_axis(r.f, idx, axis=0)[0]
+    # b carries _E (+ the neighbour products' 2K u), A2 and e^eps - 1 a few ulps each, the products and
+    # the difference one rounding each: (1 +- eb) and (1 -+ 8u) factors bound them outward.
+    eb = _E + (2.0 * _K + 8.0) * _U
+    F_lo = jnp.clip(F - r.f_err, 0.0, 1.0)
+    F_hi = jnp.clip(F + r.f_err + r.f0_extra, 0.0, 1.0)
+    Ab = cf.A2 * b
+    D_up = jnp.maximum(Ab * (1.0 + eb) + cf.A2 * r.b_slack - cf.em1 * F_lo * (1.0 - 8.0 * _U), 0.0)
+    D_lo = jnp.maximum(Ab * (1.0 - eb) - cf.em1 * F_hi * (1.0 + 8.0 * _U), 0.0)
+    D_nom = jnp.maximum(Ab - cf.em1 * F, 0.0)
+    W = c.shape[0]
+    sum_err = _E + (W + 8) * _U  # w's error and any order of summing W non-negative terms
+    q = jnp.where(D_nom > 0, F - cf.alpha * b, 0.0)
+    sums = jnp.sum(s.w[None, :] * jnp.stack([D_up, D_lo, D_nom, q]), axis=1)
+    core_up = sums[0] * (1.0 + sum_err)
+    core_lo = sums[1] * (1.0 - sum_err)
+    tails = (s.low_tail * cf.A1 + s.high_tail * D_up[-1]) * (1.0 + 8.0 * _U)
+    up = core_up + tails + _TINY
+    nom = sums[2] + tails
+    # dD/deps = -e^eps Q(S) = -e^eps sum_c w_c (F_c(t_c) - alpha b_c(t_c)) on the positive set; the lower
+    # tail term's A1 has dA1/deps = -e^eps / (e^eps0 + 1).
+    slope = -cf.ee * (sums[3] + s.low_tail / (jnp.exp(eps0) + 1.0))
+    zero = jnp.zeros_like(up)
+    return _Eval(jnp.where(cf.live, up, zero), jnp.where(cf.live, core_lo, zero), jnp.where(cf.live, nom, zero),
+                 jnp.where(cf.live, slope, zero), jnp.where(cf.live, core_up - core_lo, zero))
+
+
+def _guess(eps0, n, delta):
+    """Gaussian-DP approximation: mu = 2 tanh(eps0/2) / sqrt(E[C]), delta ~ mu (phi(s) - s Phi(-s)) ~
+    mu phi(s) / s^2 at eps = mu s.  Only a starting point."""
+    cbar = jnp.maximum((n - 1.0) * jnp.exp(-eps0), 1.0)
+    mu = 2.0 * jnp.tanh(eps0 / 2.0) / jnp.sqrt(cbar)
+    Lg = jnp.log(mu / delta) - 0.5 * math.log(2.0 * math.pi)
+    sv = jnp.sqrt(2.0 * jnp.maximum(Lg, 0.5))
+    for _ in range(4):
+        sv = jnp.sqrt(2.0 * jnp.maximum(Lg - 2.0 * jnp.log(sv), 0.5))
+    g = mu * sv
+    return jnp.where((g > 0) & (g < 0.9 * eps0), g, 0.5 * eps0)
+
+
+def _newton(x, ev, delta):
+    """Newton candidates from one evaluation: on log delta(eps) (the usual, near-Gaussian regime) and on
+    delta(e^eps) (convex in e^eps: from the left of the root it never overshoots; the regime near eps0,
+    where delta falls linearly to 0)."""
+    good = (ev.up > 0) & (ev.nom > 0) & (ev.slope < 0)
+    slope = jnp.where(good, ev.slope, -1.0)
+    r_log = x - (jnp.log(jnp.where(good, ev.up, 1.0)) - jnp.log(delta)) * ev.nom / slope
+    arg = -(ev.up - delta) / slope  # relative change of e^eps
+    r_lin = x + jnp.log1p(jnp.where(arg > -1.0, arg, 0.0))
+    return good, r_log, jnp.where(arg > -1.0, r_lin, -jnp.inf)
+
+
+def _point(eps0, n, delta, rtol, *, W, L, z_lo, max_iter):
+    """Bracket [lo, hi] of eps*, refined by three evaluations per iteration: the Newton estimate r and
+    r (1 -+ s), s the predicted Newton error (quadratic convergence), so that the side points certify
+    both ends once r is accurate.  Falls back to bisection when Newton leaves the bracket."""
+    ok0 = eps0 > 0
+    eps0 = jnp.where(ok0, eps0, 1.0)
+    s = _setup(eps0, n, W, L, z_lo)
+    zero = jnp.zeros((), jnp.float64)
+    evals = jax.vmap(lambda x, ref: _eval(x, eps0, s, ref), in_axes=(0, None))
+    ranges = jax.vmap(lambda x, ref: _in_range(x, eps0, s, ref), in_axes=(0, None))
 
     def cond(st):
-        it, lo_u, hi_u, lo_l, hi_l, valid = st
-        wide = (hi_u - lo_u > rtol * hi_u) | (hi_l - lo_l > rtol * hi_l)
-        return (it == 0) | ((it < max_iter) & wide & valid)
+        it, lo, hi, zone = st[0], st[1], st[2], st[7]
+        return (it < max_iter) & (hi - lo > jnp.maximum(rtol * hi, 4.0 * zone))
 
     def body(st):
-        it, lo_u, hi_u, lo_l, hi_l, valid = st
-        first = it == 0
-        mu = jnp.where(first, eps0, _mid(lo_u, hi_u))
-        ml = jnp.where(first, eps0, _mid(lo_l, hi_l))
-        up, low = both(jnp.stack([mu, ml]))
-        du, dl = up[0], low[1]
-        valid = jnp.where(first, du <= delta, valid)
-        ok_u = (du <= delta) & ~first
-        bad_l = (dl > delta) & ~first
-        lo_u, hi_u = jnp.where(ok_u | first, lo_u, mu), jnp.where(ok_u, mu, hi_u)
-        lo_l, hi_l = jnp.where(bad_l, ml, lo_l), jnp.where(bad_l | first, hi_l, ml)
-        return it + 1, lo_u, hi_u, lo_l, hi_l, valid
+        it, lo, hi, r, sp, ref, nref, zone, widen = st
+        need = ~_in_range(r, eps0, s, ref)
+        ref = jax.lax.cond(need, lambda: _build_ref(r, eps0, s), lambda: ref)
+        nref = nref + need.astype(jnp.int32)
+        spread = sp * widen
+        xs = jnp.stack([r, r * (1.0 - spread), r * (1.0 + spread)])
+        xs = jnp.clip(xs, lo, hi)
+        ok = ranges(xs, ref)
+        ev = evals(xs, ref)
+        feas = ok & (ev.up <= delta)
+        infe = ok & (ev.lo > delta)
+        hi_new = jnp.minimum(hi, jnp.min(jnp.where(feas, xs, jnp.inf)))
+        lo_new = jnp.maximum(lo, jnp.max(jnp.where(infe, xs, -jnp.inf)))
+        shrunk = (hi_new < hi) | (lo_new > lo)
+        lo, hi = lo_new, hi_new
+        widen = jnp.where(shrunk, 1.0, 2.0 * widen)
+        # Newton from the centre point (always within the tables).
+        e0 = jax.tree_util.tree_map(lambda a: a[0], ev)
+        good, r_log, r_lin = _newton(xs[0], e0, delta)
+        good = good & ok[0]
+        # Resolution of the float64 bounds in eps: the width over which up > delta >= lo can both hold.
+        unsure = ok[0] & (e0.up > delta) & (e0.lo <= delta)
+        # (Rounding only: where the truncated tails dominate the gap, the two ends have separate roots and
+        # the loop runs on to max_iter, refining each.)
+        zone = jnp.where(unsure, jnp.where(good, e0.gap / jnp.maximum(-e0.slope, 1e-300), hi - lo), zone)
+        inside = lambda v: good & (v > lo) & (v < hi)
+        mid = jnp.where(lo > 0, jnp.sqrt(lo * hi), hi / 16.0)
+        bisect = (it >= 8) & (it % 2 == 1)  # guarantees progress if Newton stalls
+        rn = jnp.where(inside(r_log) & ~bisect, r_log, jnp.where(inside(r_lin) & ~bisect, r_lin, mid))
+        newton = (inside(r_log) | inside(r_lin)) & ~bisect
+        # Predicted relative error of rn: ~ (relative step)^2 for Newton; a quarter bracket for bisection.
+        step = jnp.abs(rn - xs[0]) / jnp.maximum(rn, 1e-300)
+        sp = jnp.where(newton, jnp.minimum(4.0 * step * step, 0.05), 0.25 * (hi - lo) / jnp.maximum(rn, 1e-300))
+        sp = jnp.maximum(sp, jnp.maximum(0.25 * rtol, 1.5 * zone / jnp.maximum(rn, 1e-300)))
+        # The root may be at 0 (delta >= total variation): try 0 when Newton points below the bracket.
+        try0 = (lo == 0) & good & (r_log <= 0) & (r_lin <= lo)
+        rn = jnp.where(try0, 0.0, rn)
+        return it + 1, lo, hi, rn, sp, ref, nref, zone, widen
 
-    zero = jnp.zeros((), jnp.float64)
-    state = (0, zero, eps0 + zero, zero, eps0 + zero, jnp.array(True))
-    _, lo_u, hi_u, lo_l, hi_l, valid = jax.lax.while_loop(cond, body, state)
-    upper = jnp.where(valid, hi_u, eps0)
-    lower = jnp.where(valid, jnp.minimum(lo_l, upper), eps0)
-    return ClonesBound(lower, upper, valid)
+    st = (0, zero, eps0 + zero, _guess(eps0, n, delta), zero + 0.05, _dummy_ref(W), jnp.zeros((), jnp.int32),
+          zero, zero + 1.0)
+    it, lo, hi, _, _, _, nref, zone, _ = jax.lax.while_loop(cond, body, st)
+    conv = hi - lo <= rtol * hi
+    upper = jnp.where(ok0, hi, 0.0)
+    lower = jnp.where(ok0, jnp.minimum(lo, hi), 0.0)
+    return ClonesBound(lower, upper, jnp.array(True), conv | ~ok0), it, nref
 
 
-@float64_jit(static_argnames=("W", "L", "tail_sd", "max_iter"))
-def _clones_kernel(eps0, n, delta, rtol, *, W, L, tail_sd, max_iter):
+@float64_jit(static_argnames=("W", "L", "z_lo", "max_iter"))
+def _clones_kernel(eps0, n, delta, rtol, *, W, L, z_lo, max_iter):
     shape = eps0.shape
-    flat = [x.reshape(-1) for x in (eps0, n, delta)]
-    f = partial(_point, W=W, L=L, tail_sd=tail_sd, max_iter=max_iter)
-    out = jax.lax.map(lambda a: f(a[0], a[1], a[2], rtol), jnp.stack(flat, axis=-1))
-    return ClonesBound(*(x.reshape(shape) for x in out))
+    flat = jnp.stack([x.reshape(-1) for x in (eps0, n, delta)], axis=-1)
+    f = partial(_point, W=W, L=L, z_lo=z_lo, max_iter=max_iter)
+    out, it, nref = jax.lax.map(lambda a: f(a[0], a[1], a[2], rtol), flat)
+    return ClonesBound(*(x.reshape(shape) for x in out)), it.reshape(shape), nref.reshape(shape)
 
 
 def _windows(eps0, n, delta, tail_sd):
+    """Static window sizes: W (C window, multiple of 64) and L (F table), and z_lo (sd below the mean)."""
     if tail_sd is None:
-        # Outside mass ~ exp(-tail_sd^2 / 2) well below delta (it is bounded and added, whatever this choice).
-        tail_sd = math.sqrt(2.0 * math.log(1e4 / float(np.min(delta)))) + 1.0
-    tail_sd = float(tail_sd)
+        # Below the window: Pr[C < start] * A1 ~ _RTAIL delta; above: Pr[C > end] * D_last with
+        # D_last <~ 2 delta near the answer, so Pr ~ _RTAIL suffices.  +1 sd for Chernoff vs Gaussian.
+        z_lo = math.sqrt(2.0 * math.log(1.0 / (_RTAIL * float(np.min(delta))))) + 1.0
+        z_hi = math.sqrt(2.0 * math.log(2.0 / _RTAIL)) + 1.0
+    else:
+        z_lo = z_hi = float(tail_sd)
     p = np.exp(-eps0)
-    var = float(np.max((n - 1.0) * p * (1.0 - p)))
-    W = _bucket(min(B.window_size(var, tail_sd), int(np.max(n)) + 2))
-    cmax = float(np.max((n - 1.0) * p)) + tail_sd * math.sqrt(var) + 2.0
-    L = _bucket(min(B.window_size(cmax / 4.0, tail_sd), int(cmax) + 3))
-    return W, L, tail_sd
+    var = float(np.max((n - 1.0) * p * -np.expm1(-eps0)))
+    sd = math.sqrt(var)
+    W = math.ceil((z_lo + z_hi) * sd) + 4
+    W = min(W, int(np.max(n)) + 2)
+    W = _round64(_bucket(W))
+    # F table: z_lo sd of Bin(c0, 1/2) below its centre (its own Chernoff tail ~ _RTAIL delta).
+    cmax = float(np.max((n - 1.0) * p)) + 2.0
+    zf = math.sqrt(2.0 * math.log(1.0 / (_RTAIL * float(np.min(delta))))) + 1.0 if tail_sd is None else z_lo
+    L = math.ceil(zf * math.sqrt(cmax) / 2.0) + 4
+    L = min(L, int(cmax / 2.0) + 4)
+    L = _round64(_bucket(L))
+    return W, L, float(z_lo)
+
+
+def _round64(w):
+    return max(_BLK, -(-int(w) // _BLK) * _BLK)
 
 
 def _check(eps0, n, delta):
-    eps0 = _validate.nonnegative("eps0", eps0)
+    eps0 = _validate.finite("eps0", _validate.nonnegative("eps0", eps0))
+    if np.any(eps0 > 700.0):
+        bad = eps0[eps0 > 700.0].flat[0]
+        raise ValueError(f"Expected eps0 <= 700 (e^eps0 must be finite in float64), got eps0={bad}.")
     n = np.asarray(_validate.integer("n", n, minimum=1), dtype=np.float64)
     delta = _validate.unit_open("delta", delta)
     shape = _validate.broadcastable(eps0=eps0, n=n, delta=delta)
     return [np.broadcast_to(x, shape).astype(np.float64) for x in (eps0, n, delta)]
 
 
-def clones_epsilon(eps0, n, delta, *, rtol=1e-9, tail_sd=None, max_iter=200) -> ClonesBound:
-    """Feldman-McMillan-Talwar 2021 numerical shuffling bound: ClonesBound(lower, upper, valid).
+def clones_epsilon(eps0, n, delta, *, rtol=1e-9, tail_sd=None, max_iter=100) -> ClonesBound:
+    """Feldman-McMillan-Talwar 2021 numerical shuffling bound: ClonesBound(lower, upper, valid, converged).
 
-    eps0 (local eps0-LDP), n (users), delta broadcast (grids of any shape).  Bisection on [0, eps0] to
-    relative width ``rtol``; ``tail_sd`` sets the C window (default from delta: the Chernoff-bounded outside
-    mass, added to delta, stays ~1e-4 delta).  The window width, fixed at compile time, is the largest
-    O(sqrt(n e^-eps0)) of the batch, so n = 1e8 takes a window of ~1e5 points.
+    eps0 (local eps0-LDP), n (users), delta broadcast (grids of any shape).  Safeguarded Newton / bisection
+    on [0, eps0] to a bracket of relative width ``rtol`` (the bracket is sound whatever the width reached;
+    ``converged`` says whether rtol was met).  ``tail_sd`` overrides the C window (in standard deviations
+    each side; default from delta: the truncated mass, bounded and added to delta, is ~1e-10 delta).  The
+    window width, fixed at compile time, is the largest O(sqrt(n e^-eps0)) of the batch: n = 1e8 takes a
+    window of ~1e5 points.
     """
     eps0, n, delta = _check(eps0, n, delta)
     rtol = float(_validate.positive("rtol", rtol))
-    W, L, tail_sd = _windows(eps0, n, delta, tail_sd)
+    W, L, z_lo = _windows(eps0, n, delta, tail_sd)
     with x64_scope():
-        return _clones_kernel(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(delta), jnp.asarray(rtol), W=W, L=L,
-                              tail_sd=tail_sd, max_iter=int(max_iter))
+        out, _, _ = _clones_kernel(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(delta), jnp.asarray(rtol), W=W,
+                                   L=L, z_lo=z_lo, max_iter=int(max_iter))
+    return out
+
+
+def _clones_epsilon_stats(eps0, n, delta, *, rtol=1e-9, tail_sd=None, max_iter=100):
+    """clones_epsilon plus (iterations, reference builds) per point (benchmarks and tests)."""
+    eps0, n, delta = _check(eps0, n, delta)
+    W, L, z_lo = _windows(eps0, n, delta, tail_sd)
+    with x64_scope():
+        return _clones_kernel(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(delta), jnp.asarray(float(rtol)), W=W,
+                              L=L, z_lo=z_lo, max_iter=int(max_iter))
 
 
 class ClonesDelta(NamedTuple):
     upper: jax.Array  #: sound upper bound on max(D(P||Q), D(Q||P)) (truncated mass included)
     lower: jax.Array  #: lower bound on the same
     pq_lower: jax.Array  #: lower bound on D(P||Q)
-    qp_lower: jax.Array  #: lower bound on D(Q||P)
+    qp_lower: jax.Array  #: lower bound on D(Q||P) (= D(P||Q) by the mirror symmetry, module docstring)
     pq_upper: jax.Array
     qp_upper: jax.Array
 
 
-@float64_jit(static_argnames=("W", "L", "tail_sd"))
-def _clones_delta_kernel(eps, eps0, n, *, W, L, tail_sd):
+@float64_jit(static_argnames=("W", "L", "z_lo"))
+def _clones_delta_kernel(eps, eps0, n, *, W, L, z_lo):
     def one(a):
-        s = _setup(a[1], a[2], W, L, tail_sd)
-        return _deltas(a[0], a[1], s)
+        e, e0 = a[0], jnp.where(a[1] > 0, a[1], 1.0)
+        s = _setup(e0, a[2], W, L, z_lo)
+        live = e < e0
+        r = _build_ref(jnp.where(live, e, 0.5 * e0), e0, s)
+        ev = _eval(e, e0, s, r)
+        up = jnp.where(a[1] > 0, ev.up, 0.0)
+        lo = jnp.where(a[1] > 0, ev.lo, 0.0)
+        return up, lo
 
     shape = eps.shape
-    out = jax.lax.map(one, jnp.stack([x.reshape(-1) for x in (eps, eps0, n)], axis=-1))
-    return ClonesDelta(*(x.reshape(shape) for x in out))
+    up, lo = jax.lax.map(one, jnp.stack([x.reshape(-1) for x in (eps, eps0, n)], axis=-1))
+    up, lo = up.reshape(shape), lo.reshape(shape)
+    return ClonesDelta(up, lo, lo, lo, up, up)
 
 
-def clones_delta(eps, *, eps0, n, tail_sd=12.0) -> ClonesDelta:
-    """delta(eps) of the clone pair (both directions, upper and lower bounds), broadcasting."""
+def clones_delta(eps, *, eps0, n, tail_sd=None) -> ClonesDelta:
+    """delta(eps) of the clone pair (upper and lower bounds; both directions are equal), broadcasting."""
     eps = _validate.nonnegative("eps", eps)
     eps0, n, _ = _check(eps0, n, 0.5)
     shape = _validate.broadcastable(eps=eps, eps0=eps0, n=n)
     eps, eps0, n = (np.broadcast_to(x, shape).astype(np.float64) for x in (eps, eps0, n))
-    W, L, tail_sd = _windows(eps0, n, np.array([0.5]), 12.0 if tail_sd is None else tail_sd)
+    W, L, z_lo = _windows(eps0, n, np.array([1e-12]), tail_sd)
     with x64_scope():
-        return _clones_delta_kernel(jnp.asarray(eps), jnp.asarray(eps0), jnp.asarray(n), W=W, L=L, tail_sd=tail_sd)
+        return _clones_delta_kernel(jnp.asarray(eps), jnp.asarray(eps0), jnp.asarray(n), W=W, L=L, z_lo=z_lo)
