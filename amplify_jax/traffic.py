@@ -461,8 +461,8 @@ def scrambler_epsilon(
     Where no eps below the local guarantee ``ln(1 + (1 - sigma) T / sigma)`` reaches delta, that guarantee is
     returned with ``status = 1`` (+inf for sigma = 0, where no finite eps exists; then ``achieved`` is the
     bound at eps = 50).  For Monte Carlo the draws are shared by every eps tried (common random numbers; the
-    upper confidence bound is monotone in eps) and the returned eps is re-checked with independent draws
-    (``status = 1`` and the local guarantee when the re-check fails).
+    upper confidence bound is monotone in eps, so the returned eps holds with probability >= ``confidence``;
+    see ``shuffle._blanket.rr_epsilon``).
     """
     V.one_of("method", method, METHODS)
     dl = V.unit_open("delta", delta)

@@ -610,9 +610,9 @@ def _run_planned(call, plan: _Plan, arrays, outputs: int):
         F = jnp.asarray(_half_cdf_np(plan.r0, plan.rows, plan.cols))
         r0 = jnp.asarray(float(plan.r0))
         pending = []
-        for statics, sel, c, nsteps in plan.chunks:
+        for i, (statics, sel, c, nsteps) in enumerate(plan.chunks):
             pad = np.concatenate([sel, np.full(c - sel.shape[0], sel[0])])
-            res = call(statics, [a[pad] for a in arrays], F, r0, jnp.asarray(nsteps))
+            res = call(statics, [a[pad] for a in arrays], F, r0, jnp.asarray(nsteps) if nsteps >= 0 else i)
             pending.append((sel, res))
         outs = [np.empty(size, dtype=np.float64) for _ in range(outputs)]
         for sel, res in pending:
@@ -660,23 +660,29 @@ def _search(cdf, u, length: int, base=0):
 
 
 class _MCDraws(NamedTuple):
-    K: jax.Array  #: number of summands, per sample
+    K: jax.Array  #: number of summands, per sample (points x samples)
     M: jax.Array  #: N1 + N2, per sample
     out: jax.Array  #: True where a draw left its window (the sample is then counted as its bound B)
     slack: jax.Array  #: per point: bound on |E_sampled - E_true| / B from the 32-bit uniforms and round-off
 
 
-def _mc_draws(key, n, d, T, sigma, *, Wm, Wj, samples, tail_sd):
-    """Exact draws of (K, M) for one point by inversion of tabulated CDFs, independent of eps.
+@functools.lru_cache(maxsize=32)
+def _pascal_cdf_np(T: float, rows: int, cols: int) -> np.ndarray:
+    """P(Bin(r, 2/T) <= x) for r < rows, x < cols, by the Pascal recurrence F_{r+1}(x) = q F_r(x) + p F_r(x-1)
+    (exact up to round-off, no truncation: values at x < cols only use values at x - 1 >= -1)."""
+    p = 2.0 / T
+    out = np.empty((rows, cols))
+    row = np.ones(cols)
+    for r in range(rows):
+        out[r] = row
+        row = (1.0 - p) * row + p * np.concatenate([[0.0], row[:-1]])
+    out.setflags(write=False)
+    return out
 
-    m' ~ Bin(n-1, sigma) over a window of Wm values (pmf by the ratio recurrence, CDF by cumsum), K = m'+1+d;
-    M | K ~ Bin(K, 2/T) = J0 + dJ with J0 ~ Bin(K_lo, 2/T) (K_lo = the smallest K of the window; a window of
-    Wj values) and dJ | K ~ Bin(K - K_lo, 2/T) (a table of CDFs over counts 0..Wm-1 and values 0..Wj-1, by
-    the Pascal recurrence F_{r+1}(x) = q F_r(x) + p F_r(x-1), no truncation inside the table).  A uniform
-    beyond a window's total mass marks the sample ``out`` (it then counts as the bound B: an upper bound on
-    any truncation).  Uniforms have 32 bits: each index's probability is off by < 2^-32, so the mean of any
-    [0, B] function moves by < (number of atoms) 2^-32 B per draw (``slack``).
-    """
+
+def _mc_windows(n, d, T, sigma, *, Wm, Wj, tail_sd):
+    """Per point: the m' window (start j0, CDF over Wm values) and the J0 ~ Bin(K_lo, 2/T) window (start b0,
+    CDF over Wj values), K_lo = j0 + 1 + d; pmfs by the ratio recurrence from Loader's log-pmf."""
     p = 2.0 / T
     q = 1.0 - p
     N = n - 1.0
@@ -693,23 +699,42 @@ def _mc_draws(key, n, d, T, sigma, *, Wm, Wj, samples, tail_sd):
     jb, wb = _pmf_run(log_binom_pmf(b0, K_lo, p), K_lo, p, b0, Wj)
     wb = jnp.where(p >= 1.0, (jb == K_lo).astype(jnp.float64), wb)
     cdf_b = jnp.cumsum(jnp.where(jb <= K_lo, wb, 0.0))
+    return j0, cdf_m, K_lo, b0, cdf_b
 
-    def pascal(row, _):
-        nxt = q * row + p * jnp.concatenate([jnp.zeros((1,)), row[:-1]])
-        return nxt, row
 
-    _, table = jax.lax.scan(pascal, jnp.ones((Wj,)), None, length=Wm)  # (Wm, Wj): P(Bin(r, p) <= x)
-    bits = jax.random.bits(key, (3, samples), dtype=jnp.uint32)
-    u = bits.astype(jnp.float64) * (2.0 ** -32)
-    r = _search(cdf_m, u[0], Wm)
-    xb = _search(cdf_b, u[1], Wj)
+def _mc_draws(key, n, d, T, sigma, table, *, Wm, Wj, samples, tail_sd):
+    """Exact draws of (K, M) for a chunk of points (leading axis) by inversion of tabulated CDFs; eps-free.
+    ``key``: one PRNG key for the chunk (its bits are drawn in one block: several times faster than a key
+    per point under vmap).
+
+    m' ~ Bin(n-1, sigma) over a window of Wm values, K = m'+1+d; M | K ~ Bin(K, 2/T) = J0 + dJ with
+    J0 ~ Bin(K_lo, 2/T) (K_lo the smallest K of the window; a window of Wj values) and
+    dJ | K ~ Bin(K - K_lo, 2/T) from ``table`` (the chunk's common T; :func:`_pascal_cdf_np`).  A uniform beyond
+    a window's total mass marks the sample ``out`` (it then counts as the bound B: an upper bound on every
+    truncation).  Uniforms have 32 bits (two per 64-bit word): each index's probability is off by < 2^-32,
+    so the mean of any [0, B] function moves by < (number of atoms) 2^-32 B per draw (``slack``).  The
+    binary searches gather from flat arrays (log2 of the window size gathers per draw).
+    """
+    c = n.shape[0]
+    j0, cdf_m, K_lo, b0, cdf_b = jax.vmap(partial(_mc_windows, Wm=Wm, Wj=Wj, tail_sd=tail_sd))(n, d, T, sigma)
+    words = jax.random.bits(key, (c, 2, samples), dtype=jnp.uint64)  # one stream for the chunk
+    scale = 2.0 ** -32
+    u1 = (words[:, 0] >> 32).astype(jnp.float64) * scale
+    u2 = (words[:, 0] & 0xFFFFFFFF).astype(jnp.float64) * scale
+    u3 = (words[:, 1] >> 32).astype(jnp.float64) * scale
+    # materialize the uniforms (otherwise XLA may fuse the bit generator into every step of the searches)
+    u1, u2, u3 = jax.lax.optimization_barrier((u1, u2, u3))
+    rows = jnp.arange(c, dtype=jnp.int32)[:, None]
+    r = _search(cdf_m.reshape(-1), u1, Wm, base=rows * Wm)
+    xb = _search(cdf_b.reshape(-1), u2, Wj, base=rows * Wj)
     rc = jnp.minimum(r, Wm - 1)
-    dx = _search(table.reshape(-1), u[2], Wj, base=rc * Wj)
+    dx = _search(table.reshape(-1), u3, Wj, base=rc * Wj)
+    r, xb, dx = jax.lax.optimization_barrier((r, xb, dx))
     out = (r >= Wm) | (xb >= Wj) | (dx >= Wj)
-    K = K_lo + rc.astype(jnp.float64)
-    M = b0 + jnp.minimum(xb, Wj - 1).astype(jnp.float64) + jnp.minimum(dx, Wj - 1).astype(jnp.float64)
+    K = K_lo[:, None] + rc.astype(jnp.float64)
+    M = b0[:, None] + jnp.minimum(xb, Wj - 1).astype(jnp.float64) + jnp.minimum(dx, Wj - 1).astype(jnp.float64)
     out = out | (M > K)
-    slack = (Wm + 2.0 * Wj + 3.0) * 2.0 ** -32 + 8.0 * (Wm + Wj) * _U
+    slack = jnp.full((c,), (Wm + 2.0 * Wj + 3.0) * scale + 8.0 * (Wm + Wj) * _U)
     return _MCDraws(K, M, out, slack)
 
 
@@ -749,8 +774,9 @@ def _mc_from_draws(eps, T, sigma, draws: _MCDraws, F, r0, alpha):
     eps = jnp.minimum(eps, _EPS_CLIP)
     ts = (1.0 - sigma) * T
     B = jnp.maximum(ts - sigma * jnp.expm1(eps), 0.0)
-    h, inside = _h_pair(draws.M, draws.K, eps, T, sigma, F, r0)
-    Y = jnp.where(draws.out | ~inside, B, jnp.minimum(h / draws.K * (1.0 + _REL_MARGIN), B))
+    h, inside = _h_pair(draws.M, draws.K, eps[:, None], T[:, None], sigma[:, None], F, r0)
+    Bs = B[:, None]
+    Y = jnp.where(draws.out | ~inside, Bs, jnp.minimum(h / draws.K * (1.0 + _REL_MARGIN), Bs))
     R = Y.shape[-1]
     mean = jnp.mean(Y, axis=-1)
     s = B * jnp.log(1.0 / alpha) / R
@@ -760,15 +786,15 @@ def _mc_from_draws(eps, T, sigma, draws: _MCDraws, F, r0, alpha):
     return jnp.where(B > 0, mean, 0.0), ucb
 
 
-def _mc_point(key, eps, n, d, T, sigma, alpha, F, r0, *, Wm, Wj, samples, tail_sd):
-    draws = _mc_draws(key, n, d, T, sigma, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+def _mc_eval(key, eps, n, d, T, sigma, alpha, table, F, r0, *, Wm, Wj, samples, tail_sd):
+    draws = _mc_draws(key, n, d, T, sigma, table, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
     return _mc_from_draws(eps, T, sigma, draws, F, r0, alpha)
 
 
 @float64_jit(static_argnames=("Wm", "Wj", "samples", "tail_sd"))
-def _mc_chunk(keys, eps, n, d, T, sigma, alpha, F, r0, *, Wm, Wj, samples, tail_sd):
-    f = partial(_mc_point, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
-    return jax.vmap(f, in_axes=(0, 0, 0, 0, 0, 0, 0, None, None))(keys, eps, n, d, T, sigma, alpha, F, r0)
+def _mc_chunk(key, eps, n, d, T, sigma, alpha, table, F, r0, *, Wm, Wj, samples, tail_sd):
+    return _mc_eval(key, eps, n, d, T, sigma, alpha, table, F, r0, Wm=Wm, Wj=Wj, samples=samples,
+                    tail_sd=tail_sd)
 
 
 def _plan_mc(n, d, T, sigma, tail_sd, samples):
@@ -784,14 +810,14 @@ def _plan_mc(n, d, T, sigma, tail_sd, samples):
     for i in range(n.shape[0]):
         Wm = _pow2(wm[i])
         x = Wm * p[i] + tail_sd * math.sqrt(Wm * p[i] * (1.0 - p[i])) + 3.0
-        keys.setdefault((Wm, _pow2(max(wb[i], x))), []).append(i)
+        keys.setdefault((Wm, _pow2(max(wb[i], x)), float(T[i])), []).append(i)
     chunks = []
     for key, idx in sorted(keys.items()):
         idx = np.asarray(idx, dtype=np.int64)
         c = max(1, (1 << 21) // (samples * 4))
         c = int(min(1 << (c.bit_length() - 1), _pow2(idx.shape[0], 1)))
         for b in range(0, idx.shape[0], c):
-            chunks.append((key, idx[b:b + c], c, 0.0))
+            chunks.append((key, idx[b:b + c], c, -1.0))
     Kmax = np.minimum(np.ceil(N * sigma + tail_sd * sd) + 1.0, N) + d + 1.0
     hi = np.minimum(Kmax * p + tail_sd * np.sqrt(Kmax * p * (1.0 - p)) + 10.0, Kmax) + 2.0
     rows = _pow2(max(int(np.max(hi)) + 1, 256)) if hi.size else 256
@@ -799,30 +825,29 @@ def _plan_mc(n, d, T, sigma, tail_sd, samples):
 
 
 def _mc_planned(key, eps, n, d, T, sigma, alpha, tail_sd, samples):
-    """(ucb, mean) of the Monte Carlo method for flat float arrays; point i uses fold_in(key, i)."""
+    """(ucb, mean) of the Monte Carlo method for flat float arrays; the chunk number i of the plan draws from
+    fold_in(key, i)."""
     plan = _plan_mc(n, d, T, sigma, tail_sd, samples)
-    with x64_scope():
-        idx = jnp.arange(n.shape[0], dtype=jnp.uint32)
-        keys = np.asarray(jax.vmap(lambda i: jax.random.fold_in(jnp.asarray(key), i))(idx))
 
-    def call(statics, a, F, r0, _):
-        Wm, Wj = statics
-        k = a[0].astype(np.uint32)
-        mean, ucb = _mc_chunk(k, *a[1:], F, r0, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+    def call(statics, a, F, r0, i):
+        Wm, Wj, T_ = statics
+        table = jnp.asarray(_pascal_cdf_np(T_, Wm, Wj))
+        k = jax.random.fold_in(jnp.asarray(key), i)
+        mean, ucb = _mc_chunk(k, *a, table, F, r0, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
         return ucb, mean
 
-    return _run_planned(call, plan, [keys, eps, n, d, T, sigma, alpha], 2)
+    return _run_planned(call, plan, [eps, n, d, T, sigma, alpha], 2)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Fixed-size kernel for traced use (parameters inside another kernel, e.g. a deployment inversion)
 
-_TRACED_WM, _TRACED_S, _TRACED_ROWS = 128, 16, 512
+_TRACED_WM, _TRACED_S, _TRACED_ROWS = 256, 8, 512
 
 
 def rr_delta_traced(method, eps, n, d, T, sigma, tail_sd=DEFAULT_TAIL_SD):
     """Lemma 2 for the target randomizer as a pure jnp function of (broadcasting) arrays, with static windows
-    (128 bins of up to 16 m' values; a 512-row CDF table; the inner loop's length is the largest need in the
+    (256 bins of up to 8 m' values; a 512-row CDF table; the inner loop's length is the largest need in the
     batch, capped at 448): for use inside other kernels, where the parameters are traced.  Sound for every
     input (truncations bounded, K capped where the table ends, with the Bennett bound); exact while the
     windows suffice.  ``method`` in {"hoeffding", "bennett", "exact"}."""
@@ -992,46 +1017,45 @@ def _rr_eps_chunk(method, delta, n, d, T, sigma, eps0, rtol, F, r0, nsteps, *, W
 
 
 @float64_jit(static_argnames=("Wm", "Wj", "samples", "tail_sd"))
-def _mc_eps_chunk(keys, keys_check, delta, n, d, T, sigma, alpha, eps0, rtol, F, r0, *, Wm, Wj, samples, tail_sd):
-    draws = jax.vmap(partial(_mc_draws, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd))(keys, n, d, T, sigma)
-    ucb = jax.vmap(lambda e, t, s, a, dr: _mc_from_draws(e, t, s, dr, F, r0, a)[1])
+def _mc_eps_chunk(key, delta, n, d, T, sigma, alpha, eps0, rtol, table, F, r0, *, Wm, Wj, samples,
+                  tail_sd):
+    draws = _mc_draws(key, n, d, T, sigma, table, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
 
     def fn(x, T, sigma, alpha):
-        return ucb(x, T, sigma, alpha, draws)
+        return _mc_from_draws(x, T, sigma, draws, F, r0, alpha)[1]
 
     inv = invert_monotone_kernel(fn, delta, (T, sigma, alpha), _EPS_FLOOR, _search_hi(eps0), above=True,
                                  rtol=rtol, integer=False)
-    # Re-check with independent draws: the search chose eps with the first ones.
-    check = jax.vmap(partial(_mc_point, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd),
-                     in_axes=(0, 0, 0, 0, 0, 0, 0, None, None))(keys_check, inv.value, n, d, T, sigma, alpha, F, r0)[1]
-    status = jnp.where((inv.status != INFEASIBLE) & (check > delta), NOT_MONOTONE, inv.status)
-    return _inversion_result(inv.value, status, jnp.where(status == INFEASIBLE, inv.achieved, check), eps0)
+    return _inversion_result(*inv, eps0)
 
 
 def rr_epsilon(method, delta, n, d, T, sigma, eps0, *, rtol=1e-9, key=None, confidence=0.95, samples=5000,
                tail_sd=DEFAULT_TAIL_SD):
     """The smallest eps with the Lemma 2 delta of the target randomizer <= delta (validated numpy inputs that
     broadcast): numpy (epsilon, fallback, delta) of the broadcast shape, the engine of :func:`blanket_epsilon`
-    and ``amplify_jax.traffic.scrambler_epsilon``."""
+    and ``amplify_jax.traffic.scrambler_epsilon``.
+
+    Monte Carlo: one set of draws serves every eps of the search (common random numbers).  For fixed draws
+    the upper confidence bound U(eps) is non-increasing in eps (see :func:`_mc_from_draws`), so the returned
+    eps* (U(eps*) <= delta) can fall below the true threshold eps_t only if U(e) <= delta < delta(e) at every
+    fixed e in (eps*, eps_t): an event of probability <= 1 - confidence for each fixed e, hence
+    P(eps* < eps_t) <= 1 - confidence.  No re-check with fresh draws is needed (one would fail half the time
+    at the boundary, for no gain in confidence)."""
     shape = np.broadcast_shapes(*(np.shape(x) for x in (delta, n, d, T, sigma, eps0)))
     fdl, fn, fd, fT, fs, fe0 = _flat(shape, delta, n, d, T, sigma, eps0)
     rt = float(rtol)
     if method == "monte_carlo":
         k = _as_key(key)
-        with x64_scope():
-            k1, k2 = jax.random.split(jnp.asarray(k))
-            idx = jnp.arange(fn.shape[0], dtype=jnp.uint32)
-            ks = np.asarray(jax.vmap(lambda i: jax.random.fold_in(k1, i))(idx))
-            kc = np.asarray(jax.vmap(lambda i: jax.random.fold_in(k2, i))(idx))
         alpha = np.full(fn.shape, 1.0 - float(confidence))
         plan = _plan_mc(fn, fd, fT, fs, tail_sd, int(samples))
 
-        def call(statics, a, F, r0, _):
-            Wm, Wj = statics
-            return _mc_eps_chunk(a[0].astype(np.uint32), a[1].astype(np.uint32), *a[2:], jnp.asarray(rt), F, r0,
-                                 Wm=Wm, Wj=Wj, samples=int(samples), tail_sd=tail_sd)
+        def call(statics, a, F, r0, i):
+            Wm, Wj, T_ = statics
+            table = jnp.asarray(_pascal_cdf_np(T_, Wm, Wj))
+            return _mc_eps_chunk(jax.random.fold_in(jnp.asarray(k), i), *a, jnp.asarray(rt), table, F, r0, Wm=Wm, Wj=Wj, samples=int(samples),
+                                 tail_sd=tail_sd)
 
-        out = _run_planned(call, plan, [ks, kc, fdl, fn, fd, fT, fs, alpha, fe0], 3)
+        out = _run_planned(call, plan, [fdl, fn, fd, fT, fs, alpha, fe0], 3)
     else:
         plan = _plan_rr(fn, fd, fT, fs, tail_sd)
 
@@ -1050,8 +1074,8 @@ def blanket_epsilon(delta, *, n, randomizer, dummies=0, method="hoeffding", key=
     local guarantee, capped at 50 when infinite; the feasible endpoint, relative width ``rtol``).  Where even
     eps0 does not reach delta (or the re-check fails) the result falls back to the local guarantee eps0 (inf
     for the target randomizer with sigma = 0) with ``fallback=True``.  Monte Carlo: the search uses draws
-    from ``key`` (common random numbers for every eps), and the returned eps is re-checked with independent
-    draws; a failed re-check also falls back.
+    from ``key`` (common random numbers for every eps; the bound is monotone in eps, so the returned eps
+    keeps the confidence level, see :func:`rr_epsilon`).
     """
     delta = _validate.unit_open("delta", delta)
     r, n, d, shape, tail_sd = _prepare("delta", delta, n, dummies, randomizer, method, tail_sd)
