@@ -45,9 +45,15 @@ How the accountant computes
   vertex v moves lambda_2 down by at most max_u w_uv; Fiedler 1973).  (An earlier Schur-complement/Woodbury
   update of the *undeflated* Sigma^{-1} for adversary II was removed: it loses all accuracy when sigma_cor >>
   sigma_unc and under-reported eps1 by up to 17%; the certified update deflates first and checks itself.)
+  Wherever only a bound is available (beyond enumeration, n >= LARGE_N), the value is the smaller of that
+  spectral bound and a local flow bound (:func:`_tree_diag_bound`: [Sigma_H^{-1}]_ii is the effective
+  resistance from i to ground, bounded by Thomson's principle with flows on i's non-backtracking tree, at
+  every node the c strongest branches removed), which needs no eigendecomposition and does not collapse to
+  local DP when a(G) <= c w_max.
 - Graphs with n >= ``LARGE_N`` users: no dense eigendecomposition; the result is the spectral bound with a
   *certified* lower bound on a(G): a shift-invert Lanczos estimate t, then Sylvester's law of inertia on a
-  sparse LDL^T of L - t I (exactly one negative pivot <=> lambda_2 > t).  Flagged ``exact=False``.
+  sparse LDL^T of L - t I (exactly one negative pivot <=> lambda_2 > t), or the flow bound if smaller.
+  Flagged ``exact=False``.
 
 Soundness: every exact value on the eigendecomposition and direct paths gets an absolute rounding margin of
 ``8 n u / sigma_unc^2`` (u = 2^-53, the size of the error of a sum of n terms bounded by 1/sigma_unc^2), and
@@ -1001,6 +1007,125 @@ def _curious_fast(g: SecGraph, su2, sc2, spec):
     return out_hi, out_lo, exact
 
 
+# ----------------------------------------------------------------------------------------------------------
+# A local bound for removals beyond enumeration: flows on non-backtracking trees (Thomson's principle)
+
+_TREE_ENTRIES = 1 << 20  # total entries of the unrolled trees of all users, or 8 n (sets the largest depth)
+_TREE_MAX_DEPTH = 8
+
+
+def _tree_levels(g: SecGraph):
+    """Non-backtracking unrolled trees of every user (root), as deep as ``_TREE_ENTRIES`` allows (cached):
+    a list of levels, each a dict with, per entry, the graph node, its root, the node before it (``prev``),
+    the index of its parent entry in the previous level and its slot among the parent's children, and the
+    weight of the edge to the parent."""
+    if getattr(g, "_tree", None) is not None:
+        return g._tree
+    nbr, wts, _ = g.neighbours()
+    n = g.n
+    roots = np.arange(n)
+    level = dict(node=roots, root=roots, prev=np.full(n, -1), parent=None, slot=None, w=None)
+    levels = [level]
+    total = n
+    for _ in range(_TREE_MAX_DEPTH):
+        node, root, prev = level["node"], level["root"], level["prev"]
+        cand, cw = nbr[node], wts[node]
+        ok = (cw > 0) & (cand != prev[:, None]) & (cand != root[:, None])
+        size = int(ok.sum())
+        if size == 0 or total + size > max(_TREE_ENTRIES, 8 * n):
+            break
+        ent, slot = np.nonzero(ok)
+        level = dict(node=cand[ok], root=root[ent], prev=node[ent], parent=ent, slot=slot, w=cw[ok])
+        levels.append(level)
+        total += size
+    g._tree = (levels, nbr.shape[1])
+    return g._tree
+
+
+def _tree_shares(levels, depth, n, decay):
+    """Shares of the copies in the trees truncated at ``depth``: a node (ground edge) or edge occurring several
+    times in one root's tree gives its copy at depth t the share decay^t / sum over its copies of decay^t'
+    (shares sum to 1).  Returns per level (node_share, edge_share)."""
+    keys, ekeys, wt, ewt = [], [], [], []
+    for t in range(depth + 1):
+        lv = levels[t]
+        keys.append(lv["root"] * n + lv["node"])
+        wt.append(np.full(lv["node"].size, decay**t))
+        if t > 0:
+            lo_, hi_ = np.minimum(lv["node"], lv["prev"]), np.maximum(lv["node"], lv["prev"])
+            ekeys.append((lv["root"] * n + lo_) * n + hi_)
+            ewt.append(np.full(lv["node"].size, decay**t))
+    _, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    allw = np.concatenate(wt)
+    node_share = allw / np.bincount(inv, weights=allw)[inv]
+    if depth > 0:
+        _, inv_e = np.unique(np.concatenate(ekeys), return_inverse=True)
+        allwe = np.concatenate(ewt)
+        edge_share = allwe / np.bincount(inv_e, weights=allwe)[inv_e]
+    out, start, e_start = [], 0, 0
+    for t in range(depth + 1):
+        m = levels[t]["node"].size
+        ns = node_share[start : start + m]
+        start += m
+        es = None
+        if t > 0:
+            es = edge_share[e_start : e_start + m]
+            e_start += m
+        out.append((ns, es))
+    return out
+
+
+def _tree_diag_bound(g: SecGraph, removed: int, su2, sc2):
+    """Upper bound on max over removed sets |S| <= ``removed`` and honest i of [Sigma_{G-S}^{-1}]_ii, for every
+    pair, from local flows; sound for any graph, connected or not, and cheap (no eigendecomposition).
+
+    Sigma_H = sigma_unc^2 I + sigma_cor^2 L_H is the grounded Laplacian of the network with a conductance
+    sigma_unc^2 from every user to ground and sigma_cor^2 w_uv on every edge, so [Sigma_H^{-1}]_ii is the
+    effective resistance from i to ground, and by Thomson's principle at most the energy of any unit flow from
+    i to ground in G - S (Doyle and Snell, Random Walks and Electric Networks, 1984, Ch. 1.3-1.4).  The flows
+    used run on the non-backtracking tree of i unrolled to depth r (:func:`_tree_levels`): a node or edge
+    occurring several times in the tree splits its conductance among its copies in shares theta summing to 1
+    (:func:`_tree_shares`); summing the copies' flows back costs at most sum f_c^2 / (theta_c g) by
+    Cauchy-Schwarz, so the tree's resistance bounds the graph's.  Removals: at every tree node the children
+    with the c largest branch conductances are dropped (a set of c users removes at most c children anywhere,
+    and conductance is monotone), which covers every |S| <= c at once (i in H).  The minimum over depths
+    r = 1..R and two share profiles (uniform, decaying like 1/(d_max - 1) per level) is returned.  Rounding:
+    each level adds a few relative u, absorbed by a final factor.
+    """
+    levels, dmax = _tree_levels(g)
+    n = g.n
+    c = int(removed)
+    best = np.minimum(_LDP_UP / su2, np.inf)
+    if not hasattr(g, "_tree_shares"):
+        g._tree_shares = {}
+    for depth in range(1, len(levels)):
+        for decay in (1.0, 1.0 / max(dmax - 1, 2)):
+            key = (depth, decay)
+            if key not in g._tree_shares:
+                g._tree_shares[key] = _tree_shares(levels, depth, n, decay)
+            shares = g._tree_shares[key]
+            fudge = 1.0 + 8.0 * (dmax + 8) * (depth + 2) * _U
+            for p, (s2, c2) in enumerate(zip(su2, sc2)):
+                s2, c2 = float(s2), float(c2)
+                if c2 == 0.0:
+                    continue
+                cond = s2 * shares[depth][0]
+                for k in range(depth, 0, -1):
+                    lv = levels[k]
+                    a = c2 * lv["w"] * shares[k][1]
+                    branch = a * cond / (a + cond)
+                    table = np.zeros((levels[k - 1]["node"].size, dmax))
+                    table[lv["parent"], lv["slot"]] = branch
+                    if c > 0:
+                        table.sort(axis=1)
+                        kept = table[:, : max(dmax - c, 0)].sum(axis=1)
+                    else:
+                        kept = table.sum(axis=1)
+                    cond = s2 * shares[k - 1][0] + kept
+                best[p] = min(best[p], float(np.max(1.0 / cond)) * fudge)
+    return best
+
+
 def _removal_masks(n, c):
     sets = [s for k in range(1, c + 1) for s in itertools.combinations(range(n), k)]
     masks = np.ones((len(sets), n))
@@ -1033,7 +1158,8 @@ def _step_diag(g: SecGraph, adversary, c, su2, sc2):
     spec = np.minimum(_spectral_diag_bound(n_h, a_lo, su2, sc2) * _LDP_UP, _LDP_UP / su2)
     if n >= LARGE_N:
         dmin = float(g.degrees.min())
-        return spec, spec, ~ones, (1.0 - 8.0 * _U) / (su2 + sc2 * dmin * (1.0 + 4.0 * _U))
+        d = np.minimum(spec, _tree_diag_bound(g, removed, su2, sc2))
+        return d, spec, ~ones, (1.0 - 8.0 * _U) / (su2 + sc2 * dmin * (1.0 + 4.0 * _U))
     margin = _ROUND_ABS * n * _U / su2
     d = _eig_path(g, su2, sc2)  # H = all users: adversary I, and the empty removed set of II/III
     lower = d - margin
@@ -1052,8 +1178,8 @@ def _step_diag(g: SecGraph, adversary, c, su2, sc2):
             hi, lo = _direct_masks(g, _removal_masks(n, removed), su2, sc2, with_lower=True)
             d = np.maximum(d, hi) + margin
             lower = np.maximum(lower, lo) - margin
-        else:
-            d, exact = spec, ~ones
+        else:  # Thm 1's bound or the local flow bound, whichever is smaller
+            d, exact = np.minimum(spec, _tree_diag_bound(g, removed, su2, sc2)), ~ones
     else:
         d = d + margin
     # Sigma_H >= sigma_unc^2 I, so [Sigma_H^{-1}]_ii <= 1/sigma_unc^2 exactly: the margin never goes above it

@@ -723,3 +723,55 @@ def test_certified_curious_matches_direct(n, p, seed, log_su, log_sc):
     assert float(direct.eps1) >= float(cert.eps1_lower)
     assert float(cert.eps1) <= float(direct.eps1) * (1 + 1e-8)
     assert float(cert.spectral) >= float(cert.eps1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the local flow bound (Thomson's principle on unrolled trees) behind the fallbacks beyond enumeration
+
+TREE_GRAPHS = {
+    "petersen": S.adjacency(nx.petersen_graph()),
+    "regular4_10": S.random_regular_graph(10, 4, seed=2),
+    "torus_3x3": S.torus_graph(3),
+    "ring_9": S.ring_graph(9),
+    "er_9": S.erdos_renyi_graph(9, 0.4, seed=5),  # irregular, maybe with articulation points
+}
+
+
+@pytest.mark.parametrize("name", sorted(TREE_GRAPHS))
+def test_tree_bound_never_below_mpmath(name):
+    g = S.prepare_graph(TREE_GRAPHS[name])
+    adj = g.adjacency.toarray()
+    n = g.n
+    for c in (0, 1, 2):
+        sets = [()] + [s for k in range(1, c + 1) for s in itertools.combinations(range(n), k)]
+        su2 = np.array([1.0, 1.0, 0.25, 4.0])
+        sc2 = np.array([1.0, 100.0, 1e4, 0.09])
+        bound = S._tree_diag_bound(g, c, su2, sc2)
+        for p in range(4):
+            exact = float(_mp_eps1(adj, math.sqrt(su2[p]), math.sqrt(sc2[p]), sets)) / 2
+            assert bound[p] >= exact, (c, p)
+            assert bound[p] <= 1.0 / su2[p] * (1 + 1e-14)  # never above local DP
+
+
+def test_tree_bound_tight_without_removals_on_trees():
+    # on a tree graph (no cycle: the unrolled tree is the graph, every share 1) with nothing removed the flow
+    # bound is exact: the path on 6 users against mpmath
+    g = S.adjacency(nx.path_graph(6))
+    su, sc = 0.7, 3.0
+    exact = float(_mp_eps1(g.toarray(), su, sc, [()])) / 2
+    b = float(S._tree_diag_bound(S.prepare_graph(g), 0, np.array([su**2]), np.array([sc**2]))[0])
+    assert exact <= b <= exact * (1 + 1e-12)
+
+
+def test_colluding_beyond_enumeration_uses_the_flow_bound(monkeypatch):
+    # with enumeration disabled, adversary III falls back to min(Thm 1 bound, flow bound): flagged inexact,
+    # sound against mpmath, and at this noise pair strictly tighter than Thm 1's bound (enumerated a(G - S))
+    monkeypatch.setattr(S, "_ENUMERATION_BUDGET", 0.0)
+    g = S.random_regular_graph(12, 4, seed=2)
+    adj = g.toarray()
+    sets = [()] + [s for k in (1, 2) for s in itertools.combinations(range(12), k)]
+    acc = S.step_account(g, sigma_unc=1.0, sigma_cor=1.0, clip=1.0, adversary="colluding", colluders=2)
+    exact = float(_mp_eps1(adj, 1.0, 1.0, sets))
+    assert not bool(acc.exact)
+    assert float(acc.eps1_lower) <= exact <= float(acc.eps1) < float(acc.spectral)
+    assert float(acc.eps1) < 0.6 * float(acc.ldp)
