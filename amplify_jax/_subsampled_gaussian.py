@@ -504,3 +504,50 @@ def log_a_minus_one_fractional_auto(q, sigma, alpha):
             return res
         n = _bucket(top)
     raise RuntimeError(f"panel need did not settle (n_panels={n}, need={top})")  # pragma: no cover
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Integer orders on a fixed grid: the finite binomial series with a static table of log-binomial coefficients
+
+
+def _log_comb_table(alpha, kmax):
+    """log C(alpha_i, k) for the static integer orders alpha_i and k = 0..kmax (-inf outside 2 <= k <= alpha_i).
+
+    Computed once on the host from exact integers (``math.comb``; its log is correctly rounded to ~1 ulp).
+    """
+    table = np.full((len(alpha), kmax + 1), -np.inf)
+    for i, a in enumerate(alpha):
+        a = int(a)
+        for k in range(2, min(a, kmax) + 1):
+            table[i, k] = math.log(math.comb(a, k))
+    return table
+
+
+def log_a_minus_one_integer_grid(q, sigma, alpha, kmax):
+    """log(A_alpha - 1) at the static integer orders ``alpha`` (a tuple, each <= kmax), for q, sigma broadcasting.
+
+    MTZ 2019's integer-order series (their Sec. 3.2), A_alpha - 1 = sum_{k=2}^alpha C(alpha, k) q^k
+    (1 - q)^(alpha - k) expm1(k (k - 1) / (2 sigma^2)), with the k = 0, 1 terms removed against the binomial
+    normalisation (every term is non-negative: no cancellation, accurate relative to A - 1 even at q = 1e-8).
+    Orders are static, so the log-binomial coefficients are a host table, and the sigma- and q-dependent part
+    k log(q / (1 - q)) + log expm1(k (k - 1) / (2 sigma^2)) is shared by every order: one exp per term remains
+    (the log-sum-exp).  Returns shape broadcast(q, sigma) + (len(alpha),).
+    """
+    from .numerics import log_expm1
+
+    a_np = np.asarray(alpha, dtype=np.float64)
+    table = jnp.asarray(_log_comb_table(a_np, kmax))  # (n, kmax + 1)
+    k = np.arange(kmax + 1, dtype=np.float64)
+    rest = jnp.asarray(np.maximum(a_np[:, None] - k[None, :], 0.0))  # alpha - k (0 where masked)
+    q = jnp.asarray(q, dtype=jnp.float64)[..., None]
+    sigma = jnp.asarray(sigma, dtype=jnp.float64)[..., None]
+    lq = jnp.log(q)
+    l1q = jnp.maximum(jnp.log1p(-q), -1e200)  # q = 1: (alpha - k) * l1q is 0 at k = alpha, ~-inf elsewhere
+    kk = jnp.asarray(k)
+    g = kk * lq + log_expm1(jnp.maximum(kk * (kk - 1.0), 1.0) / (2.0 * sigma * sigma))  # (..., kmax + 1)
+    terms = table + g[..., None, :] + rest * l1q[..., None]
+    terms = jnp.where(jnp.isfinite(table), terms, -jnp.inf)
+    m = jnp.max(terms, axis=-1, keepdims=True)
+    m_safe = jnp.where(jnp.isfinite(m), m, 0.0)
+    s = jnp.sum(jnp.exp(terms - m_safe), axis=-1)
+    return jnp.where(jnp.isfinite(m[..., 0]), m_safe[..., 0] + jnp.log(s), -jnp.inf)

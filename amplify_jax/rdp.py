@@ -234,15 +234,13 @@ class SGMCurve:
 
     def log_a_minus_one(self, q, sigma):
         """log(A_alpha - 1) at every order of the plan: shape broadcast(q, sigma) + (n_orders,)."""
-        from ._subsampled_gaussian import log_a_minus_one_fractional
+        from ._subsampled_gaussian import log_a_minus_one_fractional, log_a_minus_one_integer_grid
 
-        q = jnp.asarray(q)[..., None]
-        sigma = jnp.asarray(sigma)[..., None]
         parts = []
         for kmax, idx in self.int_groups:
-            alpha = jnp.asarray([self.orders[i] for i in idx])
-            parts.append(jnp.broadcast_to(_sgm_int_log_a_minus_one(q, sigma, alpha, kmax),
-                                          jnp.broadcast_shapes(q.shape, sigma.shape)[:-1] + (len(idx),)))
+            parts.append(log_a_minus_one_integer_grid(q, sigma, tuple(self.orders[i] for i in idx), kmax))
+        q = jnp.asarray(q)[..., None]
+        sigma = jnp.asarray(sigma)[..., None]
         if self.frac_idx:
             alpha = jnp.asarray([self.orders[i] for i in self.frac_idx])
             kw = {} if self.n_panels is None else {"n_panels": self.n_panels}

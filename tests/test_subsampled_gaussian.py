@@ -23,6 +23,7 @@ from amplify_jax._subsampled_gaussian import (
     fractional_panels_needed,
     log_a_minus_one_fractional,
     log_a_minus_one_fractional_auto,
+    log_a_minus_one_integer_grid,
 )
 from amplify_jax.numerics import float64_jit
 
@@ -300,3 +301,28 @@ def test_gradients_match_finite_differences():
             e[i] = h
             fd = (float(f(p + e)) - float(f(p - e))) / (2 * h)
             assert abs(grad[i] - fd) <= 1e-5 * abs(fd) + 1e-8
+
+
+# ---------------------------------------------------------------------------------------------------------
+# integer orders on a static grid (the host log-binomial table and the shared per-k terms)
+
+_INT_GRID = (2.0, 3.0, 7.0, 64.0, 256.0)
+_int_grid = float64_jit(lambda q, s: log_a_minus_one_integer_grid(q, s, _INT_GRID, 256))
+
+
+@pytest.mark.parametrize("q,sigma", [(1e-8, 0.1), (1e-8, 1000.0), (0.01, 0.5), (0.4, 12.0), (0.9, 0.2), (1.0, 3.0)])
+def test_integer_grid_series_against_mpmath(q, sigma):
+    got = np.asarray(_int_grid(np.array([q]), np.array([sigma])))[0]
+    for a, g in zip(_INT_GRID, got):
+        if q == 1.0:  # A - 1 = expm1(alpha (alpha - 1) / (2 sigma^2)) exactly
+            ref = float(mp.log(mp.expm1(mp.mpf(a) * (a - 1) / (2 * mp.mpf(sigma) ** 2))))
+        else:
+            ref = _mp_log_am1_integer(q, sigma, int(a))
+        # relative accuracy of A - 1 (the log's absolute error)
+        assert abs(g - ref) <= 1e-11 * max(1.0, abs(ref)), (q, sigma, a, g, ref)
+
+
+def test_integer_grid_series_q_zero_and_broadcasting():
+    got = np.asarray(_int_grid(np.array([[0.0], [0.1]]), np.array([1.0, 2.0, 4.0])))
+    assert got.shape == (2, 3, len(_INT_GRID))
+    assert np.all(got[0] == -np.inf) and np.all(np.isfinite(got[1]))
