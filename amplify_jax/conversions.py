@@ -9,11 +9,16 @@
   Every order alpha > 1 gives a valid bound, so the minimum over any set of orders is valid.
 - delta from eps: the inverse of the same inequalities, and delta <= sqrt(1 - e^{-rdp}) (total variation by
   Pinsker/Bretagnolle-Huber, KL <= D_alpha), whichever is smaller.
-- DP -> RDP: Asoodeh, Liao, Calmon, Kosut, Sankar 2021 ("Three variants of differential privacy: lossless
-  conversion and applications", Thm 3 / Cor. 4).  The self check-in paper prints it without the
-  1/(lambda-1) log(.) and as a min over r (ERRATA.md); we take the original statement.
+- DP -> RDP (:func:`dp_to_rdp`): tight for pure eps-DP (binary randomized response); for delta > 0 a
+  delta-approximate RDP curve (the decomposition lemma), since (eps, delta)-DP implies no finite RDP.  The
+  self check-in paper's Lemma 3 / Eq. 4 cites Asoodeh, Liao, Calmon, Kosut, Sankar 2021 ("Three variants of
+  differential privacy: lossless conversion and applications", arXiv 2008.06529) for a DP -> RDP conversion,
+  but their Thm 3 is the reverse, RDP -> DP, statement: (alpha, gamma)-RDP implies (eps, delta)-DP when
+  gamma <= eps + log(min_{p in (delta, 1)} M(p)) / (alpha - 1), M(p) = p^alpha (p - delta)^(1 - alpha) +
+  (1 - p)^alpha (e^eps - p + delta)^(1 - alpha).  Eq. 4 is that expression without eps + log(.)/(alpha - 1),
+  read backwards (ERRATA.md); we do not implement it as a DP -> RDP conversion.
 
-The optimal order is searched continuously: the grid's best order is refined by a golden-section search on
+The optimal order is searched continuously: the grid's best order is refined by Brent's search on
 log(alpha - 1) between its neighbours, inside one compiled call for every point of a grid, and the result is
 never worse than the grid's best.
 """
@@ -137,13 +142,23 @@ def delta_from_rdp(orders, rdp, *, epsilon, method="balle2020") -> DeltaResult:
 # Continuous search of the optimal order
 
 _GOLDEN = 0.6180339887498949
+#: Evaluations of Brent's search in :func:`refine_order` (it converges superlinearly: eps is smooth in the
+#: order, and its minimum is quadratic, so an error h in t = log(alpha - 1) costs ~h^2 relative in eps).
+BRENT_STEPS = 12
+#: Tolerance of Brent's search in t = log(alpha - 1) (relative 1e-6 in alpha - 1: ~1e-12 relative in eps).
+BRENT_TOL = 1e-6
 
 
-def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, n_iter=40):
-    """Golden-section search of eps(alpha) on t = log(alpha - 1) in [lo, hi]; jnp, for use inside kernels.
+def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, n_iter=BRENT_STEPS):
+    """Brent's minimisation of eps(alpha) on t = log(alpha - 1) in [lo, hi]; jnp, for use inside kernels.
 
-    ``rdp_fn(alpha, *args)`` must broadcast (alpha and args share the batch shape here).  Returns the better
-    of the search's best point and (best_eps, best_alpha), so the result never exceeds the grid's best.
+    Parabolic steps through the three best points found so far, with golden-section steps whenever the
+    parabola is not trusted (Brent 1973, "Algorithms for minimization without derivatives", ch. 5), started
+    from the grid's best order (whose eps is known) and run for ``n_iter`` evaluations of ``rdp_fn``, every
+    point of the batch in lock step (a point that has converged to ``BRENT_TOL`` in t keeps its state).
+    ``rdp_fn(alpha, *args)`` must broadcast (alpha and args share the batch shape here).  Returns the best
+    evaluated point or (best_eps, best_alpha), whichever is smaller: any order gives a valid bound, so the
+    result is never above the grid's best, whatever the number of steps.
     """
 
     def f(t):
@@ -152,31 +167,57 @@ def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, 
 
     a = jnp.log(lo - 1.0)
     b = jnp.log(hi - 1.0)
-    c = b - _GOLDEN * (b - a)
-    d = a + _GOLDEN * (b - a)
-    inf = jnp.full(jnp.shape(c), jnp.inf)
+    x0 = jnp.clip(jnp.log(best_alpha - 1.0), a, b)
+    fx0 = jnp.asarray(best_eps, dtype=jnp.float64) + jnp.zeros_like(x0)
+    zero = jnp.zeros_like(x0)
+    cg = 1.0 - _GOLDEN  # 0.381966...
 
-    def body(it, s):
-        # iterations 0 and 1 evaluate the starting points c and d; then one golden-section step each
-        # (f is traced once, which keeps compilation cheap for large curves).
-        a, b, c, d, fc, fd = s
-        left = fc <= fd  # minimum in [a, d]
-        na = jnp.where(left, a, c)
-        nb = jnp.where(left, d, b)
-        nc = jnp.where(left, nb - _GOLDEN * (nb - na), d)
-        nd = jnp.where(left, c, na + _GOLDEN * (nb - na))
-        x = jnp.where(it == 0, c, jnp.where(it == 1, d, jnp.where(left, nc, nd)))
-        fx = f(x)
-        step = it >= 2
-        return (jnp.where(step, na, a), jnp.where(step, nb, b), jnp.where(step, nc, c), jnp.where(step, nd, d),
-                jnp.where(it == 0, fx, jnp.where(step, jnp.where(left, fx, fd), fc)),
-                jnp.where(it == 1, fx, jnp.where(step, jnp.where(left, fc, fx), fd)))
+    def body(_, s):
+        a, b, x, w, v, fx, fw, fv, d, e = s
+        xm = 0.5 * (a + b)
+        tol1 = BRENT_TOL * (1.0 + jnp.abs(x))
+        tol2 = 2.0 * tol1
+        done = jnp.abs(x - xm) <= tol2 - 0.5 * (b - a)
+        # parabola through (x, fx), (w, fw), (v, fv)
+        r = (x - w) * (fx - fv)
+        qq = (x - v) * (fx - fw)
+        p = (x - v) * qq - (x - w) * r
+        qq = 2.0 * (qq - r)
+        p = jnp.where(qq > 0.0, -p, p)
+        qq = jnp.abs(qq)
+        try_par = jnp.abs(e) > tol1
+        par_ok = (try_par & (jnp.abs(p) < jnp.abs(0.5 * qq * e)) & (p > qq * (a - x)) & (p < qq * (b - x))
+                  & jnp.isfinite(p) & (qq > 0.0))
+        e_gold = jnp.where(x >= xm, a - x, b - x)
+        d_par = p / jnp.where(qq > 0.0, qq, 1.0)
+        u_par = x + d_par
+        near_end = (u_par - a < tol2) | (b - u_par < tol2)
+        d_par = jnp.where(near_end, jnp.where(xm - x >= 0.0, tol1, -tol1), d_par)
+        new_e = jnp.where(par_ok, d, e_gold)
+        new_d = jnp.where(par_ok, d_par, cg * e_gold)
+        u = jnp.where(jnp.abs(new_d) >= tol1, x + new_d, x + jnp.where(new_d >= 0.0, tol1, -tol1))
+        u = jnp.clip(u, a, b)
+        fu = f(u)
+        fu = jnp.where(jnp.isnan(fu), jnp.inf, fu)
+        better = fu <= fx
+        na = jnp.where(better, jnp.where(u >= x, x, a), jnp.where(u < x, u, a))
+        nb = jnp.where(better, jnp.where(u >= x, b, x), jnp.where(u < x, b, u))
+        second = (~better) & ((fu <= fw) | (w == x))
+        third = (~better) & (~second) & ((fu <= fv) | (v == x) | (v == w))
+        nv = jnp.where(better | second, w, jnp.where(third, u, v))
+        nfv = jnp.where(better | second, fw, jnp.where(third, fu, fv))
+        nw = jnp.where(better, x, jnp.where(second, u, w))
+        nfw = jnp.where(better, fx, jnp.where(second, fu, fw))
+        nx = jnp.where(better, u, x)
+        nfx = jnp.where(better, fu, fx)
+        new = (na, nb, nx, nw, nv, nfx, nfw, nfv, new_d, new_e)
+        return tuple(jnp.where(done, old, nw_) for old, nw_ in zip(s, new))
 
-    a, b, c, d, fc, fd = jax.lax.fori_loop(0, n_iter + 2, body, (a, b, c, d, inf, inf))
-    t_best = jnp.where(fc <= fd, c, d)
-    e_best = jnp.minimum(fc, fd)
-    better = e_best < best_eps
-    return jnp.where(better, e_best, best_eps), jnp.where(better, 1.0 + jnp.exp(t_best), best_alpha)
+    init = (a, b, x0, x0, x0, fx0, fx0, fx0, zero, zero)
+    s = jax.lax.fori_loop(0, n_iter, body, init)
+    x, fx = s[2], s[5]
+    better = fx < best_eps
+    return jnp.where(better, fx, best_eps), jnp.where(better, 1.0 + jnp.exp(x), best_alpha)
 
 
 def _neighbour_bracket(orders, idx):
@@ -210,7 +251,7 @@ def optimal_epsilon(
     orders=None,
     method="balle2020",
     grid_rdp=None,
-    n_iter: int = 40,
+    n_iter: int = 16,
 ) -> EpsilonResult:
     """eps at delta, minimised over every order alpha > 1, for every point of a parameter grid.
 
@@ -218,8 +259,9 @@ def optimal_epsilon(
     call, to reuse compiled code) returning the RDP at order alpha; it must broadcast alpha with the args.
     ``args`` are arrays (broadcast together with ``delta``).  The curve is evaluated on ``orders`` (default
     :data:`~amplify_jax.rdp.DEFAULT_ORDERS`), or taken from ``grid_rdp`` if given (shape batch + orders),
-    then the best grid order is refined continuously between its neighbours (golden section on
-    log(alpha - 1)).  The result is never larger than the grid's best.  Returns (epsilon, order).
+    then the best grid order is refined continuously between its neighbours (``n_iter`` steps of Brent's
+    search on log(alpha - 1), :func:`refine_order`).  The result is never larger than the grid's best.
+    Returns (epsilon, order).
     """
     a = V.orders("orders", DEFAULT_ORDERS if orders is None else orders)
     a = np.sort(a)
@@ -258,8 +300,9 @@ def dp_to_rdp(orders, *, eps, delta=0.0) -> ApproxRDP:
 
     For delta = 0 this is exact and tight: every eps-DP pair is a post-processing of binary randomized
     response (Kairouz, Oh, Viswanath 2015), so D_alpha <= the RR curve of :func:`~amplify_jax.rdp.pure_dp_rdp`.
-    This is the delta = 0 case of Lemma 3 of the self check-in paper (Asoodeh et al. 2021): there the
-    expression, maximised over the binary pairs that meet (eps, 0)-DP, is attained by randomized response.
+    The self check-in paper's Lemma 3 (Eq. 4) attributes a DP -> RDP conversion to Asoodeh et al. 2021, but
+    their Thm 3 (arXiv 2008.06529) is the reverse, RDP -> DP, statement (module docstring); Eq. 4 is that
+    expression read backwards and is not used here.
 
     For delta > 0 no finite RDP bound follows from (eps, delta)-DP alone (a mechanism that reveals its input
     with probability delta has D_alpha = inf; the self check-in paper's Eq. 4 takes a *minimum* over r,
