@@ -31,18 +31,7 @@ __all__ = [
     "dpsgd_calibrate_sigma",
     "epsilon",
     "calibrate_sigma",
-    "CALIBRATION_ORDERS",
 ]
-
-#: Orders used while bisecting a calibration (a coarser grid: any order gives a valid bound, so a coarse grid
-#: only makes the bisection's eps larger, i.e. its answer safe); the answer is then refined and re-checked
-#: with the full accountant.
-CALIBRATION_ORDERS = np.array(
-    [1.05, 1.1, 1.2, 1.3, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48,
-     64, 96, 128, 256, 512],
-    dtype=np.float64,
-)
-
 
 class Calibration(NamedTuple):
     sigma: jax.Array  #: the minimal noise multiplier found (feasible side)
@@ -106,34 +95,22 @@ def _n_panels(sigma, orders, q=None):
     return choose_n_panels(s, a, qq)
 
 
-#: Fractional grid orders evaluated exactly after pruning (static); more candidates -> the full grid.
-PRUNED_CANDIDATES = 24
-#: Golden-section steps of the continuous order search in dpsgd_epsilon: the bracket between the best grid
-#: order's neighbours shrinks by 0.618^24 ~ 1e-5, and eps is quadratic at its minimum, so the remaining error
-#: is ~1e-10 relative; the result is never above the grid's best whatever the number of steps.
-REFINE_STEPS = 24
+#: Flat budgets (per batch point, on average) of the fractional grid orders evaluated exactly after pruning:
+#: the candidates of the whole batch are gathered into the smallest budget that holds them; more candidates
+#: than the largest -> the whole grid.
+COMPACT_BUDGETS = (6, 12, 24)
+#: Evaluations of Brent's continuous order search in dpsgd_epsilon (conversions.refine_order), started from
+#: the best grid order: over the benchmark grid it reaches the 24-step golden-section result (2e-12 relative)
+#: in 6; the result is never above the grid's best whatever the number of steps.
+REFINE_STEPS = 8
 
 
-def _grid_best_pruned(curve, sigma, q, steps, log_delta, method):
-    """(best eps over the whole grid, its index): exact, with most fractional orders pruned.
-
-    Rényi divergences are non-decreasing in the order, so for a fractional order alpha the RDP at the largest
-    integer order of the grid below it (0 below 2) gives a lower bound on eps(alpha) (the conversion is
-    increasing in the RDP).  Only fractional orders whose lower bound is below the best integer order's eps
-    can be the grid's best; the ``PRUNED_CANDIDATES`` smallest lower bounds are evaluated exactly.  Where more
-    orders are candidates, the whole grid is evaluated instead (``lax.cond``), so the result always equals the
-    full grid's minimum.
-    """
-    from ._subsampled_gaussian import log_a_minus_one_fractional
-
+def _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method):
+    """(certified lower bounds on eps at the grid's fractional orders, best integer order's eps, its index)."""
     orders = np.asarray(curve.orders)
     alpha = jnp.asarray(orders)
     int_idx = np.nonzero(orders == np.round(orders))[0]
     frac_idx = np.nonzero(orders != np.round(orders))[0]
-    if frac_idx.size == 0 or int_idx.size == 0 or frac_idx.size <= PRUNED_CANDIDATES:
-        e = rdp_epsilon_terms(alpha, steps[..., None] * curve(q, sigma), log_delta[..., None], method)
-        i = jnp.argmin(e, axis=-1)
-        return jnp.take_along_axis(e, i[..., None], -1)[..., 0], i
     int_curve = SGMCurve(orders[int_idx], curve.n_panels)
     r_int = int_curve(q, sigma)  # (..., n_int), exact, one step
     e_int = rdp_epsilon_terms(alpha[int_idx], steps[..., None] * r_int, log_delta[..., None], method)
@@ -164,28 +141,77 @@ def _grid_best_pruned(curve, sigma, q, steps, log_delta, method):
     k_lb = jnp.maximum(jnp.maximum(bounds[0], bounds[1]), jnp.maximum(bounds[2], 0.0))
     r_floor = steps[..., None] * k_lb / (t - 1.0)
     lb = rdp_epsilon_terms(alpha[frac_idx], r_floor, log_delta[..., None], method)
+    return lb, best_int, j
+
+
+def _pruned_candidates(curve, sigma, q, steps, log_delta, method="balle2020"):
+    """Number of fractional grid orders per point that the pruning evaluates exactly (for benchmarks)."""
+    lb, best_int, _ = _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method)
+    return jnp.sum(lb < best_int[..., None], axis=-1)
+
+
+def _grid_best_pruned(curve, sigma, q, steps, log_delta, method):
+    """(best eps over the whole grid, its index): exact, with most fractional orders pruned.
+
+    Integer orders are exact and cheap (a finite series).  Rényi divergences are non-decreasing in the order
+    and (alpha - 1) D_alpha is convex, so the integer orders give certified lower bounds on eps at every
+    fractional order (the conversion is increasing in the RDP).  Only fractional orders whose lower bound is
+    below the best integer order's eps can be the grid's best: those (point, order) pairs of the whole batch
+    are gathered into one flat batch, of the smallest of ``COMPACT_BUDGETS`` (per point) that holds them, and
+    evaluated exactly.  With more candidates than the largest budget, the whole grid is evaluated instead
+    (``lax.switch``), so the result always equals the full grid's minimum.
+    """
+    from ._subsampled_gaussian import log_a_minus_one_fractional
+
+    orders = np.asarray(curve.orders)
+    alpha = jnp.asarray(orders)
+    int_idx = np.nonzero(orders == np.round(orders))[0]
+    frac_idx = np.nonzero(orders != np.round(orders))[0]
+    if frac_idx.size == 0 or int_idx.size == 0:
+        e = rdp_epsilon_terms(alpha, steps[..., None] * curve(q, sigma), log_delta[..., None], method)
+        i = jnp.argmin(e, axis=-1)
+        return jnp.take_along_axis(e, i[..., None], -1)[..., 0], i
+    lb, best_int, j = _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method)
     cand = lb < best_int[..., None]
-    certified = jnp.sum(cand, axis=-1) <= PRUNED_CANDIDATES
-    score = jnp.where(cand, -lb, -jnp.inf)
-    top, k = jax.lax.top_k(score, PRUNED_CANDIDATES)
-    a_k = alpha[jnp.asarray(frac_idx)[k]]
+    total = jnp.sum(cand)
+    frac_alpha = alpha[jnp.asarray(frac_idx)]
     kw = {} if curve.n_panels is None else {"n_panels": curve.n_panels}
-    r_k = steps[..., None] * jnp.logaddexp(0.0, log_a_minus_one_fractional(q[..., None], sigma[..., None], a_k,
-                                                                           **kw)) / (a_k - 1.0)
-    e_k = jnp.where(jnp.isfinite(top), rdp_epsilon_terms(a_k, r_k, log_delta[..., None], method), jnp.inf)
-    m = jnp.argmin(e_k, axis=-1)
-    best_k = jnp.take_along_axis(e_k, m[..., None], -1)[..., 0]
-    use_k = best_k < best_int
-    best = jnp.where(use_k, best_k, best_int)
-    idx = jnp.where(use_k, jnp.asarray(frac_idx)[jnp.take_along_axis(k, m[..., None], -1)[..., 0]],
-                    jnp.asarray(int_idx)[j])
+    batch = int(np.prod(cand.shape[:-1], dtype=np.int64))
+    n_frac = frac_idx.size
+
+    def compacted(budget):
+        """Exact eps at the candidate (point, order) pairs only, gathered into one flat batch of ``budget``."""
+
+        def run(_):
+            flat = jnp.nonzero(cand.reshape(-1), size=budget, fill_value=0)[0]
+            valid = jnp.arange(budget) < total
+            pt, jj = flat // n_frac, flat % n_frac
+            g = lambda x: jnp.broadcast_to(x, cand.shape[:-1]).reshape(-1)[pt]  # noqa: E731
+            a_c = frac_alpha[jj]
+            r_c = g(steps) * jnp.logaddexp(0.0, log_a_minus_one_fractional(g(q), g(sigma), a_c, **kw)) / (a_c - 1.0)
+            e_c = jnp.where(valid, rdp_epsilon_terms(a_c, r_c, g(log_delta), method), jnp.inf)
+            seg = jnp.where(valid, pt, batch)  # padding goes to a dropped segment
+            best_c = jax.ops.segment_min(e_c, seg, num_segments=batch + 1)[:batch]
+            is_best = valid & (e_c == best_c[pt])
+            j_c = jax.ops.segment_max(jnp.where(is_best, jj, -1), seg, num_segments=batch + 1)[:batch]
+            best_c = best_c.reshape(cand.shape[:-1])
+            j_c = j_c.reshape(cand.shape[:-1])
+            use = best_c < best_int
+            best = jnp.where(use, best_c, best_int)
+            idx = jnp.where(use, jnp.asarray(frac_idx)[jnp.maximum(j_c, 0)], jnp.asarray(int_idx)[j])
+            return best, idx
+
+        return run
 
     def full(_):
         e = rdp_epsilon_terms(alpha, steps[..., None] * curve(q, sigma), log_delta[..., None], method)
         i = jnp.argmin(e, axis=-1)
-        return jnp.take_along_axis(e, i[..., None], -1)[..., 0], i.astype(idx.dtype)
+        return jnp.take_along_axis(e, i[..., None], -1)[..., 0], i.astype(jnp.asarray(int_idx).dtype)
 
-    return jax.lax.cond(jnp.all(certified), lambda _: (best, idx), full, None)
+    # the smallest flat budget that holds every candidate; beyond the largest, the whole grid
+    budgets = [max(8, b * batch) for b in COMPACT_BUDGETS if b * batch < n_frac * batch]
+    branch = jnp.sum(jnp.asarray([total > b for b in budgets], dtype=jnp.int32)) if budgets else jnp.int32(0)
+    return jax.lax.switch(branch, [compacted(b) for b in budgets] + [full], None)
 
 
 def _dpsgd_eps_kernel(curve, at_order, sigma, q, steps, log_delta, method, refine, n_iter=REFINE_STEPS):
@@ -249,25 +275,30 @@ class _DPSGDGridEps:
         return _dpsgd_eps_kernel(self.curve, None, sigma, q, steps, log_delta, self.method, False)[0]
 
 
-#: Golden-section steps of the calibration's local accountant: its eps is never below the full accountant's
-#: (fewer steps can only raise it); 12 steps leave ~1e-7 relative in eps, inside the default rtol of sigma.
-LOCAL_REFINE_STEPS = 12
+#: Brent evaluations of the calibration's local accountant (any order gives a valid bound).
+LOCAL_REFINE_STEPS = 10
+#: Integer orders of the calibration's first stage (a finite series each, no quadrature).
+COARSE_ORDERS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 96, 128, 256)
+#: Relative tolerance of the first stage.
+COARSE_RTOL = 1e-2
+#: Relative gap below the stage-1 answer where the local stage's bracket starts (where the local accountant
+#: is still infeasible there; else the bracket starts at the range's lower end).
+LOCAL_BRACKET = 0.03
 
 
 class _DPSGDLocalEps:
-    """eps on the 5 grid orders around a given centre index, then the continuous refinement (20 steps).
+    """eps at one order of a grid (the centre), then Brent's search between its grid neighbours.
 
-    Any order gives a valid bound and the golden-section minimum never increases with more steps, so this
-    eps is never below the full accountant's (:func:`dpsgd_epsilon`): a sigma feasible for it is feasible
-    for the full accountant.  Near the answer the full accountant's best grid order lies in the window, and
-    then the two agree to the refinement's tolerance.  Hashable (static).
+    Any order gives a valid bound, so this is a valid eps for DP-SGD; near the answer it agrees with the full
+    accountant to the search's tolerance (both find the continuous optimum).  Hashable (static).
     """
 
-    def __init__(self, curve, at_order, method, n_iter=20, half_width=2):
-        self.curve, self.at_order, self.method, self.n_iter, self.half_width = curve, at_order, method, n_iter, half_width
+    def __init__(self, orders, at_order, method, n_iter=LOCAL_REFINE_STEPS):
+        self.orders = tuple(float(x) for x in orders)
+        self.at_order, self.method, self.n_iter = at_order, method, n_iter
 
     def _key(self):
-        return (self.curve, self.at_order, self.method, self.n_iter, self.half_width, "local")
+        return (self.orders, self.at_order, self.method, self.n_iter, "local")
 
     def __hash__(self):
         return hash(self._key())
@@ -276,49 +307,108 @@ class _DPSGDLocalEps:
         return isinstance(other, _DPSGDLocalEps) and self._key() == other._key()
 
     def __call__(self, sigma, q, steps, log_delta, center):
-        from ._subsampled_gaussian import log_a_minus_one_fractional
         from .conversions import _neighbour_bracket
 
-        orders = jnp.asarray(self.curve.orders)
-        n = orders.shape[0]
-        offs = jnp.arange(-self.half_width, self.half_width + 1)
-        idx = jnp.clip(center.astype(jnp.int32)[..., None] + offs, 0, n - 1)
-        alpha = orders[idx]
-        kw = {} if self.curve.n_panels is None else {"n_panels": self.curve.n_panels}
-        log_am1 = log_a_minus_one_fractional(q[..., None], sigma[..., None], alpha, **kw)
-        grid = steps[..., None] * jnp.logaddexp(0.0, log_am1) / (alpha - 1.0)
-        e = rdp_epsilon_terms(alpha, grid, log_delta[..., None], self.method)
-        j = jnp.argmin(e, axis=-1)
-        best = jnp.take_along_axis(e, j[..., None], -1)[..., 0]
-        gidx = jnp.take_along_axis(idx, j[..., None], -1)[..., 0]
-        lo, hi = _neighbour_bracket(orders, gidx)
-        eps, _ = refine_order(self.at_order, best, orders[gidx], lo, hi, log_delta, (q, sigma, steps), self.method,
+        orders = jnp.asarray(self.orders)
+        c = center.astype(jnp.int32)
+        alpha = orders[c]
+        e = rdp_epsilon_terms(alpha, self.at_order(alpha, q, sigma, steps), log_delta, self.method)
+        lo, hi = _neighbour_bracket(orders, c)
+        eps, _ = refine_order(self.at_order, e, alpha, lo, hi, log_delta, (q, sigma, steps), self.method,
                               self.n_iter)
         return eps
 
 
-@float64_jit(static_argnames=("coarse", "local", "rtol_static"))
-def _calibrate_jit(target, q, steps, log_delta, lo, hi, coarse, local, rtol_static):
-    """Three stages, each a while_loop over the whole batch:
+def _coarse_orders(a):
+    """Orders of the calibration's first stage: a subset of the grid ``a`` (so its eps is never below the full
+    accountant's), integer ones of ``COARSE_ORDERS`` where the grid has enough of them (a finite series each,
+    no quadrature), else up to 24 log-spaced orders of the grid."""
+    pick = a[np.isin(a, np.asarray(COARSE_ORDERS, dtype=np.float64))]
+    if pick.size >= 6:
+        return pick
+    idx = np.unique(np.round(np.geomspace(1, a.size, min(24, a.size))).astype(int) - 1)
+    return a[idx]
 
-    1. Illinois steps with the coarse-grid accountant to relative 1e-3 (its eps is never below the full
-       accountant's, so its answer is feasible for the full accountant);
-    2. the best order of the full grid at that answer;
-    3. Illinois steps with the local accountant around that order (eps never below the full accountant's)
-       between the range's lower end and the stage-1 answer, to ``rtol``.
+
+class _CalibrationPlan:
+    """The static pieces of a DP-SGD calibration: the coarse accountant on a subset of the grid, the full
+    accountant's curve and continuous search, and the local accountant around a coarse order.  Hashable."""
+
+    def __init__(self, orders, n_panels, method):
+        a = np.sort(np.asarray(orders, dtype=np.float64))
+        co = _coarse_orders(a)
+        self.coarse = _DPSGDGridEps(SGMCurve(co, n_panels), method)
+        self.curve = SGMCurve(a, n_panels)
+        self.at_order = _SGMAtOrder(n_panels)
+        self.local = _DPSGDLocalEps(co, self.at_order, method)
+        self.method = method
+
+    def _key(self):
+        return (self.coarse, self.curve, self.local, self.method)
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __eq__(self, other):
+        return isinstance(other, _CalibrationPlan) and self._key() == other._key()
+
+
+def _calibration_plan(orders, method, sigma_range, q_values=None):
+    lo, hi = sigma_range
+    # the search visits any sigma of the range: size the quadrature for a dense grid of it
+    n_panels = _n_panels(np.geomspace(lo, hi, 97), orders, q_values)
+    return _CalibrationPlan(orders, n_panels, method)
+
+
+def _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol):
+    """Three stages, each a while_loop or one pass over the whole batch (jnp; see ``_calibrate_jit``):
+
+    1. Illinois steps with the coarse accountant (a subset of the grid, see ``_coarse_orders``; integer orders
+       are a finite series each, no quadrature) to relative ``COARSE_RTOL``.  Its eps is never below the full
+       accountant's (a subset of its orders, no refinement), so its answer sigma_1 is feasible for the full
+       accountant.
+    2. Illinois steps, to ``rtol``, with the local accountant: Brent's search between the coarse grid's
+       neighbours of its best order at sigma_1; bracketed by sigma_1 and (1 - LOCAL_BRACKET) sigma_1 where
+       the local accountant is infeasible there, else the range's lower end.
+    3. The re-check with the full accountant (:func:`dpsgd_epsilon`'s kernel).  Where it exceeds the target
+       (the two searches ended ~1e-12 apart, or the full accountant's order search found less than the local
+       one), Illinois steps with the full accountant itself between that sigma and sigma_1 (feasible by
+       stage 1), only when some point needs them (``lax.cond``).
     """
-    st1 = invert_monotone_kernel(coarse, target, (q, steps, log_delta), lo, hi, above=True, rtol=1e-3,
+    method = plan.method
+    st1 = invert_monotone_kernel(plan.coarse, target, (q, steps, log_delta), lo, hi, above=True, rtol=COARSE_RTOL,
                                  integer=False, illinois=True)
-    _, center = _grid_best_pruned(local.curve, st1.value, q, steps, log_delta, local.method)
+    s1 = st1.value
+    _, center = _grid_best_pruned(plan.coarse.curve, s1, q, steps, log_delta, method)
     center = center.astype(jnp.float64)
-    st2 = invert_monotone_kernel(local, target, (q, steps, log_delta, center), lo, st1.value, above=True,
-                                 rtol=rtol_static, integer=False, illinois=True)
-    value = jnp.where(st1.status == INFEASIBLE, hi, st2.value)
-    status = jnp.where(st1.status == INFEASIBLE, INFEASIBLE, st2.status)
-    # The re-check: st2.achieved is eps at the returned sigma, computed by the local accountant, which is
-    # never below the full accountant's.
-    eps = jnp.where(st1.status == INFEASIBLE, st1.achieved, st2.achieved)
-    return value, eps, status
+    near = s1 * (1.0 - LOCAL_BRACKET)
+    e_near = plan.local(near, q, steps, log_delta, center)
+    lo3 = jnp.where(e_near > target, near, lo)
+    st3 = invert_monotone_kernel(plan.local, target, (q, steps, log_delta, center), lo3, s1, above=True,
+                                 rtol=rtol, integer=False, illinois=True)
+
+    def full_eps(sig, q_, steps_, log_delta_):
+        return _dpsgd_eps_kernel(plan.curve, plan.at_order, sig, q_, steps_, log_delta_, method, True)[0]
+
+    infeasible = st1.status == INFEASIBLE
+    sig = jnp.where(infeasible, hi, st3.value)
+    eps = full_eps(sig, q, steps, log_delta)
+    bad = (eps > target) & ~infeasible
+
+    def fix(_):
+        # the full accountant itself, bracketed by sig (infeasible) and sigma_1 (feasible: stage 1)
+        st4 = invert_monotone_kernel(full_eps, target, (q, steps, log_delta), jnp.where(bad, sig, s1), s1,
+                                     above=True, rtol=rtol, integer=False, illinois=True)
+        return jnp.where(bad, st4.value, sig), jnp.where(bad, st4.achieved, eps)
+
+    sig, eps = jax.lax.cond(jnp.any(bad), fix, lambda _: (sig, eps), None)
+    status = jnp.where(infeasible, INFEASIBLE, st3.status)
+    return sig, eps, status
+
+
+@float64_jit(static_argnames=("plan", "rtol_static"))
+def _calibrate_jit(target, q, steps, log_delta, lo, hi, plan, rtol_static):
+    return _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol_static)
 
 
 def dpsgd_calibrate_sigma(
@@ -326,9 +416,10 @@ def dpsgd_calibrate_sigma(
 ) -> Calibration:
     """Minimal noise multiplier sigma with ``dpsgd_epsilon(sigma, q, steps, delta) <= target_epsilon``.
 
-    Batched over all numeric arguments.  Returns (sigma, epsilon, status): sigma is on the feasible
-    side (re-checked: epsilon <= target), within ``rtol`` of the boundary of the accountant used by
-    :func:`dpsgd_epsilon` with the same orders.  Targets no sigma in ``sigma_range`` meets get status
+    Batched over all numeric arguments.  Returns (sigma, epsilon, status): sigma is on the feasible side,
+    re-checked with :func:`dpsgd_epsilon`'s accountant (epsilon is its value at sigma, <= target), and within
+    ``rtol`` of the boundary (the search runs on a local accountant around the answer's best order, which
+    agrees with the full accountant there).  Targets no sigma in ``sigma_range`` meets get status
     INFEASIBLE (sigma = the range's upper end), never NaN.
     """
     e = V.positive("target_epsilon", target_epsilon)
@@ -342,13 +433,10 @@ def dpsgd_calibrate_sigma(
     r = float(V.positive("rtol", rtol))
     shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
     a = np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
-    # the bisection visits any sigma of the range: size the quadrature for a dense grid of it
-    n_panels = _n_panels(np.geomspace(lo, hi, 97), np.concatenate([a, CALIBRATION_ORDERS]), qq)
-    local = _DPSGDLocalEps(SGMCurve(a, n_panels), _SGMAtOrder(n_panels), method, n_iter=LOCAL_REFINE_STEPS)
-    coarse = _DPSGDGridEps(SGMCurve(CALIBRATION_ORDERS, n_panels), method)
+    plan = _calibration_plan(a, method, (lo, hi), qq)
     with x64_scope():
         (be, bq, bt, bd, blo, bhi), n = _flat_padded(shape, e, qq, t, np.log(d), lo, hi)
-        value, eps, status = _calibrate_jit(be, bq, bt, bd, blo, bhi, coarse, local, r)
+        value, eps, status = _calibrate_jit(be, bq, bt, bd, blo, bhi, plan, r)
         return Calibration(_unpad(value, n, shape), _unpad(eps, n, shape), _unpad(status, n, shape))
 
 

@@ -80,25 +80,18 @@ def _eps_kernel_factory(opts):
 
 
 def _calibrate_kernel_factory(opts):
-    from .accountants import LOCAL_REFINE_STEPS, CALIBRATION_ORDERS, _DPSGDGridEps, _DPSGDLocalEps
-    from .rdp import SGMCurve
-    from .accountants import _SGMAtOrder, _n_panels
-    from .accountants import _calibrate_jit
+    from .accountants import _calibrate_kernel, _calibration_plan
     from .rdp import DEFAULT_ORDERS
 
     orders = np.sort(np.asarray(opts.get("orders", DEFAULT_ORDERS), dtype=np.float64))
     method = opts.get("method", "balle2020")
     lo, hi = opts.get("sigma_range", (0.05, 2e3))
-    n_panels = _n_panels(np.geomspace(lo, hi, 97), np.concatenate([orders, CALIBRATION_ORDERS]),
-                         opts.get("_q_values"))
-    local = _DPSGDLocalEps(SGMCurve(orders, n_panels), _SGMAtOrder(n_panels), method, n_iter=LOCAL_REFINE_STEPS)
-    coarse = _DPSGDGridEps(SGMCurve(CALIBRATION_ORDERS, n_panels), method)
+    plan = _calibration_plan(orders, method, (lo, hi), opts.get("_q_values"))
     rtol = float(opts.get("rtol", 1e-6))
 
     def kernel(target_epsilon, q, steps, delta):
-        f = _calibrate_jit.__wrapped__ if hasattr(_calibrate_jit, "__wrapped__") else _calibrate_jit
-        value, eps, status = f(target_epsilon, q, steps, jnp.log(delta), jnp.full_like(q, lo),
-                               jnp.full_like(q, hi), coarse, local, rtol)
+        value, eps, status = _calibrate_kernel(target_epsilon, q, steps, jnp.log(delta), jnp.full_like(q, lo),
+                                               jnp.full_like(q, hi), plan, rtol)
         return value, eps, status.astype(jnp.float64)
 
     return kernel

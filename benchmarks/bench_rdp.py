@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 
 import amplify_jax as aj
-from amplify_jax.accountants import CALIBRATION_ORDERS, _n_panels
+from amplify_jax.accountants import _n_panels
 
 Q, STEPS, DELTA = 0.01, 10_000, 1e-5
 DPA_ORDERS = np.array([1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512], dtype=float)
@@ -171,20 +171,26 @@ def main():
 
     # physical floor: transcendental evaluations per grid point
     from amplify_jax import _subsampled_gaussian as SG
+    from amplify_jax.accountants import COMPACT_BUDGETS, REFINE_STEPS, _pruned_candidates
+    from amplify_jax.rdp import SGMCurve, _integer_buckets
 
     is_int = DPA_ORDERS == np.round(DPA_ORDERS)
-    int_terms = sum(max(4, 1 << int(np.ceil(np.log2(a)))) + 1 for a in DPA_ORDERS[is_int])
-    n_panels = _n_panels(sigmas, DPA_ORDERS)
+    buckets = _integer_buckets(DPA_ORDERS[is_int])
+    int_terms = sum((kmax + 1) * len(idx) for kmax, idx in buckets.items())  # one exp each (log-sum-exp)
+    per_k = 2 * (max(buckets) + 1)  # log_expm1 per k, shared by the orders
+    n_panels = _n_panels(sigmas, DPA_ORDERS, np.array([Q]))
     nodes = n_panels * SG._GL_NODES
-    n_frac = int((~is_int).sum())
-    from amplify_jax.accountants import PRUNED_CANDIDATES, REFINE_STEPS
-
-    refine_evals = 2 + REFINE_STEPS
-    n_frac = min(n_frac, PRUNED_CANDIDATES)  # the certified pruning evaluates at most this many exactly
-    # ~3 transcendentals per series term (log-pmf pieces, log_expm1), ~4 per quadrature node (log1p/exp/log/expm1)
-    per_point = 3 * int_terms + 4 * nodes * (n_frac + refine_evals)
-    # (when more fractional orders are candidates the whole grid is evaluated: then this count is low)
-    x = jnp.linspace(-1.0, 1.0, 4_000_000, dtype=jnp.float32)
+    with jax.enable_x64(True):
+        cnt = np.asarray(_pruned_candidates(SGMCurve(np.sort(DPA_ORDERS), n_panels), jnp.asarray(sigmas),
+                                            jnp.full(sigmas.shape, Q), jnp.full(sigmas.shape, float(STEPS)),
+                                            jnp.full(sigmas.shape, np.log(DELTA))))
+    mean_cand = float(cnt.mean())
+    budget = next((b for b in COMPACT_BUDGETS if mean_cand <= b), int((~is_int).sum()))
+    refine_evals = 1 + REFINE_STEPS
+    # the floor counts the candidates that must be evaluated (their mean), the kernel evaluates its budget;
+    # ~5 transcendentals per quadrature node (expm1, log1p, expm1, expm1, exp)
+    per_point = int(int_terms + per_k + 5 * nodes * (mean_cand + refine_evals))
+    res["pruning"] = {"mean_candidates": mean_cand, "max_candidates": int(cnt.max()), "budget_per_point": budget}
     with jax.enable_x64(True):
         x = jnp.linspace(-1.0, 1.0, 4_000_000)
         f = jax.jit(jnp.exp)

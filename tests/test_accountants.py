@@ -67,3 +67,30 @@ def test_pruned_grid_equals_full_grid():
         ref = aj.epsilon_from_rdp(orders, curve, delta=delta)
         np.testing.assert_allclose(np.asarray(got.epsilon), np.asarray(ref.epsilon), rtol=1e-9)
         np.testing.assert_array_equal(np.asarray(got.order), np.asarray(ref.order))
+
+
+def test_every_pruning_branch_equals_full_grid(monkeypatch):
+    """Each flat budget of the compacted evaluation (and the whole-grid fallback) gives the full grid's minimum."""
+    import jax
+    import jax.numpy as jnp
+
+    from amplify_jax import accountants as A
+    from amplify_jax.conversions import rdp_epsilon_terms
+    from amplify_jax.numerics import x64_scope
+    from amplify_jax.rdp import SGMCurve
+
+    orders = np.sort(np.array([1 + x / 10.0 for x in range(1, 40)] + list(range(5, 33))))
+    curve = SGMCurve(orders, 14)
+    sig = np.geomspace(0.5, 4.0, 8)
+    f = lambda x: jnp.full(sig.shape, x)  # noqa: E731
+    with x64_scope():
+        args = (jnp.asarray(sig), f(0.02), f(3000.0), f(np.log(1e-6)))
+        full = rdp_epsilon_terms(jnp.asarray(orders), 3000.0 * curve(f(0.02), jnp.asarray(sig)), np.log(1e-6), "balle2020")
+        ref, ref_i = np.min(np.asarray(full), -1), np.argmin(np.asarray(full), -1)
+        n_cand = np.asarray(A._pruned_candidates(curve, *args))
+        assert n_cand.sum() > 0  # the case exercises the exact evaluation of candidates
+        for budgets in [(24,), ()]:  # one compacted budget that holds every candidate; the whole grid
+            monkeypatch.setattr(A, "COMPACT_BUDGETS", budgets)
+            best, idx = jax.jit(lambda *a: A._grid_best_pruned(curve, *a, "balle2020"))(*args)
+            np.testing.assert_allclose(np.asarray(best), ref, rtol=1e-12)
+            np.testing.assert_array_equal(np.asarray(idx), ref_i)
