@@ -27,7 +27,7 @@ from .secrdp import step_rdp
 from .shuffle import clones_epsilon
 from .traffic import scrambler_delta
 from .accountants import calibrate_sigma, dpsgd_calibrate_sigma, dpsgd_epsilon, epsilon
-from .calibrate import Inversion, invert_monotone
+from .calibrate import Inversion, invert_monotone, invert_monotone_differentiable
 from .conversions import delta_from_rdp, dp_to_rdp, epsilon_from_rdp, optimal_epsilon
 from .rdp import (
     DEFAULT_ORDERS,
@@ -39,6 +39,7 @@ from .rdp import (
     randomized_response_rdp,
     subsampled_gaussian_wor_rdp,
     without_replacement_rdp,
+    without_replacement_rdp_kernel,
 )
 
 __version__ = "0.1.0"
@@ -66,6 +67,7 @@ __all__ = [
     "rdp",
     "Inversion",
     "invert_monotone",
+    "invert_monotone_differentiable",
     "delta_from_rdp",
     "dp_to_rdp",
     "epsilon_from_rdp",
@@ -79,4 +81,5 @@ __all__ = [
     "randomized_response_rdp",
     "subsampled_gaussian_wor_rdp",
     "without_replacement_rdp",
+    "without_replacement_rdp_kernel",
 ]
