@@ -11,7 +11,8 @@ one input have an infinite empirical ratio: they are drawn at the top of the rig
 The dashed line is the largest finite empirical log-ratio; dotted: the local guarantee of the randomizer,
 ln(1 + (1 - sigma) T / sigma).
 
-    python benchmarks/fig_traffic_fig6.py  ->  figures/traffic_fig6.png   (about half a minute)
+    python benchmarks/fig_traffic_fig6.py  ->  figures/traffic_fig6.png   (about 5 s of CPU: the simulation ~2 s,
+    the plot ~1 s; 6-10 s wall on the shared 2-core machine)
 """
 
 from __future__ import annotations
@@ -35,9 +36,13 @@ def main():
     sim = tr.simulate_scrambler_outputs(targets=T, n=N, sampling=SIGMA, dummies=D, runs=RUNS, seed=0)
     x = np.arange(len(sim.log_ratio))
     fig, ax = plt.subplots(figsize=(11, 4))
-    ax.bar(x, sim.counts_1, width=1.0, color="tab:red", alpha=0.6, label="input G1")
-    ax.bar(x, sim.counts_2, width=1.0, color="tab:blue", alpha=0.6, label="input G2")
+    # one step artist per input instead of thousands of bar patches (same picture, ~10x faster to draw)
+    edges = np.arange(len(x) + 1) - 0.5
     ax.set_yscale("log")
+    ax.stairs(np.maximum(sim.counts_1, 0.5), edges, baseline=0.5, fill=True, color="tab:red", alpha=0.6,
+              label="input G1")
+    ax.stairs(np.maximum(sim.counts_2, 0.5), edges, baseline=0.5, fill=True, color="tab:blue", alpha=0.6,
+              label="input G2")
     ax.set_xlabel(f"distinct outputs ({len(x)} seen), by decreasing empirical log-ratio")
     ax.set_ylabel("occurrences")
     ax2 = ax.twinx()

@@ -8,11 +8,12 @@ Side by side: Hoeffding (Thm 4 with the ERRATA corrections a = e^eps - 1, b = (1
 the corrected Bennett bound, the exact evaluation of E[sum L]_+, and Monte Carlo (Algorithm 2) reported
 through its one-sided 95% upper confidence bound with 2^21 samples per point (reduced: the paper uses
 R = 5000 samples and a point estimate, which is not a bound; 2^21 samples at three x values per panel, and
-ten x values in every panel so that the compiled kernels are shared, keep the script near two minutes of CPU).  For comparison: the pure eps of Thm 3 as printed (capped scrambler, T - 1 convention;
+ten x values in every panel so that the compiled kernels are shared).  For comparison: the pure eps of Thm 3 as printed (capped scrambler, T - 1 convention;
 not sound, see fig_traffic_fig5.py) and the local guarantee of the randomizer, ln(1 + (1 - sigma) T / sigma)
 (T convention), which every (eps, delta) curve falls back to.
 
-    python benchmarks/fig_traffic_fig7.py  ->  figures/traffic_fig7.png   (about 70 s of CPU; 4-5 min wall on a loaded 2-core machine)
+    python benchmarks/fig_traffic_fig7.py  ->  figures/traffic_fig7.png   (about 50 s of CPU, 65-90 s wall on the
+    shared 2-core machine at load ~7; compilation is most of it)
 """
 
 from __future__ import annotations

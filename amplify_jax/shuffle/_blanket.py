@@ -10,9 +10,17 @@ L = (mu_x(W) - e^eps mu_x'(W)) / omega(W), W ~ omega (Ladjel Eq. 9), Ladjel Lemm
                = (1/(gamma n)) sum_{m=1}^{n} (m/(m+d)) C(n, m) gamma^m (1-gamma)^(n-m) E[sum_{i<=m+d} L_i]_+ ,
 
 (the first form, used here, stays defined at gamma = 0: the dummies-only case of Ladjel Thm 4, sigma = 0).
-The binomial sum runs over a window of m' fixed at compile time (mean +- ``tail_sd`` standard deviations);
-the truncated binomial mass is bounded by a Chernoff bound and, since every term is at most
-max(L_max, 0) (sum L / k <= L_max), added to delta times max(L_max, 0).  delta is capped at 1.
+Generic randomizers: the binomial sum runs over a window of m' fixed at compile time (mean +- ``tail_sd``
+standard deviations); the truncated binomial mass is bounded by a Chernoff bound and, since every term is at
+most max(L_max, 0) (sum L / k <= L_max), added to delta times max(L_max, 0).  delta is capped at 1.
+
+Randomized response / the target randomizer have their own engine (:func:`rr_delta`, :func:`rr_epsilon`,
+:func:`rr_delta_traced`), which ``amplify_jax.traffic`` uses too.  g(K) = E[sum_{i<=K} L_i]_+ / K is
+non-increasing in K, so m' runs over bins (one value each while the window covers mean +- tail_sd sd; several
+beyond, each bin's mass times g at its lowest K: an upper bound), the mass below the window is charged
+E[L_+] >= g and the mass above g at the last bin (Chernoff).  Window sizes are planned per point in Python,
+points sharing a (power-of-2) bin count are run together, and the inner loop over M (below) runs for the
+largest need of its chunk -- a traced trip count, so few shapes are compiled.
 
 E[sum_{i<=k} L_i]_+ is bounded by
 - ``"hoeffding"``: b^2/(4a) exp(-2 k a^2 / b^2), a = -E[L] = e^eps - 1, b = L_max - L_min (Ladjel Lemma 3;
@@ -22,17 +30,26 @@ E[sum_{i<=k} L_i]_+ is bounded by
   b_+ / (a k ln(1 + beta)) exp(...), which copies a misprint of Balle et al. that its authors later fixed;
   re-derived: E[S]_+ = int_0^inf P[S >= t] dt, P[S >= t] <= exp(-(k c/b_+^2) phi(beta + b_+ t/(k c))) (Bennett
   with the non-central second moment), and phi(beta + u) >= phi(beta) + ln(1 + beta) u (convexity);
+  for randomized response both are also capped by E[L_+] = max(b_+, 0) / T per term;
 - ``"exact"`` (randomized response / target randomizer only): sum L over k terms depends only on the counts
   (N1, N2) ~ Multinomial(k; 1/T, 1/T) of the blanket messages that land on the two targets t, t' (ERRATA:
-  sum L = k sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2)).  Conditioning on J = N1 + N2 ~ Bin(k, 2/T),
-  N1 | J ~ Bin(J, 1/2) and [S]_+ = (1-sigma) T (1+e^eps) [N1 - theta]_+; E[(N1 - theta)_+] comes from a
-  table of tail sums of Bin(J, 1/2) built once per point.  Every truncation is bounded as above;
+  sum L = k sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2)).  With M = N1 + N2 ~ Bin(k, 2/T) and
+  N2 | M ~ Bin(M, 1/2), sum L = C_M - A N2 (C_M = (1 - sigma) T M - k sigma (e^eps - 1),
+  A = (1 - sigma) T (1 + e^eps)) and E[(C_M - A N2)_+ | M] = C_M F_M(u) - A (M/2) F_{M-1}(u - 1), u the
+  largest integer with C_M - A u > 0, F the Bin(., 1/2) CDF from a SciPy table (both terms are lower tails:
+  no catastrophic cancellation; 1e-12 of them is added for round-off).  M is streamed from the first value
+  with C_M > 0 (below, the term is 0) over a window of mean +- tail_sd sd, the Bin(k, 2/T) weights by the
+  exact ratio recurrence; outside, E[. | M] <= (1 - sigma) T M (Chernoff) and a conditional Hoeffding bound
+  above.  Every truncation is bounded (O(k^0.5) work per k, O((n sigma)^0.5 k^0.5) per point);
 - ``"monte_carlo"`` (randomized response / target randomizer only): Ladjel Algorithm 2, sampled jointly with
-  the binomial weights: draw M' ~ Bin(n-1, gamma), K = M' + 1 + d, J ~ Bin(K, 2/T), N1 ~ Bin(J, 1/2); then
-  Y = [S_K]_+ / K is an unbiased estimate of the Lemma 2 sum, Y in [0, max(L_max, 0)].  Returns the mean and
-  a one-sided upper confidence bound at level ``confidence`` (Maurer-Pontil empirical Bernstein:
-  mean + sqrt(2 V ln(2/alpha) / R) + 7 B ln(2/alpha) / (3 (R - 1))).  (Drawing the multinomial counts is
-  exactly equivalent to drawing L_1..L_k one by one, at O(1) instead of O(k) per sample.)
+  the binomial weights: draw M' ~ Bin(n-1, gamma), K = M' + 1 + d, M = N1 + N2 ~ Bin(K, 2/T) (exact
+  inverse-CDF draws from tables, 32-bit uniforms, the resulting bias bounded and added), and take
+  Y = E[(S_K)_+ | K, M] / K in closed form (as above: the last draw, N2 | M, integrated out -- a
+  Rao-Blackwellisation, unbiased with lower variance); Y in [0, B], B = max(L_max, 0), and draws outside the
+  tables count as B.  Returns the mean and a one-sided upper confidence bound at level ``confidence``
+  (Maurer 2003 for non-negative variables with E[Y^2] <= B mu: mean + s + sqrt(2 mean s + s^2),
+  s = B ln(1/alpha)/R), monotone in eps for fixed draws.  (Drawing the counts is exactly equivalent to
+  drawing L_1..L_k one by one, at O(1) instead of O(k) per sample.)
 
 Randomizers (the numbers are the gamma, L bounds and second-moment bound c at a given eps):
 - ``generic_randomizer(eps0)``: any eps0-LDP randomizer, gamma = e^-eps0 (Balle et al. 2019), bounds that
@@ -383,9 +400,10 @@ def _g_exact(K, eps, T, sigma, F, r0, nsteps, *, tail_sd):
     A = ts * (1.0 + ee)
     b_plus = ts - sigma * em1
     pos_mean = jnp.maximum(b_plus, 0.0) / T
-    # Cap K so that the window stays inside the table rows (M <= r0 + rows - 1).
     Wj = nsteps
-    kcap = jnp.floor((r0 + rows - 1.0 - Wj) / p)
+    # Cap K where the mean + tail_sd sd of M would leave the table (M <= r0 + rows - 1); below the cap the
+    # window is clipped to the table if needed and what it misses is charged by the tail bounds.
+    kcap = jnp.floor((r0 + rows - 3.0 - tail_sd * jnp.sqrt((r0 + rows) * q)) / p)
     k = jnp.maximum(jnp.minimum(K, kcap), 1.0)
     sd = jnp.sqrt(k * p * q)
     half = jnp.minimum(jnp.ceil(tail_sd * sd) + 1.0, Wj / 2.0)
