@@ -93,7 +93,9 @@ class ClonesBound(NamedTuple):
 
 class _Setup(NamedTuple):
     c: jax.Array  # (W,) window of C (float)
-    w: jax.Array  # (W,) Pr[C = c] (relative error <= _E), 0 outside [0, n-1]
+    w: jax.Array  # (W,) Pr[C = c], nominal, 0 outside [0, n-1]
+    w_up: jax.Array  # (W,) w times (1 + its error bound): for the upper sums
+    w_lo: jax.Array  # (W,) w times (1 - error bound - the effect of rounding p down): for the lower sums
     low_tail: jax.Array  # Chernoff bound on Pr[C < c[0]]
     high_tail: jax.Array  # Chernoff bound on Pr[C > c[-1]]
     jstar: jax.Array  # index in the window of the anchor c* where F is taken from the table
@@ -145,23 +147,38 @@ def _prefix_err(W):
     return (levels + 1) * (_BLK + 2) * _U
 
 
-def _setup(eps0, n, W, L, z_lo):
+def _setup(eps0, n, delta, W, L, z_lo):
     N = n - 1.0
-    p = jnp.exp(-eps0)
-    q = -jnp.expm1(-eps0)
+    # p rounded down to a multiple of 2^-53 below e^-eps0 (so that q = 1 - p is exact, as Loader's form
+    # needs): a smaller p only makes C stochastically smaller and E[D_C] larger (D_c is non-increasing),
+    # so the upper sums stay sound; the lower sums carry the difference (w_lo below), the upper tail uses
+    # p + dp >= e^-eps0.
+    p_f = jnp.exp(-eps0)  # within 2 ulp of e^-eps0
+    p = jnp.floor(p_f * (1.0 - 4.0 * _U) * 2.0**53) / 2.0**53
+    q = 1.0 - p
+    dp = p_f * (1.0 + 4.0 * _U) - p
     sd = jnp.sqrt(N * p * q)
-    # Anchor c*: z_lo sd below the mean, where F_c(t_c) is taken from an accurate table; the recurrence
-    # runs from there both ways, and its absolute error grows with the increments it crosses, so the
-    # anchor must not sit in the far lower tail (whatever the batch's W).  The window starts at c* or, when
-    # W covers [0, n-1] from lower down, as low as that allows (no truncation at all for small n).
-    cstar = jnp.maximum(jnp.floor(N * p - z_lo * sd) - 1.0, 0.0)
-    start = jnp.maximum(jnp.minimum(cstar, N + 1.0 - W), 0.0)
+    # Window: from z_lo sd below the mean (Chernoff-bounded mass below), or lower when W covers [0, n-1]
+    # from there (no truncation at all for small n).  Anchor c*, where F_c(t_c) is taken from an accurate
+    # table and the recurrence starts both ways: the F error grows with the increments crossed, so c* sits
+    # where w_c D_c peaks, about mean - q ln(1/delta) (D_c ~ e^(-kappa c), kappa ~ ln(1/delta) / mean,
+    # times the Gaussian weight), never below the window's start.  Any anchor is sound.
+    lo_win = jnp.maximum(jnp.floor(N * p - z_lo * sd) - 1.0, 0.0)
+    start = jnp.maximum(jnp.minimum(lo_win, N + 1.0 - W), 0.0)
+    cstar = jnp.clip(jnp.floor(N * p - jnp.minimum(z_lo * sd, q * jnp.log(1.0 / delta))) - 1.0, lo_win, N)
     c = start + jnp.arange(W, dtype=jnp.float64)
-    # Pr[C = c] by Loader's form at every c (relative error <= _E; values below 1e-300 are covered by _TINY);
-    # 0 past N.
+    # Pr[C = c] by Loader's form at every c; 0 past N.  Its relative error: _E for the form itself, plus
+    # the rounding of N p and N q inside bd0 (d bd0(x, M) / dM = 1 - x/M), <= 3 u |c - N p|; values below
+    # 1e-300 are covered by _TINY.
     w = jnp.exp(B.log_binom_pmf(c, N, p))
+    e_w = _E + 3.0 * _U * jnp.abs(c - N * p)
+    # Lower sums: log(w_c(p') / w_c(p)) for p' in [p, p + dp] is concave in p', so >= its value at p + dp.
+    shift = jnp.where(p > 0, c * jnp.log1p(dp / jnp.where(p > 0, p, 1.0)), 0.0) + (N - c) * jnp.log1p(-dp / q)
+    e_p = jnp.maximum(-shift, 0.0)
+    w_up = w * (1.0 + e_w)
+    w_lo = w * jnp.maximum(1.0 - e_w - e_p, 0.0)
     low_tail = jnp.exp(B.log_tail_lower(start - 1.0, N, p))
-    high_tail = jnp.exp(B.log_tail_upper(start + W, N, p))
+    high_tail = jnp.exp(B.log_tail_upper(start + W, N, jnp.minimum(p + dp, 1.0)))
     # CDF table of Bin(c*, 1/2) on kb .. kb + L - 1, which reaches ceil((c* + 1)/2) - 1 >= every t_{c*}.
     top = jnp.ceil((cstar + 1.0) / 2.0) - 1.0
     kb = jnp.maximum(top - (L - 1), 0.0)
@@ -169,7 +186,7 @@ def _setup(eps0, n, W, L, z_lo):
     ftab = _prefix(jnp.exp(B.log_binom_pmf(k, cstar, 0.5)))
     ftab_err = _E + _prefix_err(L)
     ftab_tail = jnp.where(kb > 0, jnp.exp(B.log_tail_lower(kb - 1.0, cstar, 0.5)), 0.0)
-    return _Setup(c, w, jnp.minimum(low_tail, 1.0), jnp.minimum(high_tail, 1.0), (cstar - start).astype(jnp.int32),
+    return _Setup(c, w, w_up, w_lo, jnp.minimum(low_tail, 1.0), jnp.minimum(high_tail, 1.0), (cstar - start).astype(jnp.int32),
                   kb, ftab, ftab_err, ftab_tail)
 
 
@@ -303,9 +320,9 @@ def _eval(eps, eps0, s: _Setup, r: _Ref) -> _Eval:
     D_lo = jnp.maximum(Ab * (1.0 - eb) - cf.em1 * F_hi * (1.0 + 8.0 * _U), 0.0)
     D_nom = jnp.maximum(Ab - cf.em1 * F, 0.0)
     W = c.shape[0]
-    sum_err = _E + (W + 8) * _U  # w's error and any order of summing W non-negative terms
+    sum_err = (W + 8) * _U  # any order of summing W non-negative terms (w's own errors are in w_up, w_lo)
     q = jnp.where(D_nom > 0, F - cf.alpha * b, 0.0)
-    sums = jnp.sum(s.w[None, :] * jnp.stack([D_up, D_lo, D_nom, q]), axis=1)
+    sums = jnp.sum(jnp.stack([s.w_up * D_up, s.w_lo * D_lo, s.w * D_nom, s.w * q]), axis=1)
     core_up = sums[0] * (1.0 + sum_err)
     core_lo = sums[1] * (1.0 - sum_err)
     tails = (s.low_tail * cf.A1 + s.high_tail * D_up[-1]) * (1.0 + 8.0 * _U)
@@ -350,7 +367,7 @@ def _point(eps0, n, delta, rtol, *, W, L, z_lo, max_iter):
     both ends once r is accurate.  Falls back to bisection when Newton leaves the bracket."""
     ok0 = eps0 > 0
     eps0 = jnp.where(ok0, eps0, 1.0)
-    s = _setup(eps0, n, W, L, z_lo)
+    s = _setup(eps0, n, delta, W, L, z_lo)
     zero = jnp.zeros((), jnp.float64)
     evals = jax.vmap(lambda x, ref: _eval(x, eps0, s, ref), in_axes=(0, None))
     ranges = jax.vmap(lambda x, ref: _in_range(x, eps0, s, ref), in_axes=(0, None))
@@ -497,7 +514,7 @@ class ClonesDelta(NamedTuple):
 def _clones_delta_kernel(eps, eps0, n, *, W, L, z_lo):
     def one(a):
         e, e0 = a[0], jnp.where(a[1] > 0, a[1], 1.0)
-        s = _setup(e0, a[2], W, L, z_lo)
+        s = _setup(e0, a[2], jnp.float64(1e-10), W, L, z_lo)
         live = e < e0
         r = _build_ref(jnp.where(live, e, 0.5 * e0), e0, s)
         ev = _eval(e, e0, s, r)
