@@ -93,7 +93,8 @@ def _mp_diag_max(a, su, sc, dps=40):
         m = mp.matrix(k, k)
         for i in range(k):
             for j in range(k):
-                m[i, j] = su2 + sc2 * mp.mpf(float(a[i].sum())) if i == j else -sc2 * mp.mpf(float(a[i, j]))
+                m[i, j] = (su2 + sc2 * mp.fsum(mp.mpf(float(x)) for x in a[i]) if i == j
+                           else -sc2 * mp.mpf(float(a[i, j])))  # exact degree: the float sum rounds
         inv = m**-1
         return max(inv[i, i] for i in range(k))
 
@@ -632,15 +633,25 @@ def _mp_entry(adj, su, sc, j, i, dps=30):
         m = mp.matrix(len(keep), len(keep))
         for r in range(len(keep)):
             for c in range(len(keep)):
-                m[r, c] = su2 + sc2 * mp.mpf(float(a[r].sum())) if r == c else -sc2 * mp.mpf(float(a[r, c]))
+                m[r, c] = (su2 + sc2 * mp.fsum(mp.mpf(float(x)) for x in a[r]) if r == c
+                           else -sc2 * mp.mpf(float(a[r, c])))  # exact weighted degree
         rhs = mp.matrix(len(keep), 1)
         pos = keep.index(i)
         rhs[pos] = 1
         return mp.lu_solve(m, rhs)[pos]
 
 
+def _weighted_regular(n, d, seed):
+    g = nx.random_regular_graph(d, n, seed=seed)
+    rng = np.random.default_rng(seed)
+    for u, v in g.edges:
+        g[u][v]["weight"] = float(rng.uniform(0.1, 3.0))
+    return S.adjacency(g)
+
+
 MID_GRAPHS = {
     "regular4_90": S.random_regular_graph(90, 4, seed=5),
+    "weighted_regular3_40": _weighted_regular(40, 3, seed=4),
     "torus_7x9": S.torus_graph(7, 9),
     "er_70": S.erdos_renyi_graph(70, 0.08, seed=4),  # connected, with articulation points
 }
