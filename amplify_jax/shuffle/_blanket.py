@@ -720,39 +720,44 @@ def _mc_windows(n, d, T, sigma, *, Wm, Wj, tail_sd):
     return j0, cdf_m, K_lo, b0, cdf_b
 
 
-def _mc_draws(key, n, d, T, sigma, table, *, Wm, Wj, samples, tail_sd):
-    """Exact draws of (K, M) for a chunk of points (leading axis) by inversion of tabulated CDFs; eps-free.
-    ``key``: one PRNG key for the chunk (its bits are drawn in one block: several times faster than a key
-    per point under vmap).
+@float64_jit(static_argnames=("Wm", "Wj", "samples", "tail_sd"))
+def _mc_search(key, n, d, T, sigma, table, *, Wm, Wj, samples, tail_sd):
+    """Exact draws for a chunk of points (leading axis) by inversion of tabulated CDFs; eps-free.
 
     m' ~ Bin(n-1, sigma) over a window of Wm values, K = m'+1+d; M | K ~ Bin(K, 2/T) = J0 + dJ with
     J0 ~ Bin(K_lo, 2/T) (K_lo the smallest K of the window; a window of Wj values) and
-    dJ | K ~ Bin(K - K_lo, 2/T) from ``table`` (the chunk's common T; :func:`_pascal_cdf_np`).  A uniform beyond
-    a window's total mass marks the sample ``out`` (it then counts as the bound B: an upper bound on every
-    truncation).  Uniforms have 32 bits (two per 64-bit word): each index's probability is off by < 2^-32,
-    so the mean of any [0, B] function moves by < (number of atoms) 2^-32 B per draw (``slack``).  The
-    binary searches gather from flat arrays (log2 of the window size gathers per draw).
+    dJ | K ~ Bin(K - K_lo, 2/T) from ``table`` (the chunk's common T; :func:`_pascal_cdf_np`).  Returns the
+    indices (r, xb, dx) -- index == window size means "beyond the window's mass" -- and K_lo, b0 per point.
+    ``key``: one PRNG key for the chunk (its bits are drawn in one block: several times faster than a key
+    per point under vmap).  Uniforms have 32 bits (two per 64-bit word).  The binary searches gather from
+    flat arrays (log2 of the window size gathers per draw).  A separate compiled function from
+    :func:`_mc_draws_from_indices`: inside one, XLA re-fuses the searches into their consumers (3-10x slower).
     """
     c = n.shape[0]
     j0, cdf_m, K_lo, b0, cdf_b = jax.vmap(partial(_mc_windows, Wm=Wm, Wj=Wj, tail_sd=tail_sd))(n, d, T, sigma)
-    words = jax.random.bits(key, (c, 2, samples), dtype=jnp.uint64)  # one stream for the chunk
+    words = jax.random.bits(key, (c, 2, samples), dtype=jnp.uint64)
     scale = 2.0 ** -32
     u1 = (words[:, 0] >> 32).astype(jnp.float64) * scale
     u2 = (words[:, 0] & 0xFFFFFFFF).astype(jnp.float64) * scale
     u3 = (words[:, 1] >> 32).astype(jnp.float64) * scale
-    # materialize the uniforms (otherwise XLA may fuse the bit generator into every step of the searches)
-    u1, u2, u3 = jax.lax.optimization_barrier((u1, u2, u3))
+    cdf_m, cdf_b, table, u1, u2, u3 = jax.lax.optimization_barrier((cdf_m.reshape(-1), cdf_b.reshape(-1),
+                                                                    table.reshape(-1), u1, u2, u3))
     rows = jnp.arange(c, dtype=jnp.int32)[:, None]
-    r = _search(cdf_m.reshape(-1), u1, Wm, base=rows * Wm)
-    xb = _search(cdf_b.reshape(-1), u2, Wj, base=rows * Wj)
+    r = _search(cdf_m, u1, Wm, base=rows * Wm)
+    xb = _search(cdf_b, u2, Wj, base=rows * Wj)
+    dx = _search(table, u3, Wj, base=jnp.minimum(r, Wm - 1) * Wj)
+    return r, xb, dx, K_lo, b0
+
+
+def _mc_draws_from_indices(r, xb, dx, K_lo, b0, *, Wm, Wj):
+    """(K, M) per sample and the ``out`` flags (a draw beyond its window: the sample then counts as the bound
+    B, an upper bound on every truncation); ``slack``: bound on |E_sampled - E_true| / B per point from the
+    32-bit uniforms (each index's probability is off by < 2^-32) and the CDFs' round-off."""
     rc = jnp.minimum(r, Wm - 1)
-    dx = _search(table.reshape(-1), u3, Wj, base=rc * Wj)
-    r, xb, dx = jax.lax.optimization_barrier((r, xb, dx))
-    out = (r >= Wm) | (xb >= Wj) | (dx >= Wj)
     K = K_lo[:, None] + rc.astype(jnp.float64)
     M = b0[:, None] + jnp.minimum(xb, Wj - 1).astype(jnp.float64) + jnp.minimum(dx, Wj - 1).astype(jnp.float64)
-    out = out | (M > K)
-    slack = jnp.full((c,), (Wm + 2.0 * Wj + 3.0) * scale + 8.0 * (Wm + Wj) * _U)
+    out = (r >= Wm) | (xb >= Wj) | (dx >= Wj) | (M > K)
+    slack = jnp.full(K_lo.shape, (Wm + 2.0 * Wj + 3.0) * 2.0 ** -32 + 8.0 * (Wm + Wj) * _U)
     return _MCDraws(K, M, out, slack)
 
 
@@ -804,15 +809,15 @@ def _mc_from_draws(eps, T, sigma, draws: _MCDraws, F, r0, alpha):
     return jnp.where(B > 0, mean, 0.0), ucb
 
 
-def _mc_eval(key, eps, n, d, T, sigma, alpha, table, F, r0, *, Wm, Wj, samples, tail_sd):
-    draws = _mc_draws(key, n, d, T, sigma, table, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+@float64_jit(static_argnames=("Wm", "Wj"))
+def _mc_from_indices(idx, eps, T, sigma, alpha, F, r0, *, Wm, Wj):
+    draws = _mc_draws_from_indices(*idx, Wm=Wm, Wj=Wj)
     return _mc_from_draws(eps, T, sigma, draws, F, r0, alpha)
 
 
-@float64_jit(static_argnames=("Wm", "Wj", "samples", "tail_sd"))
 def _mc_chunk(key, eps, n, d, T, sigma, alpha, table, F, r0, *, Wm, Wj, samples, tail_sd):
-    return _mc_eval(key, eps, n, d, T, sigma, alpha, table, F, r0, Wm=Wm, Wj=Wj, samples=samples,
-                    tail_sd=tail_sd)
+    idx = _mc_search(key, n, d, T, sigma, table, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+    return _mc_from_indices(idx, eps, T, sigma, alpha, F, r0, Wm=Wm, Wj=Wj)
 
 
 def _plan_mc(n, d, T, sigma, tail_sd, samples):
@@ -1034,10 +1039,9 @@ def _rr_eps_chunk(method, delta, n, d, T, sigma, eps0, rtol, F, r0, nsteps, *, W
     return _inversion_result(*inv, eps0)
 
 
-@float64_jit(static_argnames=("Wm", "Wj", "samples", "tail_sd"))
-def _mc_eps_chunk(key, delta, n, d, T, sigma, alpha, eps0, rtol, table, F, r0, *, Wm, Wj, samples,
-                  tail_sd):
-    draws = _mc_draws(key, n, d, T, sigma, table, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+@float64_jit(static_argnames=("Wm", "Wj"))
+def _mc_eps_from_indices(idx, delta, T, sigma, alpha, eps0, rtol, F, r0, *, Wm, Wj):
+    draws = _mc_draws_from_indices(*idx, Wm=Wm, Wj=Wj)
 
     def fn(x, T, sigma, alpha):
         return _mc_from_draws(x, T, sigma, draws, F, r0, alpha)[1]
@@ -1045,6 +1049,11 @@ def _mc_eps_chunk(key, delta, n, d, T, sigma, alpha, eps0, rtol, table, F, r0, *
     inv = invert_monotone_kernel(fn, delta, (T, sigma, alpha), _EPS_FLOOR, _search_hi(eps0), above=True,
                                  rtol=rtol, integer=False)
     return _inversion_result(*inv, eps0)
+
+
+def _mc_eps_chunk(key, delta, n, d, T, sigma, alpha, eps0, rtol, table, F, r0, *, Wm, Wj, samples, tail_sd):
+    idx = _mc_search(key, n, d, T, sigma, table, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+    return _mc_eps_from_indices(idx, delta, T, sigma, alpha, eps0, rtol, F, r0, Wm=Wm, Wj=Wj)
 
 
 def rr_epsilon(method, delta, n, d, T, sigma, eps0, *, rtol=1e-9, key=None, confidence=0.95, samples=5000,
