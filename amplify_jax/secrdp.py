@@ -46,10 +46,10 @@ How the accountant computes
   update of the *undeflated* Sigma^{-1} for adversary II was removed: it loses all accuracy when sigma_cor >>
   sigma_unc and under-reported eps1 by up to 17%; the certified update deflates first and checks itself.)
   Wherever only a bound is available (beyond enumeration, n >= LARGE_N), the value is the smaller of that
-  spectral bound and a local flow bound (:func:`_tree_diag_bound`: [Sigma_H^{-1}]_ii is the effective
+  spectral bound and a local flow bound (:func:`_flow_diag_bound`: [Sigma_H^{-1}]_ii is the effective
   resistance from i to ground, bounded by Thomson's principle with flows on i's non-backtracking tree, at
-  every node the c strongest branches removed), which needs no eigendecomposition and does not collapse to
-  local DP when a(G) <= c w_max.
+  every node the c strongest branches removed, or on its breadth-first tree with one removal budget c),
+  which needs no eigendecomposition and does not collapse to local DP when a(G) <= c w_max.
 - Graphs with n >= ``LARGE_N`` users: no dense eigendecomposition; the result is the spectral bound with a
   *certified* lower bound on a(G): a shift-invert Lanczos estimate t, then Sylvester's law of inertia on a
   sparse LDL^T of L - t I (exactly one negative pivot <=> lambda_2 > t), or the flow bound if smaller.
@@ -1126,6 +1126,87 @@ def _tree_diag_bound(g: SecGraph, removed: int, su2, sc2):
     return best
 
 
+def _bfs_levels(g: SecGraph):
+    """Breadth-first trees of every user (root) as deep as ``_TREE_ENTRIES`` (or 8 n entries) allows, each
+    graph node at most once per root (cached): per level, the node, its root, the index of its parent entry,
+    its slot among the parent's children and the weight of the tree edge."""
+    if getattr(g, "_bfs", None) is not None:
+        return g._bfs
+    nbr, wts, _ = g.neighbours()
+    n = g.n
+    roots = np.arange(n)
+    level = dict(node=roots, root=roots, parent=None, slot=None, w=None)
+    levels = [level]
+    seen = np.sort(roots * n + roots)
+    total = n
+    for _ in range(_TREE_MAX_DEPTH + 4):
+        node, root = level["node"], level["root"]
+        cand, cw = nbr[node], wts[node]
+        keys = root[:, None] * n + cand
+        pos = np.searchsorted(seen, keys).clip(max=seen.size - 1)
+        ok = (cw > 0) & (seen[pos] != keys)
+        ent, slot = np.nonzero(ok)
+        k = keys[ok]
+        _, first = np.unique(k, return_index=True)  # a node reached from several parents: the first one
+        keep = np.zeros(k.size, dtype=bool)
+        keep[first] = True
+        ent, slot, k = ent[keep], slot[keep], k[keep]
+        if k.size == 0 or total + k.size > max(_TREE_ENTRIES, 8 * n):
+            break
+        level = dict(node=cand[ent, slot], root=root[ent], parent=ent, slot=slot, w=cw[ent, slot])
+        levels.append(level)
+        seen = np.union1d(seen, k)
+        total += k.size
+    g._bfs = (levels, nbr.shape[1])
+    return g._bfs
+
+
+def _bfs_diag_bound(g: SecGraph, removed: int, su2, sc2):
+    """The flow bound of :func:`_tree_diag_bound` on breadth-first trees instead: every user occurs once in
+    its root's tree, so no conductance is split, and a set S of c users costs exactly |S| removals in the tree,
+    so the adversary gets one budget c for the whole tree (a min-plus knapsack over each node's children:
+    drop a child for 1, or pass it part of the budget) instead of c removals at every node."""
+    levels, dmax = _bfs_levels(g)
+    c = int(removed)
+    out = _LDP_UP / su2
+    depth = len(levels) - 1
+    if depth == 0:
+        return out
+    fudge = 1.0 + 8.0 * (dmax + 8) * (depth + 2) * (c + 1) * _U
+    out = out.copy()
+    for p, (s2, c2) in enumerate(zip(su2, sc2)):
+        s2, c2 = float(s2), float(c2)
+        if c2 == 0.0:
+            continue
+        cond = np.full((levels[-1]["node"].size, c + 1), s2)  # cond[:, b]: worst with b removals below
+        for k in range(depth, 0, -1):
+            lv = levels[k]
+            a = (c2 * lv["w"])[:, None]
+            branch = a * cond / (a + cond)  # (entries, c + 1)
+            n_par = levels[k - 1]["node"].size
+            f = np.zeros((n_par, c + 1))
+            for s in range(dmax):
+                sel = lv["slot"] == s
+                if not np.any(sel):
+                    continue
+                par, t = lv["parent"][sel], branch[sel]
+                old = f[par]
+                new = old + t[:, :1]  # keep the child, no budget passed down (b' = 0)
+                for b in range(1, c + 1):
+                    cand = [old[:, b - 1]]  # drop the child
+                    cand += [old[:, b - bp] + t[:, bp] for bp in range(0, b + 1)]
+                    new[:, b] = np.min(np.stack(cand), axis=0)
+                f[par] = new
+            cond = s2 + f
+        out[p] = min(out[p], float(np.max(1.0 / cond[:, c])) * fudge)
+    return out
+
+
+
+def _flow_diag_bound(g: SecGraph, removed: int, su2, sc2):
+    """The smaller of the two local flow bounds (:func:`_tree_diag_bound`, :func:`_bfs_diag_bound`)."""
+    return np.minimum(_tree_diag_bound(g, removed, su2, sc2), _bfs_diag_bound(g, removed, su2, sc2))
+
 def _removal_masks(n, c):
     sets = [s for k in range(1, c + 1) for s in itertools.combinations(range(n), k)]
     masks = np.ones((len(sets), n))
@@ -1158,7 +1239,7 @@ def _step_diag(g: SecGraph, adversary, c, su2, sc2):
     spec = np.minimum(_spectral_diag_bound(n_h, a_lo, su2, sc2) * _LDP_UP, _LDP_UP / su2)
     if n >= LARGE_N:
         dmin = float(g.degrees.min())
-        d = np.minimum(spec, _tree_diag_bound(g, removed, su2, sc2))
+        d = np.minimum(spec, _flow_diag_bound(g, removed, su2, sc2))
         return d, spec, ~ones, (1.0 - 8.0 * _U) / (su2 + sc2 * dmin * (1.0 + 4.0 * _U))
     margin = _ROUND_ABS * n * _U / su2
     d = _eig_path(g, su2, sc2)  # H = all users: adversary I, and the empty removed set of II/III
@@ -1179,7 +1260,7 @@ def _step_diag(g: SecGraph, adversary, c, su2, sc2):
             d = np.maximum(d, hi) + margin
             lower = np.maximum(lower, lo) - margin
         else:  # Thm 1's bound or the local flow bound, whichever is smaller
-            d, exact = np.minimum(spec, _tree_diag_bound(g, removed, su2, sc2)), ~ones
+            d, exact = np.minimum(spec, _flow_diag_bound(g, removed, su2, sc2)), ~ones
     else:
         d = d + margin
     # Sigma_H >= sigma_unc^2 I, so [Sigma_H^{-1}]_ii <= 1/sigma_unc^2 exactly: the margin never goes above it

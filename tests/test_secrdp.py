@@ -758,10 +758,12 @@ def test_tree_bound_never_below_mpmath(name):
         su2 = np.array([1.0, 1.0, 0.25, 4.0])
         sc2 = np.array([1.0, 100.0, 1e4, 0.09])
         bound = S._tree_diag_bound(g, c, su2, sc2)
+        bfs = S._bfs_diag_bound(g, c, su2, sc2)
         for p in range(4):
             exact = float(_mp_eps1(adj, math.sqrt(su2[p]), math.sqrt(sc2[p]), sets)) / 2
             assert bound[p] >= exact, (c, p)
-            assert bound[p] <= 1.0 / su2[p] * (1 + 1e-14)  # never above local DP
+            assert bfs[p] >= exact, (c, p)
+            assert max(bound[p], bfs[p]) <= 1.0 / su2[p] * (1 + 1e-14)  # never above local DP
 
 
 def test_tree_bound_tight_without_removals_on_trees():
@@ -770,8 +772,21 @@ def test_tree_bound_tight_without_removals_on_trees():
     g = S.adjacency(nx.path_graph(6))
     su, sc = 0.7, 3.0
     exact = float(_mp_eps1(g.toarray(), su, sc, [()])) / 2
-    b = float(S._tree_diag_bound(S.prepare_graph(g), 0, np.array([su**2]), np.array([sc**2]))[0])
-    assert exact <= b <= exact * (1 + 1e-12)
+    for fn in (S._tree_diag_bound, S._bfs_diag_bound):
+        b = float(fn(S.prepare_graph(g), 0, np.array([su**2]), np.array([sc**2]))[0])
+        assert exact <= b <= exact * (1 + 1e-12)
+
+
+def test_bfs_flow_bound_uses_one_removal_budget():
+    # ring of 9, one colluder: c removals at every tree node (unrolled-tree bound) cut both arcs everywhere,
+    # the breadth-first bound spends the single removal once, so it is sound and strictly tighter here
+    g = S.prepare_graph(S.ring_graph(9))
+    adj = g.adjacency.toarray()
+    su, sc = 1.0, 10.0
+    exact = float(_mp_eps1(adj, su, sc, [()] + [(j,) for j in range(9)])) / 2
+    b = float(S._bfs_diag_bound(g, 1, np.array([su**2]), np.array([sc**2]))[0])
+    t = float(S._tree_diag_bound(g, 1, np.array([su**2]), np.array([sc**2]))[0])
+    assert exact <= b < 0.5 * t
 
 
 def test_colluding_beyond_enumeration_uses_the_flow_bound(monkeypatch):
