@@ -71,7 +71,9 @@ __all__ = ["ClonesBound", "ClonesDelta", "clones_epsilon", "clones_delta"]
 _U = 2.220446049250313e-16  # 2 u (unit roundoff 2^-53, doubled)
 _E = 1e-12  # relative error budget of one pmf value from Loader's log form (measured <= ~2e-14 against
 #             mpmath, tests/test_shuffle_clones.py; its terms are O(|log pmf|) <= ~700 with few-ulp errors)
-_BLK = 64  # prefix-sum block
+_BLK = 64  # window sizes are multiples of this
+_PB = 16  # prefix-sum block
+_CH = 8  # Loader anchor spacing of the pmf ratio chains
 _K = 8  # half-width of the threshold tables around the reference
 _FLUSH = -650.0  # anchors with log below this are flushed to 0 and covered by an explicit slack
 _TINY = 1e-290  # absolute slack for subnormal / underflowed terms (each < 1e-300, at most ~1e7 of them)
@@ -119,32 +121,56 @@ def _tri(m, strict=False):
     return jnp.asarray(np.triu(np.ones((m, m)), 1 if strict else 0))
 
 
+def _scan_last(x, op):
+    """Inclusive scan of ``op`` along a short last axis, unrolled into elementwise ops that XLA fuses
+    (for small arrays: XLA's dot and reduce-window cost ~20-30 us each on CPU whatever the size)."""
+    cols = [x[..., 0]]
+    for j in range(1, x.shape[-1]):
+        cols.append(op(cols[-1], x[..., j]))
+    return jnp.stack(cols, axis=-1)
+
+
 def _prefix(x):
-    """Inclusive prefix sum along the last axis (length a multiple of _BLK) by dot products with
-    triangular ones: blocks of _BLK, then the block totals recursively.  Each output is the sum of at most
-    _BLK terms per level plus one offset per level, so its rounding error is <= _prefix_err(W) * sum |x|
-    whatever the order XLA sums a dot product in.  (A dot is a single fast op on CPU, where XLA's cumsum
-    is a reduce-window costing O(width) per element and a scan many small kernels.)
-    """
+    """Inclusive prefix sum along the last axis (length a multiple of _PB) by dot products with triangular
+    ones: blocks of _PB, then the block totals recursively.  Each output is the sum of at most _PB terms
+    per level plus one offset per level, so its rounding error is <= _prefix_err(W) * sum |x| whatever
+    the order XLA sums a dot product in.  (XLA's cumsum is a reduce-window costing O(width) per element on
+    CPU, pathological along a major axis.)"""
     W = x.shape[-1]
     lead = x.shape[:-1]
-    if W <= _BLK:
+    if W <= _PB:
         return x @ _tri(W)
-    X = x.reshape(lead + (W // _BLK, _BLK))
-    inner = X @ _tri(_BLK)
+    X = x.reshape(lead + (W // _PB, _PB))
+    inner = X @ _tri(_PB)
     tot = inner[..., -1]
     m = tot.shape[-1]
-    if m <= _BLK:
+    if m <= _PB:
         off = tot @ _tri(m, strict=True)
     else:
-        pad = (-m) % _BLK
+        pad = (-m) % _PB
         off = _prefix(jnp.pad(tot, [(0, 0)] * len(lead) + [(0, pad)]))[..., :m] - tot
     return (inner + off[..., None]).reshape(lead + (W,))
 
 
+def _log_chain(log_anchor, ratio):
+    """log x_j, j = 0..W-1 (W % _CH == 0): x at every _CH-th j from ``log_anchor`` (Loader's form), in
+    between x_{j+1} = x_j ratio_j (exact pmf ratios, ratio_j >= 0; 0 gives -inf, i.e. x = 0 beyond), the
+    logs summed by one dot product per block.  Error of log x_j beyond the anchor's: each log ratio
+    3u + u |log r|, the block sum <= _CH u sum |log r|, with |log r| <= log(n + 1) <= 28 for n <= 1e12:
+    <= (3 _CH + 2 _CH^2 28) u ~ 3e-13 at _CH = 8, inside the _E budget.  One Loader evaluation per _CH
+    points instead of one per point (Loader's form costs ~0.15 us per value on CPU)."""
+    W = ratio.shape[0]
+    lr = jnp.where(ratio > 0, jnp.log(jnp.where(ratio > 0, ratio, 1.0)), -1e4)
+    R = lr.reshape(W // _CH, _CH)
+    R = jnp.concatenate([jnp.zeros((W // _CH, 1), R.dtype), R[:, :-1]], axis=1)
+    # Small windows: unrolled (fused); large ones: one dot (the unrolled stack is slow at 1e5 points).
+    out = log_anchor[:, None] + (_scan_last(R, jnp.add) if W <= 8192 else R @ _tri(_CH))
+    return jnp.where(out < -1e3, -jnp.inf, out).reshape(W)
+
+
 def _prefix_err(W):
-    levels = max(1, math.ceil(math.log(max(W, 2)) / math.log(_BLK) - 1e-12))
-    return (levels + 1) * (_BLK + 2) * _U
+    levels = max(1, math.ceil(math.log(max(W, 2)) / math.log(_PB) - 1e-12))
+    return (levels + 1) * (_PB + 2) * _U
 
 
 def _setup(eps0, n, delta, W, L, z_lo):
@@ -170,8 +196,9 @@ def _setup(eps0, n, delta, W, L, z_lo):
     # Pr[C = c] by Loader's form at every c; 0 past N.  Its relative error: _E for the form itself, plus
     # the rounding of N p and N q inside bd0 (d bd0(x, M) / dM = 1 - x/M), <= 3 u |c - N p|; values below
     # 1e-300 are covered by _TINY.
-    w = jnp.exp(B.log_binom_pmf(c, N, p))
-    e_w = _E + 3.0 * _U * jnp.abs(c - N * p)
+    w_ratio = jnp.maximum(N - c, 0.0) / (c + 1.0) * (p / q)
+    w = jnp.exp(_log_chain(B.log_binom_pmf(c[::_CH], N, p), w_ratio))
+    e_w = _E + 3.0 * _U * (jnp.abs(c - N * p) + _CH)  # the anchor is within _CH of c
     # Lower sums: log(w_c(p') / w_c(p)) for p' in [p, p + dp] is concave in p', so >= its value at p + dp.
     shift = jnp.where(p > 0, c * jnp.log1p(dp / jnp.where(p > 0, p, 1.0)), 0.0) + (N - c) * jnp.log1p(-dp / q)
     e_p = jnp.maximum(-shift, 0.0)
@@ -183,7 +210,8 @@ def _setup(eps0, n, delta, W, L, z_lo):
     top = jnp.ceil((cstar + 1.0) / 2.0) - 1.0
     kb = jnp.maximum(top - (L - 1), 0.0)
     k = kb + jnp.arange(L, dtype=jnp.float64)
-    ftab = _prefix(jnp.exp(B.log_binom_pmf(k, cstar, 0.5)))
+    k_ratio = jnp.maximum(cstar - k, 0.0) / (k + 1.0)
+    ftab = _prefix(jnp.exp(_log_chain(B.log_binom_pmf(k[::_CH], cstar, 0.5), k_ratio)))
     ftab_err = _E + _prefix_err(L)
     ftab_tail = jnp.where(kb > 0, jnp.exp(B.log_tail_lower(kb - 1.0, cstar, 0.5)), 0.0)
     return _Setup(c, w, w_up, w_lo, jnp.minimum(low_tail, 1.0), jnp.minimum(high_tail, 1.0), (cstar - start).astype(jnp.int32),
@@ -229,7 +257,9 @@ def _build_ref(eps, eps0, s: _Setup) -> _Ref:
     t = _thresholds(cf, c)
     t_next = jnp.concatenate([t[1:], t[-1:]])
     up = t_next > t
-    lb = B.log_binom_pmf(t, c, 0.5)
+    # b_{c+1}(t_{c+1}) / b_c(t_c) = (c+1) / (2 (c+1-t)) if t stays, (c+1) / (2 (t+1)) if t moves up.
+    b_ratio = (c + 1.0) / (2.0 * jnp.where(up, t + 1.0, c + 1.0 - t))
+    lb = _log_chain(B.log_binom_pmf(t[::_CH], c[::_CH], 0.5), b_ratio)
     flushed = lb < _FLUSH
     b = jnp.where(flushed, 0.0, jnp.exp(lb))
     # Where b_c(t) < e^-650 it is set to 0 and covered by a slack: b_c(k) <= b_c(t) (c+1)^(K+1) for k
@@ -271,10 +301,15 @@ def _build_ref(eps, eps0, s: _Setup) -> _Ref:
     j = jnp.arange(1, _K + 1, dtype=jnp.float64)[:, None]
     r_up = jnp.maximum(c - t - j + 1.0, 0.0) / (t + j)
     r_dn = jnp.maximum(t - j + 1.0, 0.0) / (c - t + j)
-    b_up = b[None, :] * jnp.cumprod(r_up, axis=0)  # b(t+1) .. b(t+K)
-    b_dn = b[None, :] * jnp.cumprod(r_dn, axis=0)  # b(t-1) .. b(t-K)
-    f_up = F[None, :] + jnp.cumsum(b_up, axis=0)
-    f_dn = F[None, :] - jnp.cumsum(jnp.concatenate([b[None, :], b_dn[:-1]], axis=0), axis=0)
+    # Products and sums along the short axis written out row by row (XLA's cumprod along a major axis is
+    # a reduce-window costing ~0.1 s at 1e5 points).
+    bu, bd, fu, fd = [b], [b], [F], [F]
+    for i in range(_K):
+        fd.append(fd[-1] - bd[-1])  # F(t-i-1) = F(t-i) - b(t-i)
+        bu.append(bu[-1] * r_up[i])  # b(t+i+1)
+        bd.append(bd[-1] * r_dn[i])  # b(t-i-1)
+        fu.append(fu[-1] + bu[-1])  # F(t+i+1)
+    b_up, b_dn, f_up, f_dn = (jnp.stack(v[1:]) for v in (bu, bd, fu, fd))
     bt = jnp.concatenate([b_dn[::-1], b[None, :], b_up], axis=0)
     ft = jnp.concatenate([f_dn[::-1], F[None, :], f_up], axis=0)
     sb = jnp.sum(bt, axis=0)
@@ -486,9 +521,8 @@ def clones_epsilon(eps0, n, delta, *, rtol=1e-9, tail_sd=None, max_iter=100) -> 
     eps0, n, delta = _check(eps0, n, delta)
     rtol = float(_validate.positive("rtol", rtol))
     W, L, z_lo = _windows(eps0, n, delta, tail_sd)
-    with x64_scope():
-        out, _, _ = _clones_kernel(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(delta), jnp.asarray(rtol), W=W,
-                                   L=L, z_lo=z_lo, max_iter=int(max_iter))
+    # numpy arrays go straight to the compiled kernel (jit's fast path; float64_jit scopes x64).
+    out, _, _ = _clones_kernel(eps0, n, delta, np.float64(rtol), W=W, L=L, z_lo=z_lo, max_iter=int(max_iter))
     return out
 
 
