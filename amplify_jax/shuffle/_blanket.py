@@ -437,6 +437,10 @@ def _g_exact(K, eps, T, sigma, F, r0, nsteps, *, tail_sd):
         t1 = C * c1
         t2 = A * (M / 2.0) * c2
         h = jnp.maximum(t1 - t2, 0.0) + _CANCEL_MARGIN * (jnp.abs(t1) + t2)
+        # rows M and M - 1 must be in the table; elsewhere (only where a window is wider than the table)
+        # the bound (C_M - A N2)_+ <= C_M is used
+        h = jnp.where((M - 1.0 >= r0) | (M <= 0.0), h, C)
+        h = jnp.where(M <= r0 + rows - 1.0, h, C)
         h = jnp.where((A > 0) & (C > 0) & (u >= 0), h, 0.0)
         w_next = w * jnp.maximum(k - M, 0.0) / (M + 1.0) * odds
         return (w_next, acc + wm * h), None
@@ -780,7 +784,7 @@ def _h_pair(M, K, eps, T, sigma, F, r0):
     h = jnp.maximum(t1 - t2, 0.0) + _CANCEL_MARGIN * (jnp.abs(t1) + t2)
     h = jnp.where((A > 0) & (C > 0) & (u >= 0), h, 0.0)
     rows = F.shape[0]
-    return h, (M >= r0) & (M < r0 + rows)
+    return h, ((M - 1.0 >= r0) | (M <= 0.0)) & (M < r0 + rows)
 
 
 def _mc_from_draws(eps, T, sigma, draws: _MCDraws, F, r0, alpha):
