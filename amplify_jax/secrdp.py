@@ -1137,14 +1137,19 @@ def _bfs_levels(g: SecGraph):
     roots = np.arange(n)
     level = dict(node=roots, root=roots, parent=None, slot=None, w=None)
     levels = [level]
-    seen = np.sort(roots * n + roots)
+    # a neighbour of a node at hop distance t is at distance t - 1, t or t + 1: the visited check needs only
+    # the last two levels (sorted keys root * n + node)
+    seen_prev, seen_cur = np.empty(0, dtype=np.int64), np.sort(roots * n + roots)
     total = n
     for _ in range(_TREE_MAX_DEPTH + 4):
         node, root = level["node"], level["root"]
         cand, cw = nbr[node], wts[node]
         keys = root[:, None] * n + cand
-        pos = np.searchsorted(seen, keys).clip(max=seen.size - 1)
-        ok = (cw > 0) & (seen[pos] != keys)
+        ok = cw > 0
+        for seen in (seen_prev, seen_cur):
+            if seen.size:
+                pos = np.searchsorted(seen, keys).clip(max=seen.size - 1)
+                ok &= seen[pos] != keys
         ent, slot = np.nonzero(ok)
         k = keys[ok]
         _, first = np.unique(k, return_index=True)  # a node reached from several parents: the first one
@@ -1155,7 +1160,7 @@ def _bfs_levels(g: SecGraph):
             break
         level = dict(node=cand[ent, slot], root=root[ent], parent=ent, slot=slot, w=cw[ent, slot])
         levels.append(level)
-        seen = np.union1d(seen, k)
+        seen_prev, seen_cur = seen_cur, np.sort(k)
         total += k.size
     g._bfs = (levels, nbr.shape[1])
     return g._bfs
