@@ -869,13 +869,14 @@ def _mc_planned(key, eps, n, d, T, sigma, alpha, tail_sd, samples):
 # ---------------------------------------------------------------------------------------------------------
 # Fixed-size kernel for traced use (parameters inside another kernel, e.g. a deployment inversion)
 
-_TRACED_WM, _TRACED_S, _TRACED_ROWS = 256, 8, 512
+_TRACED_WM, _TRACED_S, _TRACED_ROWS = WM_MAX, 16, 512
 
 
 def rr_delta_traced(method, eps, n, d, T, sigma, tail_sd=DEFAULT_TAIL_SD):
     """Lemma 2 for the target randomizer as a pure jnp function of (broadcasting) arrays, with static windows
-    (256 bins of up to 8 m' values; a 512-row CDF table; the inner loop's length is the largest need in the
-    batch, capped at 448): for use inside other kernels, where the parameters are traced.  Sound for every
+    (512 bins -- WM_MAX, as in the planned kernel -- of up to 16 m' values; a 512-row CDF table; the inner
+    loop's length is the largest need in the batch, capped at 448): for use inside other kernels, where the
+    parameters are traced (traffic's deployment inversions).  Sound for every
     input (truncations bounded, K capped where the table ends, with the Bennett bound); exact while the
     windows suffice.  ``method`` in {"hoeffding", "bennett", "exact"}."""
     eps, n, d, T, sigma = jnp.broadcast_arrays(*(jnp.asarray(x, jnp.float64) for x in (eps, n, d, T, sigma)))
