@@ -12,7 +12,8 @@ run; results to benchmarks/results/bench_secrdp.json.
    (target < 1 s warm), against numpy: one Cholesky inverse per grid point, timed on a subset, extrapolated.
 3. The largest graph handled within a minute: dense exact path (adversary I, one noise pair, cold: includes
    the eigendecomposition) for growing n; the certified adversary II (cold) on random 4-regular graphs; and
-   the sparse certified-bound path (n >= 20000) for rings and tori.
+   the sparse path (n >= 20000, no eigendecomposition) for rings and tori: the smaller of Thm 1's bound with a
+   certified a(G) and the local flow bounds (secrdp._flow_diag_bound), exact=False.
 
     python benchmarks/bench_secrdp.py                  (a few minutes; more on a loaded machine)
     python benchmarks/bench_secrdp.py --skip-largest   (1 and 2 only; keeps the stored part 3 in the JSON)
