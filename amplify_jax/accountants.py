@@ -99,10 +99,10 @@ def _n_panels(sigma, orders, q=None):
 #: the candidates of the whole batch are gathered into the smallest budget that holds them; more candidates
 #: than the largest -> the whole grid.
 COMPACT_BUDGETS = (6, 12, 24)
-#: Evaluations of Brent's continuous order search in dpsgd_epsilon (conversions.refine_order), started from
-#: the best grid order: over the benchmark grid it reaches the 24-step golden-section result (2e-12 relative)
-#: in 6; the result is never above the grid's best whatever the number of steps.
-REFINE_STEPS = 8
+#: Most evaluations of Brent's continuous order search in dpsgd_epsilon (conversions.refine_order), started
+#: from the best grid order; it stops when every point has converged.  The result is never above the grid's
+#: best whatever the number of steps.
+REFINE_STEPS = 32
 
 
 def _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method):
@@ -275,8 +275,8 @@ class _DPSGDGridEps:
         return _dpsgd_eps_kernel(self.curve, None, sigma, q, steps, log_delta, self.method, False)[0]
 
 
-#: Brent evaluations of the calibration's local accountant (any order gives a valid bound).
-LOCAL_REFINE_STEPS = 10
+#: Most Brent evaluations of the calibration's local accountant (any order gives a valid bound).
+LOCAL_REFINE_STEPS = 32
 #: Integer orders of the calibration's first stage (a finite series each, no quadrature).
 COARSE_ORDERS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 96, 128, 256)
 #: Relative tolerance of the first stage.

@@ -142,11 +142,16 @@ def delta_from_rdp(orders, rdp, *, epsilon, method="balle2020") -> DeltaResult:
 # Continuous search of the optimal order
 
 _GOLDEN = 0.6180339887498949
-#: Evaluations of Brent's search in :func:`refine_order` (it converges superlinearly: eps is smooth in the
-#: order, and its minimum is quadratic, so an error h in t = log(alpha - 1) costs ~h^2 relative in eps).
-BRENT_STEPS = 12
-#: Tolerance of Brent's search in t = log(alpha - 1) (relative 1e-6 in alpha - 1: ~1e-12 relative in eps).
-BRENT_TOL = 1e-6
+#: Most evaluations of Brent's search in :func:`refine_order`; it stops earlier once every point of the batch
+#: has converged to ``BRENT_TOL`` (a smooth interior minimum takes ~6-10, a kink or an end of the bracket
+#: more, since there it shrinks the bracket by the golden ratio per step).
+BRENT_STEPS = 32
+#: Tolerance of Brent's search in t = log(alpha - 1), relative to 1 + |t|.
+BRENT_TOL = 1e-7
+#: Every this many steps Brent's search takes a golden-section step whatever the parabola says: the minimum
+#: of eps(alpha) can be a kink (the subsampled Gaussian's RDP rises sharply in alpha where its second regime
+#: takes over, and with many steps the optimum sits at the foot of that rise), where parabolic steps crawl.
+BRENT_GOLDEN_EVERY = 3
 
 
 def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, n_iter=BRENT_STEPS):
@@ -154,8 +159,9 @@ def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, 
 
     Parabolic steps through the three best points found so far, with golden-section steps whenever the
     parabola is not trusted (Brent 1973, "Algorithms for minimization without derivatives", ch. 5), started
-    from the grid's best order (whose eps is known) and run for ``n_iter`` evaluations of ``rdp_fn``, every
-    point of the batch in lock step (a point that has converged to ``BRENT_TOL`` in t keeps its state).
+    from the grid's best order (whose eps is known), every point of the batch in lock step, until every point
+    has converged to ``BRENT_TOL`` in t (a converged point keeps its state) or after ``n_iter`` evaluations of
+    ``rdp_fn``; every ``BRENT_GOLDEN_EVERY``-th step is a golden-section step.
     ``rdp_fn(alpha, *args)`` must broadcast (alpha and args share the batch shape here).  Returns the best
     evaluated point or (best_eps, best_alpha), whichever is smaller: any order gives a valid bound, so the
     result is never above the grid's best, whatever the number of steps.
@@ -172,12 +178,18 @@ def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, 
     zero = jnp.zeros_like(x0)
     cg = 1.0 - _GOLDEN  # 0.381966...
 
-    def body(_, s):
+    def converged(s):
+        a, b, x = s[0], s[1], s[2]
+        tol1 = BRENT_TOL * (1.0 + jnp.abs(x))
+        return jnp.abs(x - 0.5 * (a + b)) <= 2.0 * tol1 - 0.5 * (b - a)
+
+    def body(c):
+        it, s = c
         a, b, x, w, v, fx, fw, fv, d, e = s
         xm = 0.5 * (a + b)
         tol1 = BRENT_TOL * (1.0 + jnp.abs(x))
         tol2 = 2.0 * tol1
-        done = jnp.abs(x - xm) <= tol2 - 0.5 * (b - a)
+        done = converged(s)
         # parabola through (x, fx), (w, fw), (v, fv)
         r = (x - w) * (fx - fv)
         qq = (x - v) * (fx - fw)
@@ -187,7 +199,7 @@ def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, 
         qq = jnp.abs(qq)
         try_par = jnp.abs(e) > tol1
         par_ok = (try_par & (jnp.abs(p) < jnp.abs(0.5 * qq * e)) & (p > qq * (a - x)) & (p < qq * (b - x))
-                  & jnp.isfinite(p) & (qq > 0.0))
+                  & jnp.isfinite(p) & (qq > 0.0) & (it % BRENT_GOLDEN_EVERY != BRENT_GOLDEN_EVERY - 1))
         e_gold = jnp.where(x >= xm, a - x, b - x)
         d_par = p / jnp.where(qq > 0.0, qq, 1.0)
         u_par = x + d_par
@@ -211,10 +223,10 @@ def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, 
         nx = jnp.where(better, u, x)
         nfx = jnp.where(better, fu, fx)
         new = (na, nb, nx, nw, nv, nfx, nfw, nfv, new_d, new_e)
-        return tuple(jnp.where(done, old, nw_) for old, nw_ in zip(s, new))
+        return it + 1, tuple(jnp.where(done, old, nw_) for old, nw_ in zip(s, new))
 
     init = (a, b, x0, x0, x0, fx0, fx0, fx0, zero, zero)
-    s = jax.lax.fori_loop(0, n_iter, body, init)
+    _, s = jax.lax.while_loop(lambda c: (c[0] < n_iter) & jnp.any(~converged(c[1])), body, (0, init))
     x, fx = s[2], s[5]
     better = fx < best_eps
     return jnp.where(better, fx, best_eps), jnp.where(better, 1.0 + jnp.exp(x), best_alpha)
@@ -251,7 +263,7 @@ def optimal_epsilon(
     orders=None,
     method="balle2020",
     grid_rdp=None,
-    n_iter: int = 16,
+    n_iter: int = BRENT_STEPS,
 ) -> EpsilonResult:
     """eps at delta, minimised over every order alpha > 1, for every point of a parameter grid.
 

@@ -171,7 +171,7 @@ def main():
 
     # physical floor: transcendental evaluations per grid point
     from amplify_jax import _subsampled_gaussian as SG
-    from amplify_jax.accountants import COMPACT_BUDGETS, REFINE_STEPS, _pruned_candidates
+    from amplify_jax.accountants import COMPACT_BUDGETS, _pruned_candidates
     from amplify_jax.rdp import SGMCurve, _integer_buckets
 
     is_int = DPA_ORDERS == np.round(DPA_ORDERS)
@@ -186,7 +186,7 @@ def main():
                                             jnp.full(sigmas.shape, np.log(DELTA))))
     mean_cand = float(cnt.mean())
     budget = next((b for b in COMPACT_BUDGETS if mean_cand <= b), int((~is_int).sum()))
-    refine_evals = 1 + REFINE_STEPS
+    refine_evals = 8  # Brent converges in ~6-8 evaluations on this grid (REFINE_STEPS is its cap)
     # the floor counts the candidates that must be evaluated (their mean), the kernel evaluates its budget;
     # ~5 transcendentals per quadrature node (expm1, log1p, expm1, expm1, exp)
     per_point = int(int_terms + per_k + 5 * nodes * (mean_cand + refine_evals))

@@ -78,3 +78,22 @@ def test_dp_to_rdp_pure_is_randomized_response():
     assert float(res.delta) == 0.0
     res = C.dp_to_rdp(o, eps=[0.5, 1.0], delta=1e-6)
     assert res.rdp.shape == (2, 3) and np.all(np.asarray(res.delta) == 1e-6)
+
+
+def _kinked(a, s, k):
+    """A Gaussian curve with a sharp rise beyond order k (like the subsampled Gaussian's second regime)."""
+    import jax.numpy as jnp
+
+    return a / (2 * s * s) + 50.0 * jnp.maximum(a - k, 0.0)
+
+
+def test_order_search_reaches_kinks_and_ends():
+    """Brent's search (with its golden steps) finds the minimum at a kink and at the end of the bracket."""
+    s = np.array([0.5, 2.0, 8.0, 30.0])
+    k = np.array([3.37, 17.2, 64.9, 1e9])  # the last one has no kink: the minimum lies at large orders
+    eps, order = C.optimal_epsilon(_kinked, delta=1e-7, args=(s, k))
+    fine = np.geomspace(1.0001, 4096.0, 400_000)
+    for i in range(s.size):
+        curve = fine / (2 * s[i] ** 2) + 50.0 * np.maximum(fine - k[i], 0.0)
+        ref = np.min(curve + np.log1p(-1 / fine) - (np.log(1e-7) + np.log(fine)) / (fine - 1))
+        assert float(eps[i]) <= ref * (1 + 1e-7), (i, float(eps[i]), ref)
