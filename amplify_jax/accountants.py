@@ -284,6 +284,8 @@ COARSE_RTOL = 1e-2
 #: Relative gap below the stage-1 answer where the local stage's bracket starts (where the local accountant
 #: is still infeasible there; else the bracket starts at the range's lower end).
 LOCAL_BRACKET = 0.03
+#: Relative margin below the target for the local stage (sigma moves by ~1e-10 relative, far inside rtol).
+LOCAL_MARGIN = 1e-10
 
 
 class _DPSGDLocalEps:
@@ -384,8 +386,10 @@ def _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol):
     near = s1 * (1.0 - LOCAL_BRACKET)
     e_near = plan.local(near, q, steps, log_delta, center)
     lo3 = jnp.where(e_near > target, near, lo)
-    st3 = invert_monotone_kernel(plan.local, target, (q, steps, log_delta, center), lo3, s1, above=True,
-                                 rtol=rtol, integer=False, illinois=True)
+    # aim a hair below the target: the local and the full searches end ~1e-14 apart, and a re-check that
+    # fails by that much would cost the fix-up below for the whole batch
+    st3 = invert_monotone_kernel(plan.local, target * (1.0 - LOCAL_MARGIN), (q, steps, log_delta, center), lo3,
+                                 s1, above=True, rtol=rtol, integer=False, illinois=True)
 
     def full_eps(sig, q_, steps_, log_delta_):
         return _dpsgd_eps_kernel(plan.curve, plan.at_order, sig, q_, steps_, log_delta_, method, True)[0]
