@@ -209,8 +209,9 @@ def cmd_demo(args):
 
 
 def cmd_figures(args):
-    root = Path(__file__).resolve().parent.parent / "benchmarks"
-    scripts = sorted(root.glob("fig_*.py"))
+    # the checkout the package was installed from (editable), else the current directory's checkout
+    roots = [Path(__file__).resolve().parent.parent / "benchmarks", Path.cwd() / "benchmarks"]
+    scripts = next((sorted(r.glob("fig_*.py")) for r in roots if any(r.glob("fig_*.py"))), [])
     if not scripts:
         raise ValueError("Expected figure scripts in benchmarks/ (run from a source checkout).")
     if args.list:

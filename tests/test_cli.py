@@ -107,3 +107,15 @@ def test_sweep_command(run, tmp_path):
     bad.write_text('[grid]\nsigma = -1\nq = 0.1\nsteps = 1\ndelta = 1e-5\n')
     out = run("sweep", str(bad), "--output", str(tmp_path / "out2"))
     assert out.returncode == 2 and "sigma" in out.stderr
+
+
+def test_figures_list_from_the_checkout(run):
+    """`figures --list` finds the scripts of the checkout (installed editable or not, run from its root)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    r = run("figures", "--list", cwd=str(root))
+    assert r.returncode == 0, r.stderr
+    names = r.stdout.split()
+    assert "fig_traffic_fig7" in names and "fig_secrdp_fig2" in names
+    assert all((root / "benchmarks" / f"{n}.py").exists() for n in names)
