@@ -801,3 +801,22 @@ def test_colluding_beyond_enumeration_uses_the_flow_bound(monkeypatch):
     assert not bool(acc.exact)
     assert float(acc.eps1_lower) <= exact <= float(acc.eps1) < float(acc.spectral)
     assert float(acc.eps1) < 0.6 * float(acc.ldp)
+
+
+def test_min_sigma_cor_curious_certified_beyond_direct_enumeration():
+    """n >= 448: the traced accountant is only Thm 1's bound (here local DP: infeasible); the calibration is
+    refined on the certified accountant: feasible, exact, minimal to rtol, above adversary I's answer."""
+    g = S.random_regular_graph(460, 4, seed=1)
+    su = np.array([1.0, 2.0])
+    kw = dict(clip=1.0, epsilon=5.0, delta=1e-5, steps=10)
+    cal = S.min_sigma_cor(g, sigma_unc=su, adversary="curious", **kw)
+    cal_i = S.min_sigma_cor(g, sigma_unc=su, adversary="eavesdropper", **kw)
+    assert np.all(np.asarray(cal.status) == 0)
+    sc, b = np.asarray(cal.sigma_cor), np.asarray(cal.eps1_budget)
+    assert np.all(sc > np.asarray(cal_i.sigma_cor))
+    acc = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="curious")
+    assert np.all(np.asarray(acc.eps1) <= b) and np.all(np.asarray(acc.exact))
+    np.testing.assert_allclose(np.asarray(cal.eps1), np.asarray(acc.eps1), rtol=1e-12)
+    below = S.step_account(g, sigma_unc=su, sigma_cor=sc * (1 - 2e-6), clip=1.0, adversary="curious")
+    assert np.all(np.asarray(below.eps1) > b)
+    assert np.all(np.asarray(acc.spectral) > b)  # Thm 1's bound alone could not have given this answer
