@@ -510,33 +510,25 @@ def log_a_minus_one_fractional_auto(q, sigma, alpha):
 # Integer orders on a fixed grid: the finite binomial series with a static table of log-binomial coefficients
 
 
-def _log_comb_table(alpha, kmax):
-    """log C(alpha_i, k) for the static integer orders alpha_i and k = 0..kmax (-inf outside 2 <= k <= alpha_i).
-
-    Computed once on the host from exact integers (``math.comb``; its log is correctly rounded to ~1 ulp).
-    """
-    table = np.full((len(alpha), kmax + 1), -np.inf)
-    for i, a in enumerate(alpha):
-        a = int(a)
-        for k in range(2, min(a, kmax) + 1):
-            table[i, k] = math.log(math.comb(a, k))
-    return table
-
-
 def log_a_minus_one_integer_grid(q, sigma, alpha, kmax):
     """log(A_alpha - 1) at the static integer orders ``alpha`` (a tuple, each <= kmax), for q, sigma broadcasting.
 
     MTZ 2019's integer-order series (their Sec. 3.2), A_alpha - 1 = sum_{k=2}^alpha C(alpha, k) q^k
     (1 - q)^(alpha - k) expm1(k (k - 1) / (2 sigma^2)), with the k = 0, 1 terms removed against the binomial
     normalisation (every term is non-negative: no cancellation, accurate relative to A - 1 even at q = 1e-8).
-    Orders are static, so the log-binomial coefficients are a host table, and the sigma- and q-dependent part
+    Orders are static, so the log-binomial coefficients are a trace-time table (``rdp._log_comb_table``,
+    shared with the WBK bound), and the sigma- and q-dependent part
     k log(q / (1 - q)) + log expm1(k (k - 1) / (2 sigma^2)) is shared by every order: one exp per term remains
     (the log-sum-exp).  Returns shape broadcast(q, sigma) + (len(alpha),).
     """
     from .numerics import log_expm1
+    from .rdp import _log_comb_table
 
     a_np = np.asarray(alpha, dtype=np.float64)
-    table = jnp.asarray(_log_comb_table(a_np, kmax))  # (n, kmax + 1)
+    # log C(alpha_i, k) for k = 0..kmax, -inf outside 2 <= k <= alpha_i (the k = 0, 1 terms are cancelled)
+    table = np.concatenate([np.full((a_np.size, 2), -np.inf),
+                            _log_comb_table(tuple(int(x) for x in a_np), kmax)], axis=1)
+    table = jnp.asarray(table)  # (n, kmax + 1)
     k = np.arange(kmax + 1, dtype=np.float64)
     rest = jnp.asarray(np.maximum(a_np[:, None] - k[None, :], 0.0))  # alpha - k (0 where masked)
     q = jnp.asarray(q, dtype=jnp.float64)[..., None]

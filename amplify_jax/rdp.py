@@ -294,10 +294,12 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
 
 
 @functools.lru_cache(maxsize=16)  # up to 8 MB each at A = 1024
-def _wor_log_comb_table(alpha_int: tuple, amax: int) -> np.ndarray:
+def _log_comb_table(alpha_int: tuple, amax: int) -> np.ndarray:
     """log C(a, j) for a in ``alpha_int`` (rows), j = 2..amax (columns), -inf where j > a: a trace-time constant.
 
     Evaluated eagerly (also when called during tracing) with the Loader-accurate :func:`numerics.log_comb`.
+    Serves the WBK sum below and the integer-order series of the subsampled Gaussian
+    (:func:`amplify_jax._subsampled_gaussian.log_a_minus_one_integer_grid`).
     """
     with jax.ensure_compile_time_eval(), x64_scope():
         a = jnp.asarray(alpha_int, dtype=jnp.float64)[:, None]
@@ -344,7 +346,7 @@ def without_replacement_log_excess(base, log_q, orders=None, *, log_inf_factor=N
         capj = jnp.minimum(jnp.log(2.0), j * lf)
     t2 = jnp.minimum(jnp.log(4.0) + log_expm1(eps2), eps2 + cap2)
     tj = jnp.where(j == 2.0, t2, (j - 1.0) * base + capj)  # batch + (J,)
-    table = jnp.asarray(_wor_log_comb_table(alpha_int, amax))  # (A, J)
+    table = jnp.asarray(_log_comb_table(alpha_int, amax))  # (A, J)
     terms = j * jnp.asarray(log_q)[..., None, None] + table + tj[..., None, :]
     return logsumexp(terms, axis=-1)
 
