@@ -1647,7 +1647,7 @@ def _refine_curious_certified(g, su_b, c_b, b_b, value, status, rtol):
     never above Thm 1's bound) or, where that was infeasible, sigma_unc 1e9 if the certified accountant meets
     the budget there; the lower end is adversary I's minimal sigma_cor (less 2 rtol), infeasible for II since
     eps1_II >= eps1_I.  Returns (value, status, achieved) with the refined points replaced."""
-    from .calibrate import AT_LIMIT, INFEASIBLE, OK
+    from .calibrate import INFEASIBLE, OK
 
     def eps1(sc):
         d = _step_diag(g, "curious", 1, su_b.reshape(-1) ** 2, np.asarray(sc, dtype=np.float64).reshape(-1) ** 2)[0]
@@ -1661,10 +1661,8 @@ def _refine_curious_certified(g, su_b, c_b, b_b, value, status, rtol):
     todo &= e_hi <= b_b
     if not np.any(todo):
         return None
-    fn_i = _eps1_fn(g, "eavesdropper", 0)
-    lam_max = 2.0 * float(g.degrees.max()) if g.degrees.size else 1.0
-    inv = invert_monotone_i(fn_i, b_b, su_b, c_b, su_b * 1e-6 / math.sqrt(max(lam_max, 1e-300)), hi, rtol)
-    lo = np.where(inv.status == OK, np.asarray(inv.value) * (1.0 - 2.0 * rtol), su_b * 1e-6)
+    value_i, status_i, _ = _sigma_cor_for_budget(g, "eavesdropper", 0, su_b, c_b, b_b, rtol)
+    lo = np.where(status_i == OK, value_i * (1.0 - 2.0 * rtol), su_b * 1e-6)
     for _ in range(200):
         active = todo & (hi > lo * (1.0 + rtol))
         if not np.any(active):
@@ -1678,12 +1676,6 @@ def _refine_curious_certified(g, su_b, c_b, b_b, value, status, rtol):
     return (np.where(todo, hi, value), np.where(todo, OK, status), np.where(todo, e_hi, np.nan))
 
 
-def invert_monotone_i(fn, budget, su_b, c_b, lo, hi, rtol):
-    from .calibrate import invert_monotone
-
-    return invert_monotone(fn, budget, args=(su_b, c_b), lo=lo, hi=hi, feasible="above", rtol=rtol)
-
-
 def _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol, certified=True):
     """Minimal sigma_cor with eps1(sigma_cor; sigma_unc) <= budget, batched (the core's inversion).
 
@@ -1695,7 +1687,6 @@ def _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol, certified=T
     fn = _eps1_fn(g, adversary, c)
     shape = np.broadcast_shapes(np.shape(su), np.shape(clip_a), np.shape(budget))
     su_b, c_b, b_b = (np.broadcast_to(np.asarray(x, dtype=np.float64), shape) for x in (su, clip_a, budget))
-    ldp = 2.0 * c_b**2 / su_b**2
     with x64_scope():
         at_zero = np.asarray(fn(jnp.zeros(shape), jnp.asarray(su_b), jnp.asarray(c_b)))
     # eps1 decreases in sigma_cor towards 2 C^2 / (n_H sigma_unc^2) at best: search sigma_cor up to where the
@@ -1710,7 +1701,6 @@ def _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol, certified=T
     with x64_scope():
         achieved = np.asarray(fn(jnp.asarray(value), jnp.asarray(su_b), jnp.asarray(c_b)))
     status = np.where((status != INFEASIBLE) & (achieved > b_b), 3, status)
-    del ldp
     if (certified and adversary == "curious" and fn.kind == "spectral" and g.n < LARGE_N
             and _fast_affordable(g)):
         refined = _refine_curious_certified(g, su_b, c_b, b_b, value, status, rtol)
