@@ -35,7 +35,7 @@ __all__ = [
 
 class Calibration(NamedTuple):
     sigma: jax.Array  #: the minimal noise multiplier found (feasible side)
-    epsilon: jax.Array  #: eps at that sigma (the re-check), never below dpsgd_epsilon's value there
+    epsilon: jax.Array  #: eps at that sigma: dpsgd_epsilon's value there (the re-check), <= target where OK
     status: jax.Array  #: calibrate.OK / INFEASIBLE / AT_LIMIT / NOT_MONOTONE
 
 
@@ -167,10 +167,14 @@ def _grid_best_pruned(curve, sigma, q, steps, log_delta, method):
     alpha = jnp.asarray(orders)
     int_idx = np.nonzero(orders == np.round(orders))[0]
     frac_idx = np.nonzero(orders != np.round(orders))[0]
-    if frac_idx.size == 0 or int_idx.size == 0:
+
+    def full(_=None):
         e = rdp_epsilon_terms(alpha, steps[..., None] * curve(q, sigma), log_delta[..., None], method)
         i = jnp.argmin(e, axis=-1)
         return jnp.take_along_axis(e, i[..., None], -1)[..., 0], i
+
+    if frac_idx.size == 0 or int_idx.size == 0:
+        return full()
     lb, best_int, j = _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method)
     cand = lb < best_int[..., None]
     total = jnp.sum(cand)
@@ -203,15 +207,14 @@ def _grid_best_pruned(curve, sigma, q, steps, log_delta, method):
 
         return run
 
-    def full(_):
-        e = rdp_epsilon_terms(alpha, steps[..., None] * curve(q, sigma), log_delta[..., None], method)
-        i = jnp.argmin(e, axis=-1)
-        return jnp.take_along_axis(e, i[..., None], -1)[..., 0], i.astype(jnp.asarray(int_idx).dtype)
+    def whole_grid(_):
+        best, i = full()
+        return best, i.astype(jnp.asarray(int_idx).dtype)
 
     # the smallest flat budget that holds every candidate; beyond the largest, the whole grid
     budgets = [max(8, b * batch) for b in COMPACT_BUDGETS if b * batch < n_frac * batch]
     branch = jnp.sum(jnp.asarray([total > b for b in budgets], dtype=jnp.int32)) if budgets else jnp.int32(0)
-    return jax.lax.switch(branch, [compacted(b) for b in budgets] + [full], None)
+    return jax.lax.switch(branch, [compacted(b) for b in budgets] + [whole_grid], None)
 
 
 def _dpsgd_eps_kernel(curve, at_order, sigma, q, steps, log_delta, method, refine, n_iter=REFINE_STEPS):
