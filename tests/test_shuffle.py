@@ -16,6 +16,8 @@ from scipy.stats import binom, multinomial
 
 from amplify_jax import shuffle as S
 
+from _references import scipy_clones_delta
+
 # ------------------------------------------------------------------------------------------------ helpers
 
 
@@ -33,21 +35,6 @@ def brute_clones(eps, eps0, n):
         dpq += w * np.maximum(P - math.exp(eps) * Q, 0).sum()
         dqp += w * np.maximum(Q - math.exp(eps) * P, 0).sum()
     return dpq, dqp
-
-
-def scipy_clones_delta(eps, eps0, n, width=12):
-    """D(P||Q) of the clone pair with scipy's binomial CDFs over mean +- 12 sd of C (for large n)."""
-    p, E0, ee = math.exp(-eps0), math.exp(eps0), math.exp(eps)
-    N = n - 1
-    mu, sd = N * p, math.sqrt(N * p * (1 - p))
-    c = np.arange(max(0, int(mu - width * sd)), min(N, int(mu + width * sd)) + 1)
-    a = E0 / (1 + E0)
-    t = np.ceil((c + 1) * (E0 - ee) / ((E0 - 1) * (1 + ee))) - 1
-    best = np.zeros(c.shape)
-    for s in (-1, 0, 1):  # the exact cut-off and its neighbours (rounding-proof maximum)
-        F1, F0 = binom.cdf(t + s, c, 0.5), binom.cdf(t + s - 1, c, 0.5)
-        best = np.maximum(best, a * F1 + (1 - a) * F0 - ee * ((1 - a) * F1 + a * F0))
-    return float(np.sum(binom.pmf(c, N, p) * best))
 
 
 def brute_blanket(eps, n, d, T, sigma):

@@ -13,32 +13,11 @@ import mpmath as mp
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from scipy.stats import binom
 
 from amplify_jax import shuffle as S
 from amplify_jax.shuffle import _blanket as BL
 
-
-def scipy_lemma2(eps, n, d, T, sigma):
-    """Lemma 2 with E[(sum L)_+] over (M = N1 + N2, N2) by SciPy pmfs, every m' with weight > 1e-300."""
-    ez = math.exp(eps)
-    tot = 0.0
-    for j in range(n):
-        w = binom.pmf(j, n - 1, sigma)
-        if w < 1e-300:
-            continue
-        k = j + d + 1
-        M = np.arange(k + 1)
-        wm = binom.pmf(M, k, 2.0 / T)
-        e = 0.0
-        for m, pm in zip(M, wm):
-            if pm < 1e-300:
-                continue
-            n2 = np.arange(m + 1)
-            v = k * sigma * (1 - ez) + (1 - sigma) * T * ((m - n2) - ez * n2)
-            e += pm * np.sum(binom.pmf(n2, m, 0.5) * np.maximum(v, 0.0))
-        tot += w * e / k
-    return tot
+from _references import scipy_lemma2
 
 
 def mpmath_lemma2(eps, n, d, T, sigma, dps=40):

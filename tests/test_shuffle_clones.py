@@ -12,11 +12,12 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
-from scipy.stats import binom
 
 from amplify_jax import shuffle as S
 from amplify_jax.shuffle import _binomial as B
 from amplify_jax.shuffle import _clones as C
+
+from _references import scipy_clones_delta
 
 
 def exact_divergences(eps, eps0, n, dps=40):
@@ -39,21 +40,6 @@ def exact_divergences(eps, eps0, n, dps=40):
                 dpq += w * max(P - g * Q, 0)
                 dqp += w * max(Q - g * P, 0)
         return dpq, dqp
-
-
-def scipy_delta(eps, eps0, n, width=14):
-    """D(P||Q) with scipy's CDFs over mean +- width sd of C, the exact cut-off and its neighbours."""
-    p, E0, ee = math.exp(-eps0), math.exp(eps0), math.exp(eps)
-    N = n - 1
-    mu, sd = N * p, math.sqrt(N * p * (1 - p))
-    c = np.arange(max(0, int(mu - width * sd)), min(N, int(mu + width * sd)) + 1)
-    a = E0 / (1 + E0)
-    t = np.ceil((c + 1) * (E0 - ee) / ((E0 - 1) * (1 + ee))) - 1
-    best = np.zeros(c.shape)
-    for s in (-1, 0, 1):
-        F1, F0 = binom.cdf(t + s, c, 0.5), binom.cdf(t + s - 1, c, 0.5)
-        best = np.maximum(best, a * F1 + (1 - a) * F0 - ee * ((1 - a) * F1 + a * F0))
-    return float(np.sum(binom.pmf(c, N, p) * best))
 
 
 DELTA_CASES = [
@@ -109,8 +95,8 @@ def test_large_n_against_scipy_cdfs_and_the_public_interval():
     # Public code (README example): eps in [0.1675385583317841, 0.172790550755978].
     assert 0.1675385583317841 <= lo[0] <= hi[0] <= 0.172790550755978
     for i, (e0, m, dl) in enumerate([(4.0, 100_000, 1e-6), (1.0, 10_000_000, 1e-8)]):
-        assert scipy_delta(hi[i], e0, m) <= dl * (1 + 1e-9)
-        assert scipy_delta(lo[i] * (1 - 1e-8), e0, m) > dl
+        assert scipy_clones_delta(hi[i], e0, m, width=14) <= dl * (1 + 1e-9)
+        assert scipy_clones_delta(lo[i] * (1 - 1e-8), e0, m, width=14) > dl
 
 
 def test_loader_pmf_within_the_error_budget():

@@ -17,6 +17,8 @@ from hypothesis import given, settings, strategies as st
 
 from amplify_jax import traffic as tr
 
+from _references import scipy_lemma2
+
 # ------------------------------------------------------------------------------------------------------
 # Thm 2
 
@@ -165,35 +167,11 @@ def exact_grid():
     return np.asarray(tr.scrambler_delta(_EPS, targets=_T, n=_N, sampling=_S, dummies=_D, method="exact").delta)
 
 
-def _scipy_exact(eps, T, n, sigma, d):
-    """Lemma 2 with E[sum L]_+ over (M = N1 + N2, N2) by SciPy pmfs (independent of the engine's windows,
-    recurrences, tables and tail bounds)."""
-    from scipy.stats import binom
-
-    ez = math.exp(eps)
-    tot = 0.0
-    for j in range(n):
-        w = binom.pmf(j, n - 1, sigma)
-        if w < 1e-300:
-            continue
-        k = j + d + 1
-        e = 0.0
-        for m, pm in zip(range(k + 1), binom.pmf(np.arange(k + 1), k, 2.0 / T)):
-            if pm < 1e-300:
-                continue
-            n2 = np.arange(m + 1)
-            v = k * sigma * (1 - ez) + (1 - sigma) * T * ((m - n2) - ez * n2)
-            e += pm * np.sum(binom.pmf(n2, m, 0.5) * np.maximum(v, 0.0))
-        tot += w * e / k
-    return tot
-
-
-@pytest.mark.slow
 def test_exact_grid_against_scipy(exact_grid):
     """scrambler_delta now runs amplify_jax.shuffle's engine (one implementation for both families): check
     the grid against a SciPy evaluation of every count (d = 1000 left out: slow in SciPy)."""
     for i in (0, 1, 3, 5, 6, 7):
-        ref = _scipy_exact(_EPS[i], _T[i], _N[i], _S[i], _D[i])
+        ref = scipy_lemma2(_EPS[i], _N[i], _D[i], _T[i], _S[i])
         assert ref * (1 - 1e-12) <= exact_grid[i] <= ref * (1 + 1e-7) + 1e-15, i
 
 
