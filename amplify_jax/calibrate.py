@@ -161,6 +161,21 @@ def invert_monotone_kernel(fn, target, args, lo, hi, *, above: bool, rtol, integ
     return Inversion(value, status, achieved)
 
 
+def _check_inputs(target, args, lo, hi, rtol, integer):
+    """Boundary checks of the inversions: (target, lo, hi, rtol, broadcast shape) as numpy arrays."""
+    t = V.finite("target", target)
+    lo_ = V.positive("lo", lo)
+    hi_ = V.positive("hi", hi)
+    if np.any(np.asarray(lo_) >= np.asarray(hi_)):
+        raise ValueError(f"Expected lo < hi, got lo={np.min(lo_)!r}, hi={np.max(hi_)!r}.")
+    r = V.positive("rtol", rtol)
+    if integer:
+        lo_ = V.integer("lo", lo_, minimum=1).astype(np.float64)
+        hi_ = V.integer("hi", hi_, minimum=1).astype(np.float64)
+    shape = V.broadcastable(target=t, lo=lo_, hi=hi_, **{f"args[{i}]": np.asarray(a) for i, a in enumerate(args)})
+    return t, lo_, hi_, r, shape
+
+
 @float64_jit(static_argnames=("fn", "above", "integer", "max_iter", "illinois"))
 def _invert_jit(fn, target, args, lo, hi, rtol, above, integer, max_iter, illinois):
     return invert_monotone_kernel(fn, target, args, lo, hi, above=above, rtol=rtol, integer=integer,
@@ -194,16 +209,7 @@ def invert_monotone(
     """
     V.one_of("feasible", feasible, ("above", "below"))
     V.one_of("method", method, ("bisection", "illinois"))
-    t = V.finite("target", target)
-    lo_ = V.positive("lo", lo)
-    hi_ = V.positive("hi", hi)
-    if np.any(np.asarray(lo_) >= np.asarray(hi_)):
-        raise ValueError(f"Expected lo < hi, got lo={np.min(lo_)!r}, hi={np.max(hi_)!r}.")
-    r = V.positive("rtol", rtol)
-    if integer:
-        lo_ = V.integer("lo", lo_, minimum=1).astype(np.float64)
-        hi_ = V.integer("hi", hi_, minimum=1).astype(np.float64)
-    shape = V.broadcastable(target=t, lo=lo_, hi=hi_, **{f"args[{i}]": np.asarray(a) for i, a in enumerate(args)})
+    t, lo_, hi_, r, shape = _check_inputs(target, args, lo, hi, rtol, integer)
     with x64_scope():
         b = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=jnp.float64), shape)  # noqa: E731
         return _invert_jit(fn, b(t), tuple(b(a) for a in args), b(lo_), b(hi_), jnp.asarray(r, jnp.float64),
@@ -332,17 +338,7 @@ def invert_monotone_differentiable(
     V.one_of("feasible", feasible, ("above", "below"))
     V.one_of("method", method, ("bisection", "illinois"))
     if _is_concrete(target, args, lo, hi, rtol):
-        t = V.finite("target", target)
-        lo_ = V.positive("lo", lo)
-        hi_ = V.positive("hi", hi)
-        if np.any(np.asarray(lo_) >= np.asarray(hi_)):
-            raise ValueError(f"Expected lo < hi, got lo={np.min(lo_)!r}, hi={np.max(hi_)!r}.")
-        rtol = V.positive("rtol", rtol)
-        if integer:
-            lo_ = V.integer("lo", lo_, minimum=1).astype(np.float64)
-            hi_ = V.integer("hi", hi_, minimum=1).astype(np.float64)
-        V.broadcastable(target=t, lo=lo_, hi=hi_, **{f"args[{i}]": np.asarray(a) for i, a in enumerate(args)})
-        target, lo, hi = t, lo_, hi_
+        target, lo, hi, rtol, _ = _check_inputs(target, args, lo, hi, rtol, integer)
     with x64_scope():
         shape = jnp.broadcast_shapes(jnp.shape(target), jnp.shape(lo), jnp.shape(hi), *(jnp.shape(a) for a in args))
         b = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=jnp.float64), shape)  # noqa: E731
