@@ -167,6 +167,7 @@ def exact_grid():
     return np.asarray(tr.scrambler_delta(_EPS, targets=_T, n=_N, sampling=_S, dummies=_D, method="exact").delta)
 
 
+@pytest.mark.slow
 def test_exact_grid_against_scipy(exact_grid):
     """scrambler_delta now runs amplify_jax.shuffle's engine (one implementation for both families): check
     the grid against a SciPy evaluation of every count (d = 1000 left out: slow in SciPy)."""
