@@ -63,6 +63,7 @@ One panel short still gives ~2e-11; two short ~1e-8 (hence the fallback rule).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -124,10 +125,16 @@ class _View:
 
 
 def _integrand_parts(z, k):
-    """(val, expo) with exp(-z^2/(2 sigma^2)) f(u(z)) = val * exp(expo); k's arrays broadcast against z.
+    """(val, expo) with exp(-z^2/(2 sigma^2)) f(u(z)) = val * exp(expo); k's arrays broadcast against z."""
+    return _order_parts(*_node_parts(z, k), k.am1)
 
-    l = log1p(u) and t = -expm1(-l) are consistent (t = u/(1+u) for the same 1 + u), so f is accurate even
-    where 1 + u underflows relative to 1 (q ~ 1, z << 0).
+
+def _node_parts(z, k):
+    """The order-free part of the integrand at nodes z: (l, t, gz), l = log1p(u(z)), t = -expm1(-l),
+    gz = -z^2 / (2 sigma^2).
+
+    l and t are consistent (t = u/(1+u) for the same 1 + u), so f is accurate even where 1 + u underflows
+    relative to 1 (q ~ 1, z << 0).
     """
     # Branch-free (min/max/clip only): selects inside the node loop stop XLA:CPU from vectorising it.
     L = (z - 0.5) * k.inv_s2
@@ -135,20 +142,25 @@ def _integrand_parts(z, k):
     u = k.q * jnp.expm1(Lc)
     l = jnp.maximum(jnp.log1p(u) + (L - Lc), _L_FLOOR)
     t = -jnp.expm1(-l)
-    x = k.am1 * l
-    mm = jnp.maximum(k.am1, 1.0)
+    return l, t, -0.5 * z * z * k.inv_s2
+
+
+def _order_parts(l, t, gz, am1):
+    """(val, expo) of the integrand at order alpha = 1 + am1 from the order-free node parts (_node_parts)."""
+    x = am1 * l
+    mm = jnp.maximum(am1, 1.0)
     # weight of the series: 1 where max(alpha-1, 1)|l| <= _SERIES_BOUND, 0 beyond (a 1e-6 wide ramp between,
     # where both forms are accurate)
     wser = jnp.clip((_SERIES_BOUND - mm * jnp.abs(l)) * 1e6 + 1.0, 0.0, 1.0)
     lim = 1.01 * _SERIES_BOUND / mm
     ls = jnp.clip(l, -lim, lim)
-    xs = k.am1 * ls
+    xs = am1 * ls
     # f / (1 + u) = x^2 phi2(x) + (alpha - 1) l^2 phi2(-l), phi2(y) = (e^y - 1 - y) / y^2: two positive terms
-    series = ls * ls * (k.am1 * k.am1 * _phi2(xs) + k.am1 * _phi2(-ls))
+    series = ls * ls * (am1 * am1 * _phi2(xs) + am1 * _phi2(-ls))
     xc = jnp.minimum(x, _X_CLAMP)
-    direct = jnp.expm1(xc) - k.am1 * t
+    direct = jnp.expm1(xc) - am1 * t
     val = wser * series + (1.0 - wser) * direct
-    expo = l + (x - xc) - 0.5 * z * z * k.inv_s2
+    expo = l + (x - xc) + gz
     return val, expo
 
 
@@ -357,20 +369,13 @@ def _log_a_minus_one_unsampled(sigma, alpha):
     return jnp.where(big, e + jnp.log1p(-jnp.exp(-jnp.where(big, e, 30.0))), jnp.log(jnp.expm1(jnp.where(big, 30.0, e))))
 
 
-def log_a_minus_one_fractional_and_need(q, sigma, alpha, *, n_panels=DEFAULT_N_PANELS):
-    """(log(A_alpha - 1) computed with ``n_panels`` panels, the panels needed for its accuracy) at each point.
+def _layout(kp, a, b, n_panels):
+    """Nodes z (..., n_panels, 12) and panel half-widths hw (..., n_panels) of the composite Gauss-Legendre rule
+    on the windows [a_i, b_i] (stacked on a leading axis of 3), and the panels the windows need.
 
-    Where need > n_panels the first value is computed on coarser panels and not certified.
+    ``n_panels`` panels are allocated among the non-empty windows in proportion to their mesh length (the
+    closed-form integral of the mesh density, which depends on sigma and the kink z0 only, not on alpha).
     """
-    if n_panels < 3:
-        raise ValueError(f"Expected n_panels={n_panels} >= 3.")
-    q, sigma, alpha = jnp.broadcast_arrays(*(jnp.asarray(x, dtype=jnp.float64) for x in (q, sigma, alpha)))
-    pos_q = q > 0
-    qs = jnp.where(pos_q, q, 0.5)
-    # the plan (windows, mesh, scale) is a non-differentiated function of the parameters: moving the nodes
-    # changes the integral by less than its error, so gradients flow through the integrand only
-    sg = lax.stop_gradient
-    kp, a, b, ref = _plan(sg(qs), sg(sigma), sg(alpha))
     M, pa, z0e, (W, dstar, psistar) = _resolution(kp, a, b)
     # allocate n_panels among the three windows in proportion to M (>= 1 each when non-empty)
     nonempty = M > 0
@@ -405,6 +410,25 @@ def log_a_minus_one_fractional_and_need(q, sigma, alpha, *, n_panels=DEFAULT_N_P
     hw = jnp.where(cnt > 0, 0.5 * (zr_exact - zl), 0.0)
     mid = zl + hw
     z = mid[..., None] + hw[..., None] * jnp.asarray(_GL_X)  # (..., n, m)
+    need = jnp.ceil(Mtot) + jnp.maximum(E - 1, 0)
+    return z, hw, need
+
+
+def log_a_minus_one_fractional_and_need(q, sigma, alpha, *, n_panels=DEFAULT_N_PANELS):
+    """(log(A_alpha - 1) computed with ``n_panels`` panels, the panels needed for its accuracy) at each point.
+
+    Where need > n_panels the first value is computed on coarser panels and not certified.
+    """
+    if n_panels < 3:
+        raise ValueError(f"Expected n_panels={n_panels} >= 3.")
+    q, sigma, alpha = jnp.broadcast_arrays(*(jnp.asarray(x, dtype=jnp.float64) for x in (q, sigma, alpha)))
+    pos_q = q > 0
+    qs = jnp.where(pos_q, q, 0.5)
+    # the plan (windows, mesh, scale) is a non-differentiated function of the parameters: moving the nodes
+    # changes the integral by less than its error, so gradients flow through the integrand only
+    sg = lax.stop_gradient
+    kp, a, b, ref = _plan(sg(qs), sg(sigma), sg(alpha))
+    z, hw, need = _layout(kp, a, b, n_panels)
     k = _Consts(qs, sigma, alpha)
     val, expo = _integrand_parts(z, _View(k, trail=2))
     scaled = val * jnp.exp(expo - ref[..., None, None])
@@ -416,8 +440,64 @@ def log_a_minus_one_fractional_and_need(q, sigma, alpha, *, n_panels=DEFAULT_N_P
     # and one ulp up, for the values where 1e-11 is below an ulp (outside the gradient: nextafter has no JVP)
     res0 = lax.stop_gradient(res)
     res = res + (jnp.nextafter(res0, jnp.inf) - res0)
-    need = jnp.ceil(Mtot) + jnp.maximum(E - 1, 0)
     return jnp.where(pos_q, res, -jnp.inf), jnp.where(pos_q, need, 0.0)
+
+
+class BracketNodes(NamedTuple):
+    """One quadrature mesh per point serving every order of a bracket [lo, hi] (see :func:`bracket_nodes`)."""
+
+    l: jnp.ndarray  #: log1p(u) at the nodes, (..., n_panels, 12)
+    t: jnp.ndarray  #: -expm1(-l) at the nodes
+    gz: jnp.ndarray  #: -z^2 / (2 sigma^2) at the nodes
+    hw: jnp.ndarray  #: panel half-widths, (..., n_panels)
+    log_q: jnp.ndarray
+    log_norm: jnp.ndarray  #: log(sigma) + log(2 pi) / 2
+    pos_q: jnp.ndarray
+    need: jnp.ndarray  #: panels the hull windows need (the mesh is as fine as the exact one's where <= n_panels)
+
+
+def bracket_nodes(q, sigma, lo, hi, *, n_panels=DEFAULT_N_PANELS):
+    """Quadrature nodes shared by every order in [lo, hi], for :func:`bracket_log_a_minus_one`.
+
+    The windows are the hulls of the windows of the two end orders (made disjoint), laid out with the
+    alpha-free mesh density of :func:`log_a_minus_one_fractional`.  The order-free part of the integrand
+    (two of its five transcendental functions and the whole plan) is computed once here.  This is a search
+    aid, not a certified value: an order inside the bracket may have mass outside the hulls (not observed),
+    so a caller uses it to locate an order and evaluates that order with :func:`log_a_minus_one_fractional`.
+    """
+    q, sigma, lo, hi = jnp.broadcast_arrays(*(jnp.asarray(x, dtype=jnp.float64) for x in (q, sigma, lo, hi)))
+    pos_q = q > 0
+    qs = jnp.where(pos_q, q, 0.5)
+    two = lambda x: jnp.broadcast_to(x, (2,) + x.shape)  # noqa: E731
+    _, a, b, _ = _plan(two(qs), two(sigma), jnp.stack([lo, hi]))  # a, b: (3, 2, ...)
+    ah, bh = jnp.min(a, axis=1), jnp.max(b, axis=1)
+    # disjoint hulls with the same union: each window starts where the previous one ends
+    b0 = jnp.maximum(ah[0], jnp.minimum(bh[0], ah[1]))
+    b1 = jnp.maximum(bh[1], bh[0])
+    a2 = jnp.maximum(ah[2], b1)
+    b2 = jnp.maximum(bh[2], a2)
+    k = _Consts(qs, sigma, lo)  # the mesh and the node parts do not depend on alpha
+    z, hw, need = _layout(k, jnp.stack([ah[0], ah[1], a2]), jnp.stack([b0, b1, b2]), n_panels)
+    l, t, gz = _node_parts(z, _View(k, trail=2))
+    return BracketNodes(l, t, gz, hw, jnp.log(qs), jnp.log(sigma) + _HALF_LOG_2PI, pos_q, jnp.where(pos_q, need, 0.0))
+
+
+def bracket_log_a_minus_one(nodes: BracketNodes, alpha):
+    """Approximate log(A_alpha - 1) at an order alpha in [nodes.lo, nodes.hi] (shape of the nodes' batch).
+
+    Two transcendental functions per node.  The sum is scaled, as in :func:`log_a_minus_one_fractional`, by
+    the larger of log(alpha q) and the maximum of the envelope's log g(z) = alpha l(z) - z^2/(2 sigma^2)
+    (here over the nodes).  Returns +inf where the sum underflows (never a spuriously small value).
+    """
+    nd = nodes
+    a3 = alpha[..., None, None]
+    # the proxy's maximum over the nodes (as the plan's G, without its root search), and log(alpha q)
+    ref = jnp.maximum(jnp.max(a3 * nd.l + nd.gz, axis=(-2, -1)), nd.log_q + jnp.log(alpha))
+    val, expo = _order_parts(nd.l, nd.t, nd.gz, (alpha - 1.0)[..., None, None])
+    scaled = val * jnp.exp(expo - ref[..., None, None])
+    total = jnp.sum(nd.hw * (scaled @ jnp.asarray(_GL_W)), axis=-1)
+    res = jnp.where(total > 0.0, ref + jnp.log(jnp.where(total > 0.0, total, 1.0)) - nd.log_norm, jnp.inf)
+    return jnp.where(nd.pos_q, res, -jnp.inf)
 
 
 def _bucket(n):

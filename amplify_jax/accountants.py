@@ -227,7 +227,84 @@ def _dpsgd_eps_kernel(curve, at_order, sigma, q, steps, log_delta, method, refin
     from .conversions import _neighbour_bracket
 
     lo, hi = _neighbour_bracket(alpha, idx)
-    return refine_order(at_order, best, best_alpha, lo, hi, log_delta, (q, sigma, steps), method, n_iter)
+    return _refine_sgm(at_order, best, best_alpha, lo, hi, q, sigma, steps, log_delta, method, n_iter)
+
+
+def _bracket_rdp(alpha, nodes, steps):
+    """RDP of DP-SGD at alpha from a bracket's shared quadrature nodes (a search aid, see _refine_sgm)."""
+    from ._subsampled_gaussian import bracket_log_a_minus_one
+
+    return steps * jnp.logaddexp(0.0, bracket_log_a_minus_one(nodes, alpha)) / (alpha - 1.0)
+
+
+#: Fractions of the batch (rounded up to 8) for the points whose bracket the shared mesh cannot serve; they are
+#: gathered into the smallest that holds them (more -> the whole batch) and searched on exact evaluations.
+EXACT_SEARCH_BUDGETS = (1 / 8,)
+
+
+def _on_subset(mask, fn, args, out, fractions):
+    """out with fn(*args) written where mask is true: 1-D arrays; fn maps a gathered sub-batch elementwise.
+
+    The true points are gathered into the smallest of the budgets ``fractions * batch`` that holds them
+    (``lax.switch``: no work when there are none; the whole batch beyond the largest budget).
+    """
+    batch = mask.shape[0]
+    count = jnp.sum(mask)
+    sizes = sorted({max(8, int(np.ceil(f * batch / 8)) * 8) for f in fractions if f * batch < batch})
+
+    def gathered(size):
+        def run(_):
+            idx = jnp.nonzero(mask, size=size, fill_value=0)[0]
+            valid = jnp.arange(size) < count
+            res = fn(*(x[idx] for x in args))
+            dest = jnp.where(valid, idx, batch)  # padding is dropped
+            return tuple(o.at[dest].set(r, mode="drop") for o, r in zip(out, res))
+
+        return run
+
+    def whole(_):
+        res = fn(*args)
+        return tuple(jnp.where(mask, r, o) for o, r in zip(out, res))
+
+    branches = [lambda _: tuple(out)] + [gathered(n) for n in sizes] + [whole]
+    limits = [0] + sizes
+    branch = jnp.sum(jnp.asarray([count > n for n in limits], dtype=jnp.int32))
+    return jax.lax.switch(branch, branches, None)
+
+
+def _refine_sgm(at_order, best, best_alpha, lo, hi, q, sigma, steps, log_delta, method, n_iter):
+    """Brent's continuous order search of DP-SGD between lo and hi, then the exact eps at the order found.
+
+    The search evaluates eps on one quadrature mesh per point shared by the whole bracket
+    (``_subsampled_gaussian.bracket_nodes``: the hull of the end orders' windows, with the exact
+    quadrature's mesh density; two transcendental functions per node and no plan per evaluation, ~4x cheaper
+    than an exact evaluation; it agrees with it to 1.1e-11 wherever the hull needs no more panels than the
+    exact one, measured over 40,000 random brackets).  The order found is then evaluated exactly
+    (``at_order``), and kept only where it beats the grid's best: the result is an exact eps at the order
+    returned and never above the grid's best.  Points whose hull needs more panels than
+    ``at_order.n_panels`` (wide brackets at high orders, where the mass moves with alpha) are searched again
+    on exact evaluations, gathered into a sub-batch (``_on_subset``).
+    """
+    from ._subsampled_gaussian import DEFAULT_N_PANELS, bracket_nodes
+
+    n_panels = DEFAULT_N_PANELS if at_order.n_panels is None else at_order.n_panels
+    shape = best.shape
+    flat = lambda x: jnp.broadcast_to(x, shape).reshape(-1)  # noqa: E731
+    best, best_alpha, lo, hi, q, sigma, steps, log_delta = map(flat, (best, best_alpha, lo, hi, q, sigma, steps,
+                                                                      log_delta))
+    nodes = bracket_nodes(q, sigma, lo, hi, n_panels=n_panels)
+    _, a = refine_order(_bracket_rdp, best, best_alpha, lo, hi, log_delta, (nodes, steps), method, n_iter)
+    e = rdp_epsilon_terms(a, at_order(a, q, sigma, steps), log_delta, method)
+    use = e < best
+    out = (jnp.where(use, e, best), jnp.where(use, a, best_alpha))
+
+    def exact(best_, best_alpha_, lo_, hi_, q_, sigma_, steps_, log_delta_):
+        return refine_order(at_order, best_, best_alpha_, lo_, hi_, log_delta_, (q_, sigma_, steps_), method,
+                            n_iter)
+
+    eps, alpha = _on_subset(nodes.need > n_panels, exact, (best, best_alpha, lo, hi, q, sigma, steps, log_delta),
+                            out, EXACT_SEARCH_BUDGETS)
+    return eps.reshape(shape), alpha.reshape(shape)
 
 
 @float64_jit(static_argnames=("curve", "at_order", "method", "refine"))

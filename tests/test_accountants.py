@@ -94,3 +94,44 @@ def test_every_pruning_branch_equals_full_grid(monkeypatch):
             best, idx = jax.jit(lambda *a: A._grid_best_pruned(curve, *a, "balle2020"))(*args)
             np.testing.assert_allclose(np.asarray(best), ref, rtol=1e-12)
             np.testing.assert_array_equal(np.asarray(idx), ref_i)
+
+
+def test_order_search_on_shared_mesh_equals_exact_search(monkeypatch):
+    """The continuous search on a bracket's shared mesh (with its exact re-evaluation, and the exact search for
+    the points whose bracket the mesh cannot serve, in every gathering branch) matches Brent's search on
+    exact evaluations, and is never above the grid's best."""
+    import jax
+    import jax.numpy as jnp
+
+    from amplify_jax import accountants as A
+    from amplify_jax.conversions import _neighbour_bracket, refine_order
+    from amplify_jax.numerics import x64_scope
+    from amplify_jax.rdp import DEFAULT_ORDERS, SGMCurve
+
+    orders = np.sort(np.asarray(DEFAULT_ORDERS))
+    # low orders (many steps) and high orders (few steps, small q: wide brackets the mesh cannot serve)
+    sig = np.array([0.7, 1.0, 2.0, 4.0, 8.0, 3.0, 6.0, 12.0, 0.9, 1.5, 5.0, 20.0, 2.5, 9.0, 1.2, 30.0])
+    q = np.array([0.01, 0.02, 0.05, 0.1, 0.3, 1e-4, 1e-5, 1e-5, 0.001, 0.01, 0.2, 1e-4, 0.5, 0.001, 0.1, 1e-3])
+    steps = np.array([1e4, 3e3, 1e3, 500, 100, 1, 2, 1, 1e5, 1e4, 50, 3, 10, 1, 1e3, 1])
+    ld = np.log(np.full(16, 1e-6))
+    n_panels = A._n_panels(sig, orders, q)
+    curve, at = SGMCurve(orders, n_panels), A._SGMAtOrder(n_panels)
+    with x64_scope():
+        args = tuple(jnp.asarray(x) for x in (sig, q, steps, ld))
+
+        @jax.jit
+        def reference(s, q_, t, l_):
+            best, idx = A._grid_best_pruned(curve, s, q_, t, l_, "balle2020")
+            alpha = jnp.asarray(orders)
+            lo, hi = _neighbour_bracket(alpha, idx)
+            e, a = refine_order(at, best, alpha[idx], lo, hi, l_, (q_, s, t), "balle2020", A.REFINE_STEPS)
+            return e, a, best
+
+        ref, ref_a, grid = map(np.asarray, reference(*args))
+        for budgets in [(), (1 / 8,)]:  # the whole batch; a gathered sub-batch (4 of the 16 points)
+            monkeypatch.setattr(A, "EXACT_SEARCH_BUDGETS", budgets)
+            got, got_a = map(np.asarray, jax.jit(lambda *a_: A._dpsgd_eps_kernel(curve, at, *a_, "balle2020", True))(
+                *args))
+            assert np.all(got <= grid)
+            np.testing.assert_allclose(got, ref, rtol=1e-12)
+            np.testing.assert_allclose(got_a, ref_a, rtol=1e-6)
