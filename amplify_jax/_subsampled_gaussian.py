@@ -540,7 +540,8 @@ def choose_n_panels(sigma, alpha, q=None, *, margin=_PROBE_MARGIN):
     if q is None:
         qq, q_all = _Q_PROBE, False
     else:
-        qq, q_all = _probe_values(q, _Q_PROBE.size)
+        n_q = np.unique(np.asarray(q, dtype=np.float64)).size  # few distinct q (the usual case): a smaller probe
+        qq, q_all = _probe_values(q, min(_Q_PROBE.size, 1 << int(np.ceil(np.log2(max(n_q, 1))))))
     with x64_scope():
         need = _needed_jit(qq[:, None, None], s[None, :, None], a[None, None, :])
         need = float(np.max(np.asarray(need)))

@@ -105,14 +105,54 @@ COMPACT_BUDGETS = (6, 12, 24)
 REFINE_STEPS = 32
 
 
+#: Integer orders up to this one (or up to the second integer order above the largest fractional one, if
+#: higher) are always evaluated exactly; the higher ones only where their lower bound could beat them.
+INTEGER_SPLIT = 32
+
+
+def _integer_rdp_or_bounds(int_orders, frac_orders, n_panels, sigma, q, steps, log_delta, method):
+    """One-step RDP at the integer orders of a grid: exact (MTZ's finite series), or, at high orders that
+    cannot be the grid's best, a certified lower bound (shape (..., n_int)).
+
+    The series costs alpha + 1 terms per order, so the high orders (128 to 1024 in the usual grids) cost
+    most of it, and they are rarely optimal.  The orders up to ``INTEGER_SPLIT`` (and up to the second
+    integer order above every fractional one, so that the chords of ``_fractional_lower_bounds`` only use
+    exact points) are evaluated first.  K(alpha) = (alpha - 1) D_alpha is convex with K(1) = 0, so beyond the
+    last two of them, a < b, K(h) >= K(b) + (h - b) (K(b) - K(a)) / (b - a), and D_h >= D_b (monotonicity).
+    Where that lower bound's eps is above the best exact eps for every point of the batch, those orders
+    cannot be the grid's best and keep their lower bound (which ranks them correctly); otherwise the whole
+    batch evaluates them exactly (``lax.cond``).
+    """
+    frac_max = frac_orders.max() if frac_orders.size else 1.0
+    above = int_orders[int_orders > frac_max]
+    split = max(INTEGER_SPLIT, above[1] if above.size >= 2 else np.inf)
+    low, high = int_orders[int_orders <= split], int_orders[int_orders > split]
+    if high.size == 0 or low.size < 2:
+        return SGMCurve(int_orders, n_panels)(q, sigma)
+    r_low = SGMCurve(low, n_panels)(q, sigma)
+    e_low = rdp_epsilon_terms(jnp.asarray(low), steps[..., None] * r_low, log_delta[..., None], method)
+    best_low = jnp.min(e_low, axis=-1)
+    a, b = low[-2], low[-1]
+    k_a = (a - 1.0) * r_low[..., -2] * (1.0 + 1e-12)  # upper end of the chord's left point
+    k_b = (b - 1.0) * r_low[..., -1] * (1.0 - 1e-12)  # lower end of its right point
+    h = jnp.asarray(high)
+    k_lb = jnp.maximum(k_b[..., None] + (h - b) * ((k_b - k_a) / (b - a))[..., None],
+                       (h - 1.0) * (k_b / (b - 1.0))[..., None])
+    r_lb = k_lb / (h - 1.0)
+    e_lb = rdp_epsilon_terms(h, steps[..., None] * r_lb, log_delta[..., None], method)
+    needed = jnp.any(e_lb <= best_low[..., None])
+    r_high = jax.lax.cond(needed, lambda _: SGMCurve(high, n_panels)(q, sigma), lambda _: r_lb, None)
+    return jnp.concatenate([r_low, r_high], axis=-1)
+
+
 def _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method):
     """(certified lower bounds on eps at the grid's fractional orders, best integer order's eps, its index)."""
     orders = np.asarray(curve.orders)
     alpha = jnp.asarray(orders)
     int_idx = np.nonzero(orders == np.round(orders))[0]
     frac_idx = np.nonzero(orders != np.round(orders))[0]
-    int_curve = SGMCurve(orders[int_idx], curve.n_panels)
-    r_int = int_curve(q, sigma)  # (..., n_int), exact, one step
+    r_int = _integer_rdp_or_bounds(orders[int_idx], orders[frac_idx], curve.n_panels, sigma, q, steps, log_delta,
+                                   method)
     e_int = rdp_epsilon_terms(alpha[int_idx], steps[..., None] * r_int, log_delta[..., None], method)
     j = jnp.argmin(e_int, axis=-1)
     best_int = jnp.take_along_axis(e_int, j[..., None], -1)[..., 0]
@@ -120,7 +160,8 @@ def _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method):
     # so K lies above the extension of every chord beyond its end points: the chords through the two known
     # points just below alpha and the two just above bound K(alpha) from below; so does monotonicity,
     # D_alpha >= D_(point below).  The integer series is exact to ~1e-15: end points are moved 1e-12 toward
-    # the safe side.
+    # the safe side.  (High integer orders may hold lower bounds, _integer_rdp_or_bounds; no chord below uses
+    # them, and they rank above the best.)
     pts = np.concatenate([[1.0], orders[int_idx]])  # known points of K: 1 and the integer orders
     kpts = jnp.concatenate([jnp.zeros(r_int.shape[:-1] + (1,)), (alpha[int_idx] - 1.0) * r_int], axis=-1)
     lo_k, hi_k = kpts * (1.0 - 1e-12), kpts * (1.0 + 1e-12)
@@ -218,93 +259,121 @@ def _grid_best_pruned(curve, sigma, q, steps, log_delta, method):
 
 
 def _dpsgd_eps_kernel(curve, at_order, sigma, q, steps, log_delta, method, refine, n_iter=REFINE_STEPS):
-    """eps of DP-SGD (jnp): best order of the grid (exact, pruned), then the continuous refinement."""
-    alpha = jnp.asarray(curve.orders)
+    """eps of DP-SGD (jnp).  ``refine=False``: the grid's best order (exact, pruned, ``_grid_best_pruned``).
+    ``refine=True``: the continuous optimum, found on shared quadrature meshes (``_dpsgd_eps_shared``)."""
+    if refine:
+        return _dpsgd_eps_shared(curve, at_order, sigma, q, steps, log_delta, method, n_iter)
     best, idx = _grid_best_pruned(curve, sigma, q, steps, log_delta, method)
-    best_alpha = alpha[idx]
-    if not refine:
-        return best, best_alpha
+    return best, jnp.asarray(curve.orders)[idx]
+
+
+def _dpsgd_eps_exact_search(curve, at_order, sigma, q, steps, log_delta, method, n_iter):
+    """The grid's best order (exact, pruned), then Brent's search between its neighbours on exact evaluations."""
     from .conversions import _neighbour_bracket
 
+    alpha = jnp.asarray(curve.orders)
+    best, idx = _grid_best_pruned(curve, sigma, q, steps, log_delta, method)
     lo, hi = _neighbour_bracket(alpha, idx)
-    return _refine_sgm(at_order, best, best_alpha, lo, hi, q, sigma, steps, log_delta, method, n_iter)
+    return refine_order(at_order, best, alpha[idx], lo, hi, log_delta, (q, sigma, steps), method, n_iter)
 
 
 def _bracket_rdp(alpha, nodes, steps):
-    """RDP of DP-SGD at alpha from a bracket's shared quadrature nodes (a search aid, see _refine_sgm)."""
+    """RDP of DP-SGD at alpha from a bracket's shared quadrature nodes (a search aid, see _dpsgd_eps_shared)."""
     from ._subsampled_gaussian import bracket_log_a_minus_one
 
     return steps * jnp.logaddexp(0.0, bracket_log_a_minus_one(nodes, alpha)) / (alpha - 1.0)
 
 
-#: Fractions of the batch (rounded up to 8) for the points whose bracket the shared mesh cannot serve; they are
-#: gathered into the smallest that holds them (more -> the whole batch) and searched on exact evaluations.
-EXACT_SEARCH_BUDGETS = (1 / 8,)
+class _MeshOrExact:
+    """rdp_fn(alpha, nodes, steps, q, sigma, bad) for the searches of _dpsgd_eps_shared: the shared mesh's
+    value, and the exact quadrature's (``at_order``) at the points flagged ``bad``, computed (for the whole
+    batch, under ``lax.cond``) only when some point is flagged.  One compiled search serves both."""
+
+    def __init__(self, at_order):
+        self.at_order = at_order
+
+    def __call__(self, alpha, nodes, steps, q, sigma, bad):
+        mesh = _bracket_rdp(alpha, nodes, steps)
+        return jax.lax.cond(jnp.any(bad), lambda _: jnp.where(bad, self.at_order(alpha, q, sigma, steps), mesh),
+                            lambda _: mesh, None)
 
 
-def _on_subset(mask, fn, args, out, fractions):
-    """out with fn(*args) written where mask is true: 1-D arrays; fn maps a gathered sub-batch elementwise.
+def _dpsgd_eps_shared(curve, at_order, sigma, q, steps, log_delta, method, n_iter):
+    """eps of DP-SGD at the continuous optimal order, with one quadrature mesh per point.
 
-    The true points are gathered into the smallest of the budgets ``fractions * batch`` that holds them
-    (``lax.switch``: no work when there are none; the whole batch beyond the largest budget).
-    """
-    batch = mask.shape[0]
-    count = jnp.sum(mask)
-    sizes = sorted({max(8, int(np.ceil(f * batch / 8)) * 8) for f in fractions if f * batch < batch})
+    1. Integer orders exactly (finite series), and certified lower bounds at the fractional orders
+       (``_fractional_lower_bounds``): only fractional orders whose bound is below the best integer order's
+       eps can be the grid's best (the candidates).
+    2. One mesh per point for the bracket from the lower grid neighbour of the lowest candidate (or of the
+       best integer order) to the upper neighbour of the highest (``bracket_nodes``); the candidates are
+       ranked on it (two transcendental functions per node and order, no plan), which gives the grid's best
+       order alpha_g (the mesh's values agree with the exact quadrature to ~1e-11 where it needs no more
+       panels than it has: tests/test_subsampled_gaussian.py).
+    3. Brent's search between alpha_g's grid neighbours on the same mesh (``conversions.refine_order``).
+    4. The exact eps (``at_order``: the certified quadrature) at the order found, kept where it beats the
+       best integer order (exact too).  So the value returned is always an exact eps at the order returned
+       (sound whatever the mesh did); the mesh only chooses the order, and the result is the grid's best
+       or better up to the mesh's ~1e-11 agreement with the exact values.
 
-    def gathered(size):
-        def run(_):
-            idx = jnp.nonzero(mask, size=size, fill_value=0)[0]
-            valid = jnp.arange(size) < count
-            res = fn(*(x[idx] for x in args))
-            dest = jnp.where(valid, idx, batch)  # padding is dropped
-            return tuple(o.at[dest].set(r, mode="drop") for o, r in zip(out, res))
-
-        return run
-
-    def whole(_):
-        res = fn(*args)
-        return tuple(jnp.where(mask, r, o) for o, r in zip(out, res))
-
-    branches = [lambda _: tuple(out)] + [gathered(n) for n in sizes] + [whole]
-    limits = [0] + sizes
-    branch = jnp.sum(jnp.asarray([count > n for n in limits], dtype=jnp.int32))
-    return jax.lax.switch(branch, branches, None)
-
-
-def _refine_sgm(at_order, best, best_alpha, lo, hi, q, sigma, steps, log_delta, method, n_iter):
-    """Brent's continuous order search of DP-SGD between lo and hi, then the exact eps at the order found.
-
-    The search evaluates eps on one quadrature mesh per point shared by the whole bracket
-    (``_subsampled_gaussian.bracket_nodes``: the hull of the end orders' windows, with the exact
-    quadrature's mesh density; two transcendental functions per node and no plan per evaluation, ~4x cheaper
-    than an exact evaluation; it agrees with it to 1.1e-11 wherever the hull needs no more panels than the
-    exact one, measured over 40,000 random brackets).  The order found is then evaluated exactly
-    (``at_order``), and kept only where it beats the grid's best: the result is an exact eps at the order
-    returned and never above the grid's best.  Points whose hull needs more panels than
-    ``at_order.n_panels`` (wide brackets at high orders, where the mass moves with alpha) are searched again
-    on exact evaluations, gathered into a sub-batch (``_on_subset``).
+    Points whose mesh needs more panels than ``at_order.n_panels`` (brackets at high orders, where the mass
+    moves with alpha) are ranked and searched on exact evaluations instead (``_MeshOrExact``): the whole
+    batch then pays for them, only in the batches that have such points.
     """
     from ._subsampled_gaussian import DEFAULT_N_PANELS, bracket_nodes
+    from .conversions import _neighbour_bracket
 
     n_panels = DEFAULT_N_PANELS if at_order.n_panels is None else at_order.n_panels
-    shape = best.shape
+    shape = jnp.broadcast_shapes(*(jnp.shape(x) for x in (sigma, q, steps, log_delta)))
     flat = lambda x: jnp.broadcast_to(x, shape).reshape(-1)  # noqa: E731
-    best, best_alpha, lo, hi, q, sigma, steps, log_delta = map(flat, (best, best_alpha, lo, hi, q, sigma, steps,
-                                                                      log_delta))
+    sigma, q, steps, log_delta = map(flat, (sigma, q, steps, log_delta))
+    orders = np.asarray(curve.orders)
+    alpha = jnp.asarray(orders)
+    int_idx = np.nonzero(orders == np.round(orders))[0]
+    frac_idx = np.nonzero(orders != np.round(orders))[0]
+
+    def exact_path(s_, q_, t_, l_):
+        return _dpsgd_eps_exact_search(curve, at_order, s_, q_, t_, l_, method, n_iter)
+
+    if frac_idx.size == 0 or int_idx.size == 0:
+        return tuple(x.reshape(shape) for x in exact_path(sigma, q, steps, log_delta))
+    lb, best_int, j = _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method)
+    cand = lb < best_int[:, None]
+    n_frac = frac_idx.size
+    pos = jnp.arange(n_frac)
+    jmin = jnp.min(jnp.where(cand, pos, n_frac), axis=-1)
+    jmax = jnp.max(jnp.where(cand, pos, -1), axis=-1)
+    span = jnp.maximum(jmax - jmin + 1, 0)
+    i_int = jnp.asarray(int_idx)[j]
+    f_idx = jnp.asarray(frac_idx)
+    any_c = span > 0
+    i_lo = jnp.where(any_c, jnp.minimum(f_idx[jnp.clip(jmin, 0, n_frac - 1)], i_int), i_int)
+    i_hi = jnp.where(any_c, jnp.maximum(f_idx[jnp.clip(jmax, 0, n_frac - 1)], i_int), i_int)
+    lo = _neighbour_bracket(alpha, i_lo)[0]
+    hi = _neighbour_bracket(alpha, i_hi)[1]
     nodes = bracket_nodes(q, sigma, lo, hi, n_panels=n_panels)
-    _, a = refine_order(_bracket_rdp, best, best_alpha, lo, hi, log_delta, (nodes, steps), method, n_iter)
-    e = rdp_epsilon_terms(a, at_order(a, q, sigma, steps), log_delta, method)
-    use = e < best
-    out = (jnp.where(use, e, best), jnp.where(use, a, best_alpha))
+    frac_alpha = alpha[f_idx]
+    bad = nodes.need > n_panels
+    rdp_fn, rdp_args = _MeshOrExact(at_order), (nodes, steps, q, sigma, bad)
 
-    def exact(best_, best_alpha_, lo_, hi_, q_, sigma_, steps_, log_delta_):
-        return refine_order(at_order, best_, best_alpha_, lo_, hi_, log_delta_, (q_, sigma_, steps_), method,
-                            n_iter)
+    # one order per step for the whole batch (a broadcast (batch, width) evaluation fuses far worse), as many
+    # steps as the widest span of candidates
+    def step(i, c):
+        e_b, i_b = c
+        k = jnp.clip(jmin, 0, n_frac - 1) + i
+        kc = jnp.minimum(k, n_frac - 1)
+        ok = (k <= jmax) & jnp.take_along_axis(cand, kc[:, None], axis=-1)[:, 0]
+        a_k = frac_alpha[kc]
+        e_k = rdp_epsilon_terms(a_k, rdp_fn(a_k, *rdp_args[:-1], bad & ok), log_delta, method)
+        better = ok & (e_k < e_b)
+        return jnp.where(better, e_k, e_b), jnp.where(better, f_idx[kc], i_b)
 
-    eps, alpha = _on_subset(nodes.need > n_panels, exact, (best, best_alpha, lo, hi, q, sigma, steps, log_delta),
-                            out, EXACT_SEARCH_BUDGETS)
-    return eps.reshape(shape), alpha.reshape(shape)
+    e_g, i_g = jax.lax.fori_loop(0, jnp.max(span), step, (best_int, i_int))
+    lo_g, hi_g = _neighbour_bracket(alpha, i_g)
+    _, a_star = refine_order(rdp_fn, e_g, alpha[i_g], lo_g, hi_g, log_delta, rdp_args, method, n_iter)
+    e_star = rdp_epsilon_terms(a_star, at_order(a_star, q, sigma, steps), log_delta, method)
+    use = e_star < best_int
+    eps, a = jnp.where(use, e_star, best_int), jnp.where(use, a_star, alpha[i_int])
+    return eps.reshape(shape), a.reshape(shape)
 
 
 @float64_jit(static_argnames=("curve", "at_order", "method", "refine"))
