@@ -95,6 +95,7 @@ _EDGE_TOL = 2e-2
 _SAFETY = 1e-11  # relative inflation of A - 1 (rounds the quadrature error up)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 DEFAULT_N_PANELS = 24  # >= the largest need found over the domain (18, on the alpha ~ 4 sigma^2 ridge; 1.2e6 probes)
+_CHORD_SLACK = 30.0  # most the shared mesh's scale may exceed the envelope's maximum (no underflow: e^-30)
 _BUCKETS = (6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 128, 160, 192, 256, 384, 512)
 
 
@@ -451,6 +452,11 @@ class BracketNodes(NamedTuple):
     gz: jnp.ndarray  #: -z^2 / (2 sigma^2) at the nodes
     hw: jnp.ndarray  #: panel half-widths, (..., n_panels)
     log_q: jnp.ndarray
+    lo: jnp.ndarray  #: the bracket's ends (orders)
+    hi: jnp.ndarray
+    ref_lo: jnp.ndarray  #: max over the nodes of alpha l + gz at lo and at hi
+    ref_hi: jnp.ndarray
+    chord_ok: jnp.ndarray  #: the chord of ref over-estimates it by at most _CHORD_SLACK inside the bracket
     log_norm: jnp.ndarray  #: log(sigma) + log(2 pi) / 2
     pos_q: jnp.ndarray
     need: jnp.ndarray  #: panels the hull windows need (the mesh is as fine as the exact one's where <= n_panels)
@@ -479,7 +485,13 @@ def bracket_nodes(q, sigma, lo, hi, *, n_panels=DEFAULT_N_PANELS):
     k = _Consts(qs, sigma, lo)  # the mesh and the node parts do not depend on alpha
     z, hw, need = _layout(k, jnp.stack([ah[0], ah[1], a2]), jnp.stack([b0, b1, b2]), n_panels)
     l, t, gz = _node_parts(z, _View(k, trail=2))
-    return BracketNodes(l, t, gz, hw, jnp.log(qs), jnp.log(sigma) + _HALF_LOG_2PI, pos_q, jnp.where(pos_q, need, 0.0))
+    ref_lo = jnp.max(lo[..., None, None] * l + gz, axis=(-2, -1))
+    ref_hi = jnp.max(hi[..., None, None] * l + gz, axis=(-2, -1))
+    # max_nodes(alpha l + gz) is a maximum of functions affine in alpha: convex, below its chord, which exceeds
+    # it by at most (max l - min l) (hi - lo) / 4
+    slack = (jnp.max(l, axis=(-2, -1)) - jnp.min(l, axis=(-2, -1))) * (hi - lo) / 4.0
+    return BracketNodes(l, t, gz, hw, jnp.log(qs), lo, hi, ref_lo, ref_hi, slack <= _CHORD_SLACK,
+                        jnp.log(sigma) + _HALF_LOG_2PI, pos_q, jnp.where(pos_q, need, 0.0))
 
 
 def bracket_log_a_minus_one(nodes: BracketNodes, alpha):
@@ -487,12 +499,20 @@ def bracket_log_a_minus_one(nodes: BracketNodes, alpha):
 
     Two transcendental functions per node.  The sum is scaled, as in :func:`log_a_minus_one_fractional`, by
     the larger of log(alpha q) and the maximum of the envelope's log g(z) = alpha l(z) - z^2/(2 sigma^2)
-    (here over the nodes).  Returns +inf where the sum underflows (never a spuriously small value).
+    over the nodes, or an upper bound within e^30 of it (its chord across the bracket: it is convex in
+    alpha).  Returns +inf where the sum underflows (never a spuriously small value).
     """
     nd = nodes
     a3 = alpha[..., None, None]
-    # the proxy's maximum over the nodes (as the plan's G, without its root search), and log(alpha q)
-    ref = jnp.maximum(jnp.max(a3 * nd.l + nd.gz, axis=(-2, -1)), nd.log_q + jnp.log(alpha))
+
+    # the envelope's maximum over the nodes (as the plan's G, without its root search): its chord between the
+    # bracket's ends where that is within _CHORD_SLACK of it at every point of the batch, else one more pass
+    def chord(_):
+        w = (alpha - nd.lo) / jnp.where(nd.hi > nd.lo, nd.hi - nd.lo, 1.0)
+        return nd.ref_lo + jnp.clip(w, 0.0, 1.0) * (nd.ref_hi - nd.ref_lo)
+
+    g = lax.cond(jnp.all(nd.chord_ok), chord, lambda _: jnp.max(a3 * nd.l + nd.gz, axis=(-2, -1)), None)
+    ref = jnp.maximum(g, nd.log_q + jnp.log(alpha))
     val, expo = _order_parts(nd.l, nd.t, nd.gz, (alpha - 1.0)[..., None, None])
     scaled = val * jnp.exp(expo - ref[..., None, None])
     total = jnp.sum(nd.hw * (scaled @ jnp.asarray(_GL_W)), axis=-1)
