@@ -395,7 +395,10 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
 
     RDP exact at every order (Mironov, Talwar, Zhang 2019), composed (Mironov 2017, Prop. 1), converted at
     ``delta`` (Balle et al. 2020 by default), minimised over the orders grid and then continuously between
-    the best order's neighbours.  Returns (epsilon, order), broadcast over all four parameters.
+    the best order's neighbours.  Returns (epsilon, order), broadcast over all four parameters; epsilon is
+    the exact (rounded-up) eps at the order returned.  With ``optimize_order=False`` it is the grid's
+    minimum, exactly; with the continuous search it is that minimum or below (the search ranks orders on a
+    shared quadrature mesh that agrees with the exact values to ~1e-11, see ``_dpsgd_eps_shared``).
     """
     s, qq, t, d, shape = _check_dpsgd(sigma, q, steps, delta)
     V.one_of("method", method, METHODS)
