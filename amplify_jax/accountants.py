@@ -441,7 +441,8 @@ LOCAL_MARGIN = 1e-10
 
 
 class _DPSGDLocalEps:
-    """eps at one order of a grid (the centre), then Brent's search between its grid neighbours.
+    """Brent's search from one order of a grid (the centre) between its grid neighbours, then the exact eps at
+    the order found.
 
     Any order gives a valid bound, so this is a valid eps for DP-SGD; near the answer it agrees with the full
     accountant to the search's tolerance (both find the continuous optimum).  Hashable (static).
@@ -461,16 +462,22 @@ class _DPSGDLocalEps:
         return isinstance(other, _DPSGDLocalEps) and self._key() == other._key()
 
     def __call__(self, sigma, q, steps, log_delta, center):
+        from ._subsampled_gaussian import DEFAULT_N_PANELS, bracket_nodes
         from .conversions import _neighbour_bracket
 
         orders = jnp.asarray(self.orders)
         c = center.astype(jnp.int32)
         alpha = orders[c]
-        e = rdp_epsilon_terms(alpha, self.at_order(alpha, q, sigma, steps), log_delta, self.method)
         lo, hi = _neighbour_bracket(orders, c)
-        eps, _ = refine_order(self.at_order, e, alpha, lo, hi, log_delta, (q, sigma, steps), self.method,
-                              self.n_iter)
-        return eps
+        # the search on the bracket's shared mesh (exact evaluations where it is too coarse), as in
+        # _dpsgd_eps_shared; the value returned is the exact eps at the order found
+        n_panels = DEFAULT_N_PANELS if self.at_order.n_panels is None else self.at_order.n_panels
+        nodes = bracket_nodes(q, sigma, lo, hi, n_panels=n_panels)
+        args = (nodes, steps, q, sigma, nodes.need > n_panels)
+        rdp_fn = _MeshOrExact(self.at_order)
+        e = rdp_epsilon_terms(alpha, rdp_fn(alpha, *args), log_delta, self.method)
+        _, a = refine_order(rdp_fn, e, alpha, lo, hi, log_delta, args, self.method, self.n_iter)
+        return rdp_epsilon_terms(a, self.at_order(a, q, sigma, steps), log_delta, self.method)
 
 
 def _coarse_orders(a):
