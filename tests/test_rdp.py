@@ -212,3 +212,19 @@ def test_compose_heterogeneous():
     b = R.gaussian_rdp(o, sigma=2.0)
     c = R.compose([a, b], steps=[np.array([1.0, 10.0]), 3.0])
     np.testing.assert_allclose(np.asarray(c), np.outer([1.0, 10.0], o / 2) + 3 * o / 8, rtol=1e-14)
+
+
+def test_log_binomial_table_exact():
+    """The trace-time log-binomial table equals log(math.comb) to rounding, up to a = 1024 (the Loader formula
+    it replaced was off by 8.5e-12 at a = 1014, j = 420)."""
+    import math
+
+    from amplify_jax.rdp import _log_comb_table
+
+    alpha = (2, 7, 63, 512, 1014, 1024)
+    table = _log_comb_table(alpha, 1024)
+    for r, a in enumerate(alpha):
+        for j in (2, 3, a // 3, 420, a // 2, a - 1, a):
+            if 2 <= j <= a:
+                assert abs(table[r, j - 2] - math.log(math.comb(a, j))) <= 4e-16 * max(1.0, math.log(math.comb(a, j)))
+        assert np.all(np.isneginf(table[r, a - 1:]))
