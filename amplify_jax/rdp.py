@@ -358,7 +358,7 @@ def without_replacement_log_excess(base, log_q, orders=None, *, log_inf_factor=N
                       + sum_{j=3}^{alpha} q^j C(alpha,j) e^{(j-1) eps(j)} min{2, (e^{eps(inf)}-1)^j}.
 
     Every term is non-negative and kept in log space, so M - 1 keeps full relative accuracy when it is tiny.
-    The binomial coefficients are a trace-time table (Loader-accurate ``log_comb``).
+    The binomial coefficients are a trace-time table (exact to rounding up to alpha = 1024, ``_log_comb_table``).
     """
     base = jnp.asarray(base)
     amax = base.shape[-1] + 1
