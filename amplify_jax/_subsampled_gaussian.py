@@ -415,6 +415,14 @@ def _layout(kp, a, b, n_panels):
     return z, hw, need
 
 
+def _node_sum(val, expo, ref, hw):
+    """The composite Gauss-Legendre sum of val * exp(expo - ref) over the nodes (..., n_panels, 12)."""
+    scaled = val * jnp.exp(expo - ref[..., None, None])
+    # node sums as a matrix-vector product: on XLA:CPU a reduce here is lowered to a library fusion that splits
+    # the elementwise integrand into many materialised loops (several times slower)
+    return jnp.sum(hw * (scaled @ jnp.asarray(_GL_W)), axis=-1)
+
+
 def log_a_minus_one_fractional_and_need(q, sigma, alpha, *, n_panels=DEFAULT_N_PANELS):
     """(log(A_alpha - 1) computed with ``n_panels`` panels, the panels needed for its accuracy) at each point.
 
@@ -432,11 +440,7 @@ def log_a_minus_one_fractional_and_need(q, sigma, alpha, *, n_panels=DEFAULT_N_P
     z, hw, need = _layout(kp, a, b, n_panels)
     k = _Consts(qs, sigma, alpha)
     val, expo = _integrand_parts(z, _View(k, trail=2))
-    scaled = val * jnp.exp(expo - ref[..., None, None])
-    # node sums as a matrix-vector product: on XLA:CPU a reduce here is lowered to a library fusion that splits
-    # the elementwise integrand into many materialised loops (several times slower)
-    panel = scaled @ jnp.asarray(_GL_W)
-    total = jnp.sum(hw * panel, axis=-1)
+    total = _node_sum(val, expo, ref, hw)
     res = ref + jnp.log(total) - jnp.log(sigma) - _HALF_LOG_2PI + _SAFETY
     # and one ulp up, for the values where 1e-11 is below an ulp (outside the gradient: nextafter has no JVP)
     res0 = lax.stop_gradient(res)
@@ -451,7 +455,7 @@ class BracketNodes(NamedTuple):
     t: jnp.ndarray  #: -expm1(-l) at the nodes
     gz: jnp.ndarray  #: -z^2 / (2 sigma^2) at the nodes
     hw: jnp.ndarray  #: panel half-widths, (..., n_panels)
-    log_q: jnp.ndarray
+    log_q: jnp.ndarray  #: log(q) (q = 0 replaced by 1/2; see pos_q)
     lo: jnp.ndarray  #: the bracket's ends (orders)
     hi: jnp.ndarray
     ref_lo: jnp.ndarray  #: max over the nodes of alpha l + gz at lo and at hi
@@ -467,7 +471,7 @@ def bracket_nodes(q, sigma, lo, hi, *, n_panels=DEFAULT_N_PANELS):
 
     The windows are the hulls of the windows of the two end orders (made disjoint), laid out with the
     alpha-free mesh density of :func:`log_a_minus_one_fractional`.  The order-free part of the integrand
-    (two of its five transcendental functions and the whole plan) is computed once here.  This is a search
+    (three of its five transcendental functions) and the plan are computed once here.  This is a search
     aid, not a certified value: an order inside the bracket may have mass outside the hulls (not observed),
     so a caller uses it to locate an order and evaluates that order with :func:`log_a_minus_one_fractional`.
     """
@@ -490,8 +494,9 @@ def bracket_nodes(q, sigma, lo, hi, *, n_panels=DEFAULT_N_PANELS):
     # max_nodes(alpha l + gz) is a maximum of functions affine in alpha: convex, below its chord, which exceeds
     # it by at most (max l - min l) (hi - lo) / 4
     slack = (jnp.max(l, axis=(-2, -1)) - jnp.min(l, axis=(-2, -1))) * (hi - lo) / 4.0
-    return BracketNodes(l, t, gz, hw, jnp.log(qs), lo, hi, ref_lo, ref_hi, slack <= _CHORD_SLACK,
-                        jnp.log(sigma) + _HALF_LOG_2PI, pos_q, jnp.where(pos_q, need, 0.0))
+    return BracketNodes(l=l, t=t, gz=gz, hw=hw, log_q=jnp.log(qs), lo=lo, hi=hi, ref_lo=ref_lo, ref_hi=ref_hi,
+                        chord_ok=slack <= _CHORD_SLACK, log_norm=jnp.log(sigma) + _HALF_LOG_2PI, pos_q=pos_q,
+                        need=jnp.where(pos_q, need, 0.0))
 
 
 def bracket_log_a_minus_one(nodes: BracketNodes, alpha):
@@ -514,8 +519,7 @@ def bracket_log_a_minus_one(nodes: BracketNodes, alpha):
     g = lax.cond(jnp.all(nd.chord_ok), chord, lambda _: jnp.max(a3 * nd.l + nd.gz, axis=(-2, -1)), None)
     ref = jnp.maximum(g, nd.log_q + jnp.log(alpha))
     val, expo = _order_parts(nd.l, nd.t, nd.gz, (alpha - 1.0)[..., None, None])
-    scaled = val * jnp.exp(expo - ref[..., None, None])
-    total = jnp.sum(nd.hw * (scaled @ jnp.asarray(_GL_W)), axis=-1)
+    total = _node_sum(val, expo, ref, nd.hw)
     res = jnp.where(total > 0.0, ref + jnp.log(jnp.where(total > 0.0, total, 1.0)) - nd.log_norm, jnp.inf)
     return jnp.where(nd.pos_q, res, -jnp.inf)
 

@@ -51,11 +51,17 @@ class _SGMAtOrder:
     def __eq__(self, other):
         return isinstance(other, _SGMAtOrder) and other.n_panels == self.n_panels
 
+    @property
+    def panels(self):
+        """The panel count of its quadrature (the default where none was fixed)."""
+        from ._subsampled_gaussian import DEFAULT_N_PANELS
+
+        return DEFAULT_N_PANELS if self.n_panels is None else self.n_panels
+
     def __call__(self, alpha, q, sigma, steps):
         from ._subsampled_gaussian import log_a_minus_one_fractional
 
-        kw = {} if self.n_panels is None else {"n_panels": self.n_panels}
-        log_am1 = log_a_minus_one_fractional(q, sigma, alpha, **kw)
+        log_am1 = log_a_minus_one_fractional(q, sigma, alpha, n_panels=self.panels)
         return steps * jnp.logaddexp(0.0, log_am1) / (alpha - 1.0)
 
 
@@ -111,8 +117,8 @@ INTEGER_SPLIT = 32
 
 
 def _integer_rdp_or_bounds(int_orders, frac_orders, n_panels, sigma, q, steps, log_delta, method):
-    """One-step RDP at the integer orders of a grid: exact (MTZ's finite series), or, at high orders that
-    cannot be the grid's best, a certified lower bound (shape (..., n_int)).
+    """(One-step RDP, eps) at the integer orders of a grid: exact (MTZ's finite series), or, at high orders
+    that cannot be the grid's best, certified lower bounds (shapes (..., n_int)).
 
     The series costs alpha + 1 terms per order, so the high orders (128 to 1024 in the usual grids) cost
     most of it, and they are rarely optimal.  The orders up to ``INTEGER_SPLIT`` (and up to the second
@@ -127,10 +133,14 @@ def _integer_rdp_or_bounds(int_orders, frac_orders, n_panels, sigma, q, steps, l
     above = int_orders[int_orders > frac_max]
     split = max(INTEGER_SPLIT, above[1] if above.size >= 2 else np.inf)
     low, high = int_orders[int_orders <= split], int_orders[int_orders > split]
+    def eps(orders, r):
+        return rdp_epsilon_terms(jnp.asarray(orders), steps[..., None] * r, log_delta[..., None], method)
+
     if high.size == 0 or low.size < 2:
-        return SGMCurve(int_orders, n_panels)(q, sigma)
+        r = SGMCurve(int_orders, n_panels)(q, sigma)
+        return r, eps(int_orders, r)
     r_low = SGMCurve(low, n_panels)(q, sigma)
-    e_low = rdp_epsilon_terms(jnp.asarray(low), steps[..., None] * r_low, log_delta[..., None], method)
+    e_low = eps(low, r_low)
     best_low = jnp.min(e_low, axis=-1)
     a, b = low[-2], low[-1]
     k_a = (a - 1.0) * r_low[..., -2] * (1.0 + 1e-12)  # upper end of the chord's left point
@@ -139,10 +149,15 @@ def _integer_rdp_or_bounds(int_orders, frac_orders, n_panels, sigma, q, steps, l
     k_lb = jnp.maximum(k_b[..., None] + (h - b) * ((k_b - k_a) / (b - a))[..., None],
                        (h - 1.0) * (k_b / (b - 1.0))[..., None])
     r_lb = k_lb / (h - 1.0)
-    e_lb = rdp_epsilon_terms(h, steps[..., None] * r_lb, log_delta[..., None], method)
+    e_lb = eps(high, r_lb)
     needed = jnp.any(e_lb <= best_low[..., None])
-    r_high = jax.lax.cond(needed, lambda _: SGMCurve(high, n_panels)(q, sigma), lambda _: r_lb, None)
-    return jnp.concatenate([r_low, r_high], axis=-1)
+
+    def exact_high(_):
+        r = SGMCurve(high, n_panels)(q, sigma)
+        return r, eps(high, r)
+
+    r_high, e_high = jax.lax.cond(needed, exact_high, lambda _: (r_lb, e_lb), None)
+    return jnp.concatenate([r_low, r_high], axis=-1), jnp.concatenate([e_low, e_high], axis=-1)
 
 
 def _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method):
@@ -151,9 +166,8 @@ def _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method):
     alpha = jnp.asarray(orders)
     int_idx = np.nonzero(orders == np.round(orders))[0]
     frac_idx = np.nonzero(orders != np.round(orders))[0]
-    r_int = _integer_rdp_or_bounds(orders[int_idx], orders[frac_idx], curve.n_panels, sigma, q, steps, log_delta,
-                                   method)
-    e_int = rdp_epsilon_terms(alpha[int_idx], steps[..., None] * r_int, log_delta[..., None], method)
+    r_int, e_int = _integer_rdp_or_bounds(orders[int_idx], orders[frac_idx], curve.n_panels, sigma, q, steps,
+                                          log_delta, method)
     j = jnp.argmin(e_int, axis=-1)
     best_int = jnp.take_along_axis(e_int, j[..., None], -1)[..., 0]
     # Certified lower bounds on the RDP at the fractional orders.  K(a) = (a - 1) D_a is convex with K(1) = 0,
@@ -298,6 +312,24 @@ class _MeshOrExact:
                             lambda _: mesh, None)
 
 
+def _mesh_args(at_order, q, sigma, steps, lo, hi):
+    """The arguments of _MeshOrExact for brackets [lo, hi]: the shared mesh (``bracket_nodes``, with
+    ``at_order``'s panel count), steps, q, sigma, and the points the mesh is too coarse for."""
+    from ._subsampled_gaussian import bracket_nodes
+
+    nodes = bracket_nodes(q, sigma, lo, hi, n_panels=at_order.panels)
+    return nodes, steps, q, sigma, nodes.need > at_order.panels
+
+
+def _search_on_mesh(at_order, start_eps, start_alpha, lo, hi, mesh_args, log_delta, method, n_iter):
+    """Brent's search (``conversions.refine_order``) between lo and hi on the mesh of ``_mesh_args``, from a
+    known order, then the exact eps (``at_order``) at the order found: (eps, order)."""
+    _, a = refine_order(_MeshOrExact(at_order), start_eps, start_alpha, lo, hi, log_delta, mesh_args, method,
+                        n_iter)
+    _, steps, q, sigma, _ = mesh_args
+    return rdp_epsilon_terms(a, at_order(a, q, sigma, steps), log_delta, method), a
+
+
 def _dpsgd_eps_shared(curve, at_order, sigma, q, steps, log_delta, method, n_iter):
     """eps of DP-SGD at the continuous optimal order, with one quadrature mesh per point.
 
@@ -315,14 +347,12 @@ def _dpsgd_eps_shared(curve, at_order, sigma, q, steps, log_delta, method, n_ite
        (sound whatever the mesh did); the mesh only chooses the order, and the result is the grid's best
        or better up to the mesh's ~1e-11 agreement with the exact values.
 
-    Points whose mesh needs more panels than ``at_order.n_panels`` (brackets at high orders, where the mass
+    Points whose mesh needs more panels than ``at_order.panels`` (brackets at high orders, where the mass
     moves with alpha) are ranked and searched on exact evaluations instead (``_MeshOrExact``): the whole
     batch then pays for them, only in the batches that have such points.
     """
-    from ._subsampled_gaussian import DEFAULT_N_PANELS, bracket_nodes
     from .conversions import _neighbour_bracket
 
-    n_panels = DEFAULT_N_PANELS if at_order.n_panels is None else at_order.n_panels
     shape = jnp.broadcast_shapes(*(jnp.shape(x) for x in (sigma, q, steps, log_delta)))
     flat = lambda x: jnp.broadcast_to(x, shape).reshape(-1)  # noqa: E731
     sigma, q, steps, log_delta = map(flat, (sigma, q, steps, log_delta))
@@ -331,11 +361,9 @@ def _dpsgd_eps_shared(curve, at_order, sigma, q, steps, log_delta, method, n_ite
     int_idx = np.nonzero(orders == np.round(orders))[0]
     frac_idx = np.nonzero(orders != np.round(orders))[0]
 
-    def exact_path(s_, q_, t_, l_):
-        return _dpsgd_eps_exact_search(curve, at_order, s_, q_, t_, l_, method, n_iter)
-
     if frac_idx.size == 0 or int_idx.size == 0:
-        return tuple(x.reshape(shape) for x in exact_path(sigma, q, steps, log_delta))
+        eps, a = _dpsgd_eps_exact_search(curve, at_order, sigma, q, steps, log_delta, method, n_iter)
+        return eps.reshape(shape), a.reshape(shape)
     lb, best_int, j = _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method)
     cand = lb < best_int[:, None]
     n_frac = frac_idx.size
@@ -350,10 +378,10 @@ def _dpsgd_eps_shared(curve, at_order, sigma, q, steps, log_delta, method, n_ite
     i_hi = jnp.where(any_c, jnp.maximum(f_idx[jnp.clip(jmax, 0, n_frac - 1)], i_int), i_int)
     lo = _neighbour_bracket(alpha, i_lo)[0]
     hi = _neighbour_bracket(alpha, i_hi)[1]
-    nodes = bracket_nodes(q, sigma, lo, hi, n_panels=n_panels)
+    mesh_args = _mesh_args(at_order, q, sigma, steps, lo, hi)
+    bad = mesh_args[-1]
+    rank = _MeshOrExact(at_order)
     frac_alpha = alpha[f_idx]
-    bad = nodes.need > n_panels
-    rdp_fn, rdp_args = _MeshOrExact(at_order), (nodes, steps, q, sigma, bad)
 
     # one order per step for the whole batch (a broadcast (batch, width) evaluation fuses far worse), as many
     # steps as the widest span of candidates
@@ -363,14 +391,14 @@ def _dpsgd_eps_shared(curve, at_order, sigma, q, steps, log_delta, method, n_ite
         kc = jnp.minimum(k, n_frac - 1)
         ok = (k <= jmax) & jnp.take_along_axis(cand, kc[:, None], axis=-1)[:, 0]
         a_k = frac_alpha[kc]
-        e_k = rdp_epsilon_terms(a_k, rdp_fn(a_k, *rdp_args[:-1], bad & ok), log_delta, method)
+        # exact evaluations only where the mesh is too coarse for a candidate of this step
+        e_k = rdp_epsilon_terms(a_k, rank(a_k, *mesh_args[:-1], bad & ok), log_delta, method)
         better = ok & (e_k < e_b)
         return jnp.where(better, e_k, e_b), jnp.where(better, f_idx[kc], i_b)
 
     e_g, i_g = jax.lax.fori_loop(0, jnp.max(span), step, (best_int, i_int))
     lo_g, hi_g = _neighbour_bracket(alpha, i_g)
-    _, a_star = refine_order(rdp_fn, e_g, alpha[i_g], lo_g, hi_g, log_delta, rdp_args, method, n_iter)
-    e_star = rdp_epsilon_terms(a_star, at_order(a_star, q, sigma, steps), log_delta, method)
+    e_star, a_star = _search_on_mesh(at_order, e_g, alpha[i_g], lo_g, hi_g, mesh_args, log_delta, method, n_iter)
     use = e_star < best_int
     eps, a = jnp.where(use, e_star, best_int), jnp.where(use, a_star, alpha[i_int])
     return eps.reshape(shape), a.reshape(shape)
@@ -462,7 +490,6 @@ class _DPSGDLocalEps:
         return isinstance(other, _DPSGDLocalEps) and self._key() == other._key()
 
     def __call__(self, sigma, q, steps, log_delta, center):
-        from ._subsampled_gaussian import DEFAULT_N_PANELS, bracket_nodes
         from .conversions import _neighbour_bracket
 
         orders = jnp.asarray(self.orders)
@@ -471,13 +498,10 @@ class _DPSGDLocalEps:
         lo, hi = _neighbour_bracket(orders, c)
         # the search on the bracket's shared mesh (exact evaluations where it is too coarse), as in
         # _dpsgd_eps_shared; the value returned is the exact eps at the order found
-        n_panels = DEFAULT_N_PANELS if self.at_order.n_panels is None else self.at_order.n_panels
-        nodes = bracket_nodes(q, sigma, lo, hi, n_panels=n_panels)
-        args = (nodes, steps, q, sigma, nodes.need > n_panels)
-        rdp_fn = _MeshOrExact(self.at_order)
-        e = rdp_epsilon_terms(alpha, rdp_fn(alpha, *args), log_delta, self.method)
-        _, a = refine_order(rdp_fn, e, alpha, lo, hi, log_delta, args, self.method, self.n_iter)
-        return rdp_epsilon_terms(a, self.at_order(a, q, sigma, steps), log_delta, self.method)
+        mesh_args = _mesh_args(self.at_order, q, sigma, steps, lo, hi)
+        e = rdp_epsilon_terms(alpha, _MeshOrExact(self.at_order)(alpha, *mesh_args), log_delta, self.method)
+        eps, _ = _search_on_mesh(self.at_order, e, alpha, lo, hi, mesh_args, log_delta, self.method, self.n_iter)
+        return eps
 
 
 def _coarse_orders(a):
