@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from . import _validate as V
-from .calibrate import INFEASIBLE, Inversion, invert_monotone_kernel
+from .calibrate import INFEASIBLE, invert_monotone_kernel
 from .conversions import METHODS, EpsilonResult, refine_order, rdp_epsilon_terms
 from .numerics import float64_jit, x64_scope
 from .rdp import DEFAULT_ORDERS, SGMCurve
