@@ -37,6 +37,7 @@ import jax.numpy as jnp
 
 from . import _validate as V
 from .numerics import float64_jit, x64_scope
+from .status import Status
 
 __all__ = [
     "Inversion",
@@ -44,6 +45,7 @@ __all__ = [
     "invert_monotone_kernel",
     "invert_monotone_implicit",
     "invert_monotone_differentiable",
+    "invert_monotone_host",
     "OK",
     "INFEASIBLE",
     "AT_LIMIT",
@@ -52,9 +54,9 @@ __all__ = [
     "STATUS_NAMES",
 ]
 
-OK, INFEASIBLE, AT_LIMIT, NOT_MONOTONE, MAX_ITER = 0, 1, 2, 3, 4
-STATUS_NAMES = {OK: "ok", INFEASIBLE: "infeasible", AT_LIMIT: "at_limit", NOT_MONOTONE: "not_monotone",
-                MAX_ITER: "max_iter"}
+OK, INFEASIBLE, AT_LIMIT, NOT_MONOTONE, MAX_ITER = (int(Status.OK), int(Status.INFEASIBLE), int(Status.AT_LIMIT),
+                                                   int(Status.NOT_MONOTONE), int(Status.MAX_ITER))
+STATUS_NAMES = {int(s): str(s) for s in Status}
 
 
 class Inversion(NamedTuple):
@@ -82,79 +84,108 @@ def invert_monotone_kernel(fn, target, args, lo, hi, *, above: bool, rtol, integ
     args = tuple(jnp.broadcast_to(jnp.asarray(a), target.shape) for a in args)
     far, near = (hi, lo) if above else (lo, hi)  # far end: most private; near end: the candidate answer side
 
-    def feasible(v):
-        return (v <= target) & ~jnp.isnan(v)
-
-    def width_ok(f, i):
-        if integer:
-            return jnp.abs(f - i) <= 1.0
-        return jnp.abs(jnp.log(f) - jnp.log(i)) <= jnp.log1p(rtol)
-
     def cond(s):
         return (s[0] < max_iter + 2) & jnp.any(s[5])
 
     def body(s):
-        it, feas, infeas, f_feas, f_ends, active, f_inf, side, width0 = s
-        mid = jnp.sqrt(feas * infeas)
-        if illinois:
-            lf, li = jnp.log(feas), jnp.log(infeas)
-            # interpolate log f against log x when f and the target are positive (bounds are close to power
-            # laws in their parameters), f itself otherwise; gf <= 0 < gi either way
-            pos = (f_feas > 0) & (target > 0)
-            gf = jnp.where(pos, jnp.log(jnp.where(pos, f_feas / target, 1.0)), f_feas - target)
-            gi = jnp.where(pos, jnp.log(jnp.where(pos, f_inf / target, 1.0)), f_inf - target)
-            # Illinois: halve the function value kept on the side that was retained twice in a row
-            last, prev = side % 4, (side // 4) % 4  # 1: the feasible end moved; 2: the infeasible end moved
-            gf = jnp.where((last == 2) & (prev == 2), gf * 0.5, gf)  # retained twice in a row: halve (Illinois)
-            gi = jnp.where((last == 1) & (prev == 1), gi * 0.5, gi)
-            t = gf / (gf - gi)
-            t = jnp.clip(jnp.where(jnp.isfinite(t), t, 0.5), 0.05, 0.95)
-            rf = jnp.exp(lf + t * (li - lf))
-            # force a bisection when two steps in a row did not halve the bracket (width0: the width at the
-            # last checkpoint; ``side`` counts the steps since, in its upper bits)
-            slow = ((side // 16) >= 2) & (jnp.abs(li - lf) > 0.5 * width0)
-            mid = jnp.where(slow | ~jnp.isfinite(f_inf) | ~jnp.isfinite(f_feas), mid, rf)
-        if integer:
-            # Round toward the infeasible end so the bracket strictly shrinks.
-            mid = jnp.where(feas > infeas, jnp.floor(mid), jnp.ceil(mid))
-            mid = jnp.where(mid == feas, jnp.where(feas > infeas, feas - 1.0, feas + 1.0), mid)
-            mid = jnp.where(mid == infeas, jnp.where(feas > infeas, infeas + 1.0, infeas - 1.0), mid)
-        x = jnp.where(it == 0, far, jnp.where(it == 1, near, mid))
-        f_x = fn(x, *args)
-        ok = feasible(f_x)
-        f_ends = jnp.where(it == 0, f_ends.at[0].set(f_x), jnp.where(it == 1, f_ends.at[1].set(f_x), f_ends))
-        # after evaluating both ends: start the bisection only where far is feasible and near is not
-        start = active & ~(feasible(f_ends[0]) & ~feasible(f_ends[1]) & ~width_ok(far, near))
-        bis = (it >= 2) & active
-        take = bis & ok
-        nfeas = jnp.where(take, x, feas)
-        nf = jnp.where(take, f_x, jnp.where(it == 0, f_x, f_feas))
-        ninf = jnp.where(bis & ~ok, x, infeas)
-        nf_inf = jnp.where(bis & ~ok, f_x, jnp.where(it == 1, f_x, f_inf))
-        # side = 16 * (steps since the last checkpoint) + 4 * (previous move) + (last move), where a move is
-        # 1 if the feasible end moved and 2 if the infeasible end moved
-        width = jnp.abs(jnp.log(nfeas) - jnp.log(ninf))
-        checkpoint = width <= 0.5 * width0
-        moved = jnp.where(ok, 1, 2)
-        count = jnp.where(checkpoint, 0, side // 16 + 1)
-        nside = jnp.where(bis, 16 * count + 4 * (side % 4) + moved, side)
-        nwidth0 = jnp.where(bis & checkpoint, width, width0)
-        nwidth0 = jnp.where(it == 1, jnp.abs(jnp.log(far) - jnp.log(near)), nwidth0)
-        nactive = jnp.where(it < 1, active, jnp.where(it == 1, ~start, active & ~width_ok(nfeas, ninf)))
-        return it + 1, nfeas, ninf, nf, f_ends, nactive, nf_inf, nside, nwidth0
+        x = _propose(s, target, far, near, integer=integer, illinois=illinois)
+        return _absorb(s, x, fn(x, *args), target, far, near, rtol=rtol, integer=integer)
 
-    init = (0, far, near, jnp.full_like(target, jnp.inf), jnp.stack([target, target]) * jnp.nan,
-            jnp.ones(target.shape, dtype=bool), jnp.full_like(target, jnp.inf), jnp.zeros(target.shape, jnp.int32),
-            jnp.full_like(target, jnp.inf))
-    _, feas, infeas, f_feas, f_ends, still, _, _, _ = jax.lax.while_loop(cond, body, init)
-    far_ok = feasible(f_ends[0])
-    near_ok = feasible(f_ends[1])
+    final = jax.lax.while_loop(cond, body, _search_init(target, far, near))
+    return _search_result(final, target, far, near)
+
+
+# The search, cut at the call of ``fn`` so that one algorithm serves both drivers: the compiled loop above
+# (``fn`` traced inside it) and :func:`invert_monotone_host` (``fn`` any host function of arrays, called
+# between two small compiled steps).  State: (iteration, feasible end, infeasible end, fn there, fn at the two
+# ends of the range, active mask, fn at the infeasible end, Illinois bookkeeping, bracket width at the last
+# checkpoint).
+
+
+def _feasible(v, target):
+    return (v <= target) & ~jnp.isnan(v)
+
+
+def _width_ok(f, i, rtol, integer):
+    if integer:
+        return jnp.abs(f - i) <= 1.0
+    return jnp.abs(jnp.log(f) - jnp.log(i)) <= jnp.log1p(rtol)
+
+
+def _search_init(target, far, near):
+    return (0, far, near, jnp.full_like(target, jnp.inf),
+            jnp.stack([target, target]) * jnp.nan, jnp.ones(target.shape, dtype=bool),
+            jnp.full_like(target, jnp.inf), jnp.zeros(target.shape, jnp.int32), jnp.full_like(target, jnp.inf))
+
+
+def _propose(s, target, far, near, *, integer, illinois):
+    """The next point to evaluate: the two ends of the range first, then the bracket's (safeguarded) midpoint."""
+    it, feas, infeas, f_feas, f_ends, active, f_inf, side, width0 = s
+    mid = jnp.sqrt(feas * infeas)
+    if illinois:
+        lf, li = jnp.log(feas), jnp.log(infeas)
+        # interpolate log f against log x when f and the target are positive (bounds are close to power
+        # laws in their parameters), f itself otherwise; gf <= 0 < gi either way
+        pos = (f_feas > 0) & (target > 0)
+        gf = jnp.where(pos, jnp.log(jnp.where(pos, f_feas / target, 1.0)), f_feas - target)
+        gi = jnp.where(pos, jnp.log(jnp.where(pos, f_inf / target, 1.0)), f_inf - target)
+        # Illinois: halve the function value kept on the side that was retained twice in a row
+        last, prev = side % 4, (side // 4) % 4  # 1: the feasible end moved; 2: the infeasible end moved
+        gf = jnp.where((last == 2) & (prev == 2), gf * 0.5, gf)  # retained twice in a row: halve (Illinois)
+        gi = jnp.where((last == 1) & (prev == 1), gi * 0.5, gi)
+        t = gf / (gf - gi)
+        t = jnp.clip(jnp.where(jnp.isfinite(t), t, 0.5), 0.05, 0.95)
+        rf = jnp.exp(lf + t * (li - lf))
+        # force a bisection when two steps in a row did not halve the bracket (width0: the width at the
+        # last checkpoint; ``side`` counts the steps since, in its upper bits)
+        slow = ((side // 16) >= 2) & (jnp.abs(li - lf) > 0.5 * width0)
+        mid = jnp.where(slow | ~jnp.isfinite(f_inf) | ~jnp.isfinite(f_feas), mid, rf)
+    if integer:
+        # Round toward the infeasible end so the bracket strictly shrinks.
+        mid = jnp.where(feas > infeas, jnp.floor(mid), jnp.ceil(mid))
+        mid = jnp.where(mid == feas, jnp.where(feas > infeas, feas - 1.0, feas + 1.0), mid)
+        mid = jnp.where(mid == infeas, jnp.where(feas > infeas, infeas + 1.0, infeas - 1.0), mid)
+    return jnp.where(it == 0, far, jnp.where(it == 1, near, mid))
+
+
+def _absorb(s, x, f_x, target, far, near, *, rtol, integer):
+    """The state after evaluating ``fn`` at the proposed ``x`` (``f_x``)."""
+    it, feas, infeas, f_feas, f_ends, active, f_inf, side, width0 = s
+    ok = _feasible(f_x, target)
+    f_ends = jnp.where(it == 0, f_ends.at[0].set(f_x), jnp.where(it == 1, f_ends.at[1].set(f_x), f_ends))
+    # after evaluating both ends: start the bisection only where far is feasible and near is not
+    start = active & ~(_feasible(f_ends[0], target) & ~_feasible(f_ends[1], target) & ~_width_ok(far, near, rtol,
+                                                                                                     integer))
+    bis = (it >= 2) & active
+    take = bis & ok
+    nfeas = jnp.where(take, x, feas)
+    nf = jnp.where(take, f_x, jnp.where(it == 0, f_x, f_feas))
+    ninf = jnp.where(bis & ~ok, x, infeas)
+    nf_inf = jnp.where(bis & ~ok, f_x, jnp.where(it == 1, f_x, f_inf))
+    # side = 16 * (steps since the last checkpoint) + 4 * (previous move) + (last move), where a move is
+    # 1 if the feasible end moved and 2 if the infeasible end moved
+    width = jnp.abs(jnp.log(nfeas) - jnp.log(ninf))
+    checkpoint = width <= 0.5 * width0
+    moved = jnp.where(ok, 1, 2)
+    count = jnp.where(checkpoint, 0, side // 16 + 1)
+    nside = jnp.where(bis, 16 * count + 4 * (side % 4) + moved, side)
+    nwidth0 = jnp.where(bis & checkpoint, width, width0)
+    nwidth0 = jnp.where(it == 1, jnp.abs(jnp.log(far) - jnp.log(near)), nwidth0)
+    nactive = jnp.where(it < 1, active, jnp.where(it == 1, ~start, active & ~_width_ok(nfeas, ninf, rtol, integer)))
+    return it + 1, nfeas, ninf, nf, f_ends, nactive, nf_inf, nside, nwidth0
+
+
+def _search_result(s, target, far, near):
+    _, feas, infeas, f_feas, f_ends, still, _, _, _ = s
+    far_ok = _feasible(f_ends[0], target)
+    near_ok = _feasible(f_ends[1], target)
     value = jnp.where(near_ok, near, feas)
     achieved = jnp.where(near_ok, f_ends[1], f_feas)
     status = jnp.where(
         ~far_ok,
         INFEASIBLE,
-        jnp.where(near_ok, AT_LIMIT, jnp.where(feasible(achieved), jnp.where(still, MAX_ITER, OK), NOT_MONOTONE)),
+        jnp.where(near_ok, AT_LIMIT, jnp.where(_feasible(achieved, target), jnp.where(still, MAX_ITER, OK),
+                                               NOT_MONOTONE)),
     ).astype(jnp.int32)
     value = jnp.where(far_ok, value, far)
     achieved = jnp.where(far_ok, achieved, f_ends[0])
@@ -215,6 +246,56 @@ def invert_monotone(
         return _invert_jit(fn, b(t), tuple(b(a) for a in args), b(lo_), b(hi_), jnp.asarray(r, jnp.float64),
                            feasible == "above", bool(integer), int(max_iter),
                            method == "illinois" and not integer)
+
+
+@float64_jit(static_argnames=("integer", "illinois"))
+def _propose_jit(s, target, far, near, integer, illinois):
+    return _propose(s, target, far, near, integer=integer, illinois=illinois)
+
+
+@float64_jit(static_argnames=("integer",))
+def _absorb_jit(s, x, f_x, target, far, near, rtol, integer):
+    return _absorb(s, x, f_x, target, far, near, rtol=rtol, integer=integer)
+
+
+def invert_monotone_host(
+    fn: Callable,
+    target,
+    *,
+    lo,
+    hi,
+    feasible: str = "above",
+    rtol=1e-6,
+    integer: bool = False,
+    max_iter: int = 200,
+    method: str = "bisection",
+) -> Inversion:
+    """:func:`invert_monotone` for a bound that is a host function of arrays (not traceable by JAX).
+
+    ``fn(x)`` takes a float64 NumPy array of the batch's shape and returns the bound there (same shape); it
+    may call compiled kernels, group points on the host, run its own searches.  The search is the one of
+    :func:`invert_monotone_kernel` (same steps, same feasible endpoint, same status codes), driven from the
+    host: each step is a small compiled update and one call of ``fn`` on the whole batch, so a kernel behind
+    ``fn`` compiles once for the batch's shape.  Elements whose bracket has converged are evaluated again at
+    their current point (the batch keeps its shape); ``fn`` must act elementwise.  ``target``, ``lo`` and
+    ``hi`` broadcast; ``value`` is re-checked (``achieved`` is ``fn`` at it).
+    """
+    V.one_of("feasible", feasible, ("above", "below"))
+    V.one_of("method", method, ("bisection", "illinois"))
+    t, lo_, hi_, r, shape = _check_inputs(target, (), lo, hi, rtol, integer)
+    illinois = method == "illinois" and not integer
+    with x64_scope():
+        b = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=jnp.float64), shape)  # noqa: E731
+        t, lo_, hi_, r = b(t), b(lo_), b(hi_), jnp.asarray(r, jnp.float64)
+        far, near = (hi_, lo_) if feasible == "above" else (lo_, hi_)
+        s = _search_init(t, far, near)
+        while int(s[0]) < max_iter + 2 and bool(jnp.any(s[5])):
+            x = _propose_jit(s, t, far, near, bool(integer), illinois)
+            f_x = np.asarray(fn(np.asarray(x)), dtype=np.float64)
+            if f_x.shape != shape:
+                raise ValueError(f"Expected fn to return an array of shape {shape}, got shape {f_x.shape}.")
+            s = _absorb_jit(s, x, jnp.asarray(f_x), t, far, near, r, bool(integer))
+        return _search_result(s, t, far, near)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -3,6 +3,9 @@
     amplify-jax epsilon   --mechanism poisson-gaussian --sigma S --q Q --steps T --delta D [--json]
     amplify-jax rdp       --mechanism poisson-gaussian --sigma S --q Q --orders 1.5,2,32 [--json]
     amplify-jax calibrate --mechanism poisson-gaussian --target-epsilon 1,3,8 --q Q --steps T --delta D [--json]
+    amplify-jax bounds    [--json]
+    amplify-jax evaluate  ID --PARAM VALUES ... [--json | --csv]
+    amplify-jax invert    ID --solve-for PARAM (--target-epsilon X | --target-delta X) --PARAM VALUES ... [--json]
     amplify-jax sweep GRID.toml [--output DIR]
     amplify-jax demo [--output DIR]
     amplify-jax figures [--list | NAME ...]
@@ -229,6 +232,146 @@ def cmd_figures(args):
         subprocess.run([sys.executable, str(s)], check=True)
 
 
+# ----------------------------------------------------------------------------------------------------------
+# The registry's commands: bounds, evaluate, invert (flags generated from the declared parameters)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """A parser whose errors are one ValueError line (exit status 2 through main), not usage text."""
+
+    def error(self, message):
+        raise ValueError(message)
+
+
+def _bound_parser(bound, *, invert: bool):
+    from .bounds import Choice, Graph, Orders
+
+    p = _OneLineParser(prog=f"amplify-jax {'invert' if invert else 'evaluate'} {bound.id}", add_help=True)
+    for prm in bound.params:
+        kind = ("a graph spec or file" if isinstance(prm.domain, Graph) else
+                "a choice" if isinstance(prm.domain, Choice) else
+                "a list of orders" if isinstance(prm.domain, Orders) else "values")
+        p.add_argument(prm.flag, dest=prm.name, default=None, metavar="X",
+                       help=f"{prm.doc} ({prm.domain.describe()}; {kind})")
+    if invert:
+        p.add_argument("--solve-for", dest="solve_for", required=True, choices=list(bound.solvable))
+        p.add_argument("--target-epsilon", dest="target_epsilon", default=None, metavar="X")
+        p.add_argument("--target-delta", dest="target_delta", default=None, metavar="X")
+        p.add_argument("--lo", default=None, type=float)
+        p.add_argument("--hi", default=None, type=float)
+        p.add_argument("--rtol", default=1e-6, type=float)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="one JSON object on stdout, a list per key")
+    out.add_argument("--csv", action="store_true", help="CSV on stdout, one row per grid point")
+    return p
+
+
+def _bound_inputs(bound, ns, names):
+    """Flags -> keyword arguments: numbers on a Cartesian grid (flat, row-major), others as given."""
+    from .bounds import Orders
+
+    numeric, other = {}, {}
+    for name in names:
+        text = getattr(ns, name, None)
+        if text is None:
+            continue
+        dom = bound.param(name).domain if name in [p.name for p in bound.params] else None
+        if dom is None or dom.numeric:
+            numeric[name] = parse_values("--" + name.replace("_", "-"), text)
+        elif isinstance(dom, Orders):
+            other[name] = parse_values("--orders", text)
+        else:
+            other[name] = text
+    return _grid(numeric), other
+
+
+def _print_result(ns, result, columns: dict):
+    from .status import status_names
+
+    status = status_names(result.status)
+    if ns.json:
+        payload = {}
+        for k, v in columns.items():
+            payload[k] = [v] if isinstance(v, str) else np.asarray(v).tolist()
+        payload["status"] = status
+        print(json.dumps(payload))
+        return
+    n = len(status)
+    table = {}
+    for k, v in columns.items():
+        if k == "orders":  # shown in the RDP columns' names
+            continue
+        if isinstance(v, str):
+            table[k] = [v] * n
+        else:
+            a = np.asarray(v)
+            if a.ndim == 2:  # an RDP curve: one column per order
+                for j, o in enumerate(np.asarray(result.params["orders"])):
+                    table[f"{k}@{o:g}"] = a[:, j]
+            else:
+                table[k] = np.broadcast_to(a, (n,))
+    table["status"] = status
+    if ns.csv:
+        import csv
+
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(list(table))
+        for i in range(n):
+            w.writerow([repr(float(c[i])) if isinstance(c[i], (float, np.floating)) else c[i] for c in table.values()])
+        return
+    _emit(ns, {}, table)
+
+
+def _split_id(rest, command):
+    if not rest or rest[0].startswith("-"):
+        raise ValueError(f"Expected a bound id after '{command}' (see amplify-jax bounds), got {' '.join(rest)!r}.")
+    from . import bounds
+
+    return bounds.get(rest[0]), rest[1:]
+
+
+def cmd_bounds(args):
+    from . import bounds
+
+    rows = bounds.list()
+    if args.json:
+        print(json.dumps([{"id": b.id, "family": b.family, "answer": b.answer, "side": b.side, "paper": b.paper,
+                           "theorem": b.theorem, "summary": b.summary, "solvable": list(b.solvable),
+                           "params": [{"name": p.name, "domain": p.domain.describe(), "monotone": p.monotone,
+                                       "doc": p.doc, "required": p.required} for p in b.params]}
+                          for b in rows]))
+        return
+    for b in rows:
+        print(f"{b.id}  ->  {b.answer}{' (lower bound)' if b.side == 'lower' else ''}")
+        print(f"    {b.summary}")
+        print(f"    {b.paper}; {b.theorem}")
+        print(f"    parameters: {', '.join(p.name for p in b.params)}"
+              + (f"; invert for: {', '.join(b.solvable)}" if b.solvable else ""))
+
+
+def cmd_evaluate(args):
+    from . import bounds
+
+    bound, rest = _split_id(args.rest, "evaluate")
+    ns = _bound_parser(bound, invert=False).parse_args(rest)
+    grid, other = _bound_inputs(bound, ns, [p.name for p in bound.params])
+    res = bounds.evaluate(bound.id, **grid, **other)
+    _print_result(ns, res, {**grid, **other, **{k: v for k, v in res.outputs.items() if k != "status"}})
+
+
+def cmd_invert(args):
+    from . import bounds
+
+    bound, rest = _split_id(args.rest, "invert")
+    ns = _bound_parser(bound, invert=True).parse_args(rest)
+    names = [p.name for p in bound.params if p.name != ns.solve_for] + ["target_epsilon", "target_delta"]
+    if getattr(ns, ns.solve_for, None) is not None:
+        raise ValueError(f"Expected no {bound.param(ns.solve_for).flag}: it is the parameter solved for.")
+    grid, other = _bound_inputs(bound, ns, names)
+    res = bounds.invert(bound.id, solve_for=ns.solve_for, lo=ns.lo, hi=ns.hi, rtol=ns.rtol, **grid, **other)
+    _print_result(ns, res, {**grid, **other, **{k: v for k, v in res.outputs.items() if k != "status"}})
+
+
 def _add_numeric(p, *names):
     for n in names:
         p.add_argument("--" + n.replace("_", "-"), dest=n, default=None, metavar="X")
@@ -259,6 +402,20 @@ def build_parser():
     _add_numeric(c, "target_epsilon", "delta")
     c.add_argument("--rtol", type=float, default=1e-6)
     c.set_defaults(func=cmd_calibrate)
+
+    b = sub.add_parser("bounds", help="list every registered bound (id, paper, theorem, parameters)")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_bounds)
+
+    ev = sub.add_parser("evaluate", help="evaluate a registered bound: evaluate ID --PARAM VALUES ... [--json|--csv]",
+                        add_help=False)
+    ev.add_argument("rest", nargs=argparse.REMAINDER)
+    ev.set_defaults(func=cmd_evaluate)
+
+    iv = sub.add_parser("invert", help="solve a bound for a parameter: invert ID --solve-for P --target-epsilon X ...",
+                        add_help=False)
+    iv.add_argument("rest", nargs=argparse.REMAINDER)
+    iv.set_defaults(func=cmd_invert)
 
     s = sub.add_parser("sweep", help="evaluate a grid from a TOML file (resumable)")
     s.add_argument("grid")

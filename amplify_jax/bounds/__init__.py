@@ -1,0 +1,30 @@
+"""The bound registry: one contract for every bound of amplify_jax.
+
+Every bound is declared once, in its paper's subpackage, as a :class:`Bound`: an id, its paper and theorem,
+its parameters with their domains and monotone directions, what it answers (eps at delta, delta at eps, or an
+RDP curve at orders) and its kernel.  The command line, the sweeps, the calibration and the explorer read the
+registry, so a registered bound can be evaluated, inverted, swept and plotted with nothing else written::
+
+    from amplify_jax import bounds
+
+    bounds.list()                                   # every bound, sorted by id
+    bounds.get("shuffle.clones").params             # its declared parameters
+    bounds.evaluate("shuffle.clones", eps0=[1, 2, 4], n=1e5, delta=1e-6).epsilon
+    bounds.invert("dpsgd", solve_for="sigma", target_epsilon=1.0, q=0.01, steps=10_000, delta=1e-5).sigma
+
+Input validation derives from the declared domains (one code path for every bound): a value outside its
+domain, NaN or inf raises one ``ValueError`` line naming the parameter.
+"""
+
+from ._domains import Choice as Choice, Domain as Domain, Graph as Graph, Integer as Integer
+from ._domains import Orders as Orders, Real as Real
+from ._registry import ANSWERS as ANSWERS, DECREASING as DECREASING, INCREASING as INCREASING
+from ._registry import REQUIRED as REQUIRED, Bound as Bound, Param as Param
+from ._registry import get as get, list as list, register as register
+from ._api import Result as Result, bind as bind, evaluate as evaluate, invert as invert
+from ._table import markdown_table as markdown_table
+from . import _accounting  # noqa: F401  (registers the accounting layer's bounds: dpsgd, ...)
+
+__all__ = ["ANSWERS", "DECREASING", "INCREASING", "REQUIRED", "Bound", "Choice", "Domain", "Graph", "Integer",
+           "Orders", "Param", "Real", "Result", "bind", "evaluate", "get", "invert", "list", "markdown_table",
+           "register"]

@@ -1,0 +1,102 @@
+"""Bounds of the accounting layer (Rényi DP of the basic mechanisms, DP-SGD), declared for the registry."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import accountants as A
+from .. import rdp as R
+from ._domains import Integer, Orders, Real
+from ._registry import DECREASING, INCREASING, Bound, Param, register
+
+MIRONOV_2017 = "Mironov 2017 (Rényi differential privacy)"
+MTZ_2019 = "Mironov, Talwar, Zhang 2019 (Rényi DP of the sampled Gaussian mechanism)"
+WBK_2019 = "Wang, Balle, Kasiviswanathan 2019 (subsampled Rényi DP)"
+CONVERSION = "RDP composition (Mironov 2017, Prop. 1) and conversion (Balle et al. 2020, Thm 21)"
+
+SIGMA = Param("sigma", Real(0.0, 1e4, lo_open=True), "noise multiplier (std / sensitivity)", DECREASING,
+              search=(0.05, 2e3))
+Q = Param("q", Real(0.0, 1.0), "Poisson sampling rate", INCREASING, search=(1e-8, 1.0))
+STEPS = Param("steps", Integer(1, 10**9), "number of compositions", INCREASING)
+DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta", DECREASING)
+ORDERS = Param("orders", Orders(), "Rényi orders alpha > 1")
+
+
+def _dpsgd(sigma, q, steps, delta):
+    res = A.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
+    return {"epsilon": res.epsilon, "order": res.order}
+
+
+def _dpsgd_sigma(target, lo, hi, rtol, *, q, steps, delta):
+    lo_, hi_ = float(np.min(lo)), float(np.max(hi))
+    cal = A.dpsgd_calibrate_sigma(target_epsilon=target, q=q, steps=steps, delta=delta, rtol=rtol,
+                                  sigma_range=(lo_, hi_))
+    return cal.sigma, cal.epsilon, cal.status
+
+
+register(Bound(
+    id="dpsgd", example=dict(sigma=1.1, q=0.01, steps=1000, delta=1e-5),
+    paper=MTZ_2019, theorem=f"Sec. 3 (exact RDP at every order); {CONVERSION}",
+    summary="eps of DP-SGD: Poisson-subsampled Gaussian composed over steps, optimal (continuous) order",
+    params=(SIGMA, Q, STEPS, DELTA), answer="epsilon", kernel=_dpsgd, outputs=("order",),
+    solvers={"sigma": _dpsgd_sigma}))
+
+
+def _mechanism(name, **fixed):
+    def kernel(delta, **params):
+        res = A.epsilon(name, delta=delta, **fixed, **params)
+        return {"epsilon": res.epsilon, "order": res.order}
+
+    return kernel
+
+
+register(Bound(
+    id="gaussian", example=dict(sigma=2.0, steps=10, delta=1e-5),
+    paper=MIRONOV_2017, theorem=f"Table II (Gaussian); {CONVERSION}",
+    summary="eps of the Gaussian mechanism (sensitivity 1) composed over steps, optimal order",
+    params=(SIGMA, STEPS, DELTA), answer="epsilon", kernel=_mechanism("gaussian"), outputs=("order",)))
+
+register(Bound(
+    id="laplace", example=dict(scale=2.0, steps=10, delta=1e-5),
+    paper=MIRONOV_2017, theorem=f"Table II (Laplace); {CONVERSION}",
+    summary="eps of the Laplace mechanism (sensitivity 1, scale b) composed over steps, optimal order",
+    params=(Param("scale", Real(0.0, 1e4, lo_open=True), "Laplace scale b", DECREASING, search=(1e-3, 1e4)),
+            STEPS, DELTA),
+    answer="epsilon", kernel=_mechanism("laplace"), outputs=("order",)))
+
+EPS0 = Param("eps0", Real(0.0, 30.0, lo_open=True), "local (pure) guarantee of one release", INCREASING,
+             search=(1e-4, 30.0))
+
+register(Bound(
+    id="randomized-response", example=dict(eps0=1.0, steps=10, delta=1e-5),
+    paper=MIRONOV_2017, theorem=f"Prop. 5 (randomized response); {CONVERSION}",
+    summary="eps of k-ary randomized response at level eps0 composed over steps, optimal order",
+    params=(EPS0, Param("k", Integer(2, 10**6), "number of categories", default=2), STEPS, DELTA),
+    answer="epsilon", kernel=_mechanism("randomized-response"), outputs=("order",)))
+
+
+def _rdp(fn, **fixed):
+    def kernel(orders, **params):
+        return {"rdp": fn(orders, **fixed, **params)}
+
+    return kernel
+
+
+register(Bound(
+    id="rdp.gaussian", example=dict(orders=[2.0, 8.0, 32.0], sigma=2.0),
+    paper=MIRONOV_2017, theorem="Table II (Gaussian mechanism), exact",
+    summary="RDP curve of the Gaussian mechanism, alpha / (2 sigma^2)",
+    params=(ORDERS, SIGMA), answer="rdp", kernel=_rdp(R.gaussian_rdp)))
+
+register(Bound(
+    id="rdp.poisson-subsampled-gaussian", example=dict(orders=[2.0, 8.0, 32.0], q=0.01, sigma=1.0),
+    paper=MTZ_2019, theorem="Sec. 3, exact at every order",
+    summary="RDP curve of one step of the Poisson-subsampled Gaussian (DP-SGD)",
+    params=(ORDERS, Q, SIGMA), answer="rdp", kernel=_rdp(R.poisson_subsampled_gaussian_rdp)))
+
+register(Bound(
+    id="rdp.wor-subsampled-gaussian", example=dict(orders=[2.0, 8.0, 32.0], q=0.01, sigma=1.0),
+    paper=WBK_2019, theorem="Thm 9 (sampling without replacement)",
+    summary="RDP upper bound of the Gaussian under sampling without replacement (replace-one)",
+    params=(Param("orders", Orders(hi=1024.0, integer=True), "integer Rényi orders >= 2"),
+            Q, SIGMA), answer="rdp", kernel=_rdp(R.subsampled_gaussian_wor_rdp)))

@@ -1,0 +1,172 @@
+"""``evaluate`` and ``invert``: the two questions every registered bound answers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as V
+from ..calibrate import invert_monotone_host
+from ..status import Status, status_names
+from ._domains import Integer, Real
+from ._registry import DECREASING, Bound, get
+
+__all__ = ["Result", "evaluate", "invert", "bind"]
+
+_TARGET_EPSILON = Real(0.0, 1e4, lo_open=True)
+_TARGET_DELTA = Real(0.0, 1.0, lo_open=True, hi_open=True)
+
+
+class Result:
+    """What a bound answered, named: ``result.epsilon`` (or ``.delta``, ``.rdp``, or the parameter solved for),
+    the bound's other outputs, ``.status`` (per-point :class:`~amplify_jax.status.Status` codes) and the inputs
+    (``result.sigma``...).  ``.value`` is the answer whatever its name; ``to_dict()`` gives everything."""
+
+    def __init__(self, bound: Bound, answer: str, outputs: dict, params: dict):
+        self.bound, self.answer = bound, answer
+        self.outputs, self.params = outputs, params
+
+    @property
+    def value(self) -> np.ndarray:
+        return self.outputs[self.answer]
+
+    @property
+    def status(self) -> np.ndarray:
+        return self.outputs["status"]
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        for d in (self.__dict__.get("outputs", {}), self.__dict__.get("params", {})):
+            if name in d:
+                return d[name]
+        raise AttributeError(f"{type(self).__name__} of {self.bound.id!r} has no {name!r} "
+                             f"(it has {', '.join([*self.outputs, *self.params])}).")
+
+    def to_dict(self) -> dict:
+        return {**self.params, **self.outputs}
+
+    def __repr__(self):
+        items = ", ".join(f"{k}={np.asarray(v).tolist() if np.size(v) <= 6 else '...'}" for k, v in
+                          self.outputs.items() if k != "status")
+        return f"Result({self.bound.id}: {items}, status={status_names(self.status)[:6]})"
+
+
+def bind(bound: Bound, params: dict, *, skip=()) -> tuple:
+    """Validate ``params`` against ``bound``'s declared domains: (validated dict, broadcast shape)."""
+    names = [p.name for p in bound.params]
+    for k in params:
+        if k not in names or k in skip:
+            raise ValueError(f"Expected parameters of {bound.id} ({', '.join(n for n in names if n not in skip)}), "
+                             f"got {k}={params[k]!r}.")
+    out = {}
+    for p in bound.params:
+        if p.name in skip:
+            continue
+        if p.name not in params:
+            if p.required:
+                raise ValueError(f"Expected a value for {p.name} ({p.domain.describe()}), the bound {bound.id} "
+                                 f"needs it.")
+            out[p.name] = p.domain.check(p.name, p.default)
+        else:
+            out[p.name] = p.domain.check(p.name, params[p.name])
+    shape = V.broadcastable(**{k: v for k, v in out.items() if bound.param(k).domain.numeric})
+    return out, shape
+
+
+def _outputs(bound: Bound, raw: dict, shape: tuple, orders_len: int | None) -> dict:
+    """The kernel's dict as float64 arrays of the batch's shape, status as int32; NaN becomes a flagged safe value."""
+    full = shape + ((orders_len,) if orders_len is not None else ())
+    ans = np.array(np.broadcast_to(np.asarray(raw[bound.answer], dtype=np.float64), full))
+    status = np.array(np.broadcast_to(np.asarray(raw.get("status", Status.OK), dtype=np.int32), shape))
+    nan = np.isnan(ans)
+    if nan.any():
+        point = nan.any(axis=-1) if orders_len is not None else nan
+        status[point] = Status.ERROR
+        ans[nan] = np.inf if bound.side == "upper" else 0.0
+    out = {bound.answer: ans}
+    for k in bound.outputs:
+        out[k] = np.array(np.broadcast_to(np.asarray(raw[k]), shape))
+    out["status"] = status
+    return out
+
+
+def evaluate(id: str, /, **params) -> Result:  # noqa: A002
+    """The bound ``id`` at ``params`` (arrays broadcast), validated against its declared domains.
+
+    Returns a :class:`Result`: the answer (``.epsilon``, ``.delta`` or ``.rdp`` with a trailing axis of
+    orders), the bound's other outputs and per-point ``.status``.  Never NaN: a point where the kernel gives
+    no number gets status ERROR and the safe value (+inf for an upper bound, 0 for a lower bound).
+    """
+    bound = get(id)
+    vals, shape = bind(bound, params)
+    raw = bound.kernel(**vals)
+    n_orders = vals["orders"].size if bound.answer == "rdp" else None
+    return Result(bound, bound.answer, _outputs(bound, raw, shape, n_orders), vals)
+
+
+def invert(id: str, /, *, solve_for: str, target_epsilon=None, target_delta=None, lo=None, hi=None, rtol=1e-6,
+           **params) -> Result:  # noqa: A002
+    """The extreme value of the monotone parameter ``solve_for`` that meets the target, for every grid point.
+
+    For a bound that answers eps (at ``delta``): give ``target_epsilon`` (and ``delta``, or ``target_delta``
+    for it); for one that answers delta (at ``epsilon``): ``target_delta`` (and ``epsilon`` or
+    ``target_epsilon``).  Where the answer decreases in the parameter (noise, dummies, n) the result is the
+    smallest value that meets the target; where it increases (rate, steps) the largest.  Integers are solved
+    exactly.  The search (:func:`amplify_jax.calibrate.invert_monotone_host`) brackets within ``[lo, hi]``
+    (the parameter's declared search range by default), returns the feasible end of the bracket and re-checks
+    it: ``result.epsilon`` (or ``.delta``) is the bound at the returned value.  ``result.status``: ok,
+    infeasible (no value in the range meets the target; the value is the range's best end), at_limit (the
+    whole range meets it), not_monotone or max_iter.
+    """
+    bound = get(id)
+    if bound.answer == "rdp":
+        raise ValueError(f"Expected a bound that answers epsilon or delta for invert, got {id!r} (an RDP curve).")
+    if solve_for not in bound.solvable:
+        raise ValueError(f"Expected solve_for in {list(bound.solvable)} (the monotone parameters of {id}), "
+                         f"got solve_for={solve_for!r}.")
+    if solve_for in params:
+        raise ValueError(f"Expected no value for {solve_for}, the parameter solved for, got {solve_for}="
+                         f"{params[solve_for]!r}.")
+    given, other = (target_epsilon, target_delta) if bound.answer == "epsilon" else (target_delta, target_epsilon)
+    tname = "target_" + bound.answer
+    if given is None:
+        raise ValueError(f"Expected {tname} for {id}, which answers {bound.answer}.")
+    fixed = "delta" if bound.answer == "epsilon" else "epsilon"
+    if other is not None:
+        if fixed in params:
+            raise ValueError(f"Expected one of {fixed} and target_{fixed}, got both ({fixed}={params[fixed]!r}).")
+        params = {**params, fixed: other}
+    target = (_TARGET_EPSILON if bound.answer == "epsilon" else _TARGET_DELTA).check(tname, given)
+    vals, shape = bind(bound, params, skip=(solve_for,))
+    shape = V.broadcastable(**{tname: target}, **{k: v for k, v in vals.items() if bound.param(k).domain.numeric})
+    p = bound.param(solve_for)
+    dlo, dhi = p.search_range()
+    lo_ = p.domain.check("lo", dlo if lo is None else lo)
+    hi_ = p.domain.check("hi", dhi if hi is None else hi)
+    integer = isinstance(p.domain, Integer)
+    # integers are searched on y = x - offset >= 1 (a domain may start at 0: no dummies); reals need lo > 0
+    offset = float(np.min(lo_)) - 1.0 if integer else 0.0
+    if not integer:
+        V.positive("lo", lo_)
+
+    if solve_for in bound.solvers:
+        b = lambda a: np.broadcast_to(a, shape)  # noqa: E731
+        value, achieved, status = bound.solvers[solve_for](b(target), b(lo_), b(hi_), float(rtol), **vals)
+        outputs = {solve_for: np.array(np.broadcast_to(np.asarray(value, np.float64), shape)),
+                   bound.answer: np.array(np.broadcast_to(np.asarray(achieved, np.float64), shape)),
+                   "status": np.array(np.broadcast_to(np.asarray(status, np.int32), shape))}
+        return Result(bound, solve_for, outputs, {tname: target, **vals})
+
+    def fn(y):
+        out = bound.kernel(**vals, **{solve_for: y + offset})
+        v = np.array(np.broadcast_to(np.asarray(out[bound.answer], dtype=np.float64), shape))
+        v[np.isnan(v)] = np.inf  # no number: treated as not meeting the target
+        return v
+
+    inv = invert_monotone_host(fn, target, lo=np.asarray(lo_) - offset, hi=np.asarray(hi_) - offset,
+                               feasible="above" if p.monotone == DECREASING else "below", rtol=rtol,
+                               integer=integer, method="bisection" if integer else "illinois")
+    value = np.asarray(inv.value) + offset
+    outputs = {solve_for: value, bound.answer: np.asarray(inv.achieved), "status": np.asarray(inv.status)}
+    return Result(bound, solve_for, outputs, {tname: target, **vals})
+
