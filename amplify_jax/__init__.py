@@ -15,12 +15,16 @@ Families of bounds, one module each (find a bound by its paper's concept):
 - :mod:`amplify_jax.secrdp` -- the SecRDP accountant of correlated noise (Decor, Allouah et al.).
 - :mod:`amplify_jax.sweep`, :mod:`amplify_jax.cli`, :mod:`amplify_jax.plotting` -- sweeps, command line, plots.
 - :mod:`amplify_jax.numerics` -- float64 scoping and the log-space toolbox.
+- :mod:`amplify_jax.bounds` -- the registry: every bound declared once (id, paper, theorem, parameters),
+  evaluated, inverted and swept through one contract; :mod:`amplify_jax.status` -- one status vocabulary.
 
 Every public function validates its inputs (ValueError naming the parameter) and computes in float64
 whatever the global JAX setting.
 """
 
-from . import accountants, calibrate, checkin, conversions, network, numerics, rdp, secrdp, shuffle, sweep, traffic
+from . import accountants, bounds, calibrate, checkin, conversions, network, numerics, rdp, secrdp, shuffle, status
+from . import sweep, traffic
+from .status import Status
 from .checkin import distributed_gaussian_rdp
 from .network import complete_graph_sum_epsilon
 from .secrdp import step_rdp
@@ -45,6 +49,9 @@ from .rdp import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "bounds",
+    "status",
+    "Status",
     "checkin",
     "network",
     "secrdp",

@@ -104,11 +104,27 @@ def _mechanism_params(args):
     return [f for f in needed]
 
 
+#: the registered bound whose declared domains validate each mechanism's flags
+MECH_BOUND = {"poisson-gaussian": "dpsgd", "gaussian": "gaussian", "laplace": "laplace",
+              "randomized-response": "randomized-response"}
+
+
+def _check_registered(mechanism, values: dict):
+    """Validate the flags of the mechanism commands by the registry's domains (one code path for bad input)."""
+    from . import bounds
+
+    bound = bounds.get(MECH_BOUND[mechanism])
+    for name, v in values.items():
+        if name in [p.name for p in bound.params]:
+            bound.param(name).domain.check(name, v)
+
+
 def cmd_epsilon(args):
     from .accountants import epsilon
 
     params = _mechanism_params(args)
     vals = _numeric(args, params + ["delta"])
+    _check_registered(args.mechanism, vals)
     grid = _grid(vals)
     delta = grid.pop("delta")
     res = epsilon(args.mechanism, delta=delta, method=args.method, **grid)
@@ -122,6 +138,7 @@ def cmd_rdp(args):
     params = [p for p in _mechanism_params(args) if p != "steps"]
     orders = parse_values("--orders", args.orders)
     vals = _numeric(args, params + ["steps"])
+    _check_registered(args.mechanism, vals)
     grid = _grid(vals)
     steps = grid.pop("steps", np.array(1.0))
     if args.mechanism == "poisson-gaussian":
@@ -155,6 +172,7 @@ def cmd_calibrate(args):
     names = ["target_epsilon"] + (["q"] if args.mechanism == "poisson-gaussian" else []) + ["steps", "delta"]
     if args.mechanism == "poisson-gaussian" and args.q is None:
         raise ValueError("Expected --q for --mechanism poisson-gaussian.")
+    _check_registered(args.mechanism, {k: v for k, v in _numeric(args, names).items() if k != "target_epsilon"})
     grid = _grid(_numeric(args, names))
     res = calibrate_sigma(args.mechanism, target_epsilon=grid.pop("target_epsilon"), delta=grid.pop("delta"),
                           method=args.method, rtol=args.rtol, **grid)

@@ -119,3 +119,34 @@ def test_figures_list_from_the_checkout(run):
     names = r.stdout.split()
     assert "fig_traffic_fig7" in names and "fig_secrdp_fig2" in names
     assert all((root / "benchmarks" / f"{n}.py").exists() for n in names)
+
+
+def test_mechanism_commands_validate_by_the_registry(run):
+    """The legacy commands refuse what the registry's domains refuse (one line, exit status 2)."""
+    cases = [("epsilon", "--sigma", "1e300", "--q", "0.01", "--steps", "100", "--delta", "1e-5"),
+             ("epsilon", "--sigma", "1", "--q", "0.01", "--steps", "1.5", "--delta", "1e-5"),
+             ("rdp", "--sigma", "1", "--q", "0.01", "--steps", "1.5", "--orders", "2,3"),
+             ("calibrate", "--target-epsilon", "1", "--q", "0.01", "--steps", "1e300", "--delta", "1e-5")]
+    for argv in cases:
+        out = run(*argv)
+        assert out.returncode == 2, (argv, out.stdout)
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and ("sigma" in lines[0] or "steps" in lines[0]), out.stderr
+
+
+def test_bounds_listing_and_invert_command(run):
+    out = run("bounds", "--json")
+    assert out.returncode == 0, out.stderr
+    listing = {b["id"]: b for b in json.loads(out.stdout)}
+    assert listing["dpsgd"]["solvable"] == ["sigma", "q", "steps"]
+    assert [p["name"] for p in listing["dpsgd"]["params"]] == ["sigma", "q", "steps", "delta"]
+    out = run("invert", "dpsgd", "--solve-for", "steps", "--target-epsilon", "1,3", "--sigma", "1", "--q", "0.01",
+              "--delta", "1e-5", "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    ref = aj.bounds.invert("dpsgd", solve_for="steps", target_epsilon=[1.0, 3.0], sigma=1.0, q=0.01, delta=1e-5)
+    assert got["steps"] == ref.steps.tolist() and got["status"] == ["ok", "ok"]
+    assert all(e <= t for e, t in zip(got["epsilon"], [1.0, 3.0]))
+    out = run("invert", "dpsgd", "--solve-for", "delta", "--target-epsilon", "1", "--sigma", "1", "--q", "0.01",
+              "--steps", "10")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
