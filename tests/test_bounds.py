@@ -135,7 +135,7 @@ def _step_beyond(bound, name, value):
 @pytest.mark.parametrize("bound,name", list(_solvable_cases()))
 def test_invert_round_trip(bound, name):
     ex = dict(bound.example)
-    x0 = ex.pop(name)
+    x0 = ex.pop(name, bound.param(name).default)
     target = float(np.asarray(_evaluated(bound).value).ravel()[0])
     if not (np.isfinite(target) and target > 0):
         pytest.skip(f"the example's answer {target} cannot be a target")

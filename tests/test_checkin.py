@@ -465,3 +465,100 @@ def test_effective_rate_and_zero_rate():
     assert float(C.effective_checkin_rate(p=0.5, p_dropout=0.2)) == pytest.approx(0.4)
     z = np.asarray(C.distributed_gaussian_rdp(ORDERS, n=100, gamma=0.0, sigma=1.0))
     assert np.all(z == 0.0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The registered bounds of this family (amplify_jax.bounds): kernels equal the direct calls, and every declared
+# monotone direction holds on a grid (tests/test_bounds.py only checks one step around the example)
+
+
+def _monotone_grid(p, points=8):
+    """``points`` values of a monotone parameter across its search range (fixed length: one compile per bound)."""
+    from amplify_jax.bounds import Integer
+
+    d = p.domain
+    lo, hi = p.search if p.search is not None else (d.lo, d.hi)
+    if isinstance(d, Integer):
+        return np.round(np.geomspace(max(float(lo), 1.0), min(float(hi), 1e7), points))
+    lo = max(float(lo), 1e-12)
+    hi = float(hi) * (1 - 1e-9) if d.hi_open else float(hi)
+    return np.geomspace(lo, hi, points)
+
+
+def _assert_declared_monotone(bound, base, rtol=1e-12):
+    from amplify_jax import bounds
+
+    for p in bound.params:
+        if not p.monotone:
+            continue
+        g = _monotone_grid(p)
+        v = np.asarray(bounds.evaluate(bound.id, **{**base, p.name: g}).value, dtype=float)
+        v = v.reshape(len(g), -1)
+        a, b = v[:-1], v[1:]
+        both_inf = np.isinf(a) & np.isinf(b)
+        with np.errstate(invalid="ignore"):
+            step = (b - a) * p.monotone
+        bad = ~both_inf & (step < -rtol * np.abs(a))
+        assert not bad.any(), (bound.id, p.name, g, v)
+
+
+def _checkin_bounds():
+    from amplify_jax import bounds
+
+    return bounds.list("checkin")
+
+
+@pytest.mark.parametrize("bound", _checkin_bounds(), ids=lambda b: b.id)
+def test_registered_monotone_directions_hold_on_a_grid(bound):
+    _assert_declared_monotone(bound, bound.example)
+
+
+def test_registered_kernels_equal_the_direct_calls():
+    from amplify_jax import bounds
+    from amplify_jax.status import Status
+
+    r = bounds.evaluate("checkin.distributed-gaussian", n=1000, gamma=0.05, sigma=1.0, steps=100, delta=1e-5)
+    d = C.distributed_gaussian_epsilon(n=1000, gamma=0.05, sigma=1.0, rounds=100, delta=1e-5)
+    assert float(r.epsilon) == float(d.epsilon) and float(r.order) == float(d.order)
+    r = bounds.evaluate("checkin.shuffled-upper-rdp", orders=list(ORDERS), n=300, gamma=0.05, eps0=1.0)
+    np.testing.assert_array_equal(r.rdp, np.asarray(C.shuffled_checkin_upper_rdp(ORDERS, n=300, gamma=0.05, eps0=1.0)))
+    # the Sec. 4.1 route: no guarantee where the rounds use up delta (inf, flagged)
+    r = bounds.evaluate("checkin.subsampled-shuffle", n=10000, gamma=0.1, eps0=1.0, steps=10, delta=1e-9,
+                        shuffle_delta=1e-8)
+    assert r.epsilon == np.inf and r.status == Status.FALLBACK
+
+
+def test_registered_solvers_agree_with_the_generic_search():
+    """The attached calibrations (steps: the family's closed form settled on the bound; sigma: its compiled
+    bisection) return the generic search's feasible endpoint (steps exactly, sigma within rtol)."""
+    from amplify_jax import bounds
+    from amplify_jax.calibrate import invert_monotone_host
+    from amplify_jax.status import Status
+
+    bid = "checkin.distributed-gaussian"
+    base = dict(n=1000, gamma=0.05, delta=1e-5)
+    targets = np.array([1.5, 3.0, 1.9326390544999281, 8.0])
+
+    def eps(**kw):
+        return np.asarray(bounds.evaluate(bid, **base, **kw).epsilon, dtype=float)
+
+    inv = bounds.invert(bid, solve_for="steps", target_epsilon=targets, sigma=1.0, **base)
+    ref = invert_monotone_host(lambda x: eps(sigma=1.0, steps=x), targets, lo=1.0, hi=1e9, feasible="below",
+                               integer=True)
+    np.testing.assert_array_equal(inv.steps, np.asarray(ref.value))
+    np.testing.assert_array_equal(inv.status, np.asarray(ref.status))
+    np.testing.assert_array_equal(inv.epsilon, eps(sigma=1.0, steps=inv.steps))
+    assert np.all(inv.epsilon <= targets) and np.all(inv.status == Status.OK)
+    assert np.all(eps(sigma=1.0, steps=inv.steps + 1) > targets)
+    # a range whose every value fails is infeasible (value: its best end, lo)
+    bad = bounds.invert(bid, solve_for="steps", target_epsilon=1e-3, sigma=1.0, **base)
+    assert bad.status == Status.INFEASIBLE and bad.steps == 1
+    top = bounds.invert(bid, solve_for="steps", target_epsilon=100.0, sigma=1.0, hi=50, **base)
+    assert top.status == Status.AT_LIMIT and top.steps == 50
+
+    sig = bounds.invert(bid, solve_for="sigma", target_epsilon=targets, steps=100, **base)
+    assert np.all(sig.status == Status.OK) and np.all(sig.epsilon <= targets)
+    assert np.all(eps(sigma=sig.sigma, steps=100) <= targets)
+    assert np.all(eps(sigma=sig.sigma * (1 - 4e-6), steps=100) > targets)
+    ref = invert_monotone_host(lambda x: eps(sigma=x, steps=100), targets, lo=0.05, hi=1e3, feasible="above")
+    np.testing.assert_allclose(sig.sigma, np.asarray(ref.value), rtol=2e-6)

@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 import amplify_jax.network as N
+from amplify_jax.status import Status
 
 mp.mp.dps = 40
 
@@ -632,3 +633,83 @@ def test_clones_step_table_is_sound():
     exact = np.where(np.asarray(direct.valid), np.minimum(np.asarray(direct.upper), 0.5), 0.5)
     assert np.all(tab[m] >= exact * (1 - 1e-9))
     assert np.all(np.diff(tab[1:]) <= 1e-12)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The registered bounds of this family (amplify_jax.bounds): kernels equal the direct calls, and every declared
+# monotone direction holds on a grid (tests/test_bounds.py only checks one step around the example)
+
+
+def _monotone_grid(p, points=8):
+    """``points`` values of a monotone parameter across its search range (fixed length: one compile per bound)."""
+    from amplify_jax.bounds import Integer
+
+    d = p.domain
+    lo, hi = p.search if p.search is not None else (d.lo, d.hi)
+    if isinstance(d, Integer):
+        return np.round(np.geomspace(max(float(lo), 1.0), min(float(hi), 1e7), points))
+    lo = max(float(lo), 1e-12)
+    hi = float(hi) * (1 - 1e-9) if d.hi_open else float(hi)
+    return np.geomspace(lo, hi, points)
+
+
+def _assert_declared_monotone(bound, base, rtol=1e-12):
+    from amplify_jax import bounds
+
+    for p in bound.params:
+        if not p.monotone:
+            continue
+        g = _monotone_grid(p)
+        v = np.asarray(bounds.evaluate(bound.id, **{**base, p.name: g}).value, dtype=float)
+        v = v.reshape(len(g), -1)
+        a, b = v[:-1], v[1:]
+        both_inf = np.isinf(a) & np.isinf(b)
+        with np.errstate(invalid="ignore"):
+            step = (b - a) * p.monotone
+        bad = ~both_inf & (step < -rtol * np.abs(a))
+        assert not bad.any(), (bound.id, p.name, g, v)
+
+
+def _network_bounds():
+    from amplify_jax import bounds
+
+    return bounds.list("network")
+
+
+@pytest.mark.parametrize("bound", _network_bounds(), ids=lambda b: b.id)
+def test_registered_monotone_directions_hold_on_a_grid(bound):
+    _assert_declared_monotone(bound, bound.example)
+
+
+def test_registered_kernels_equal_the_direct_calls():
+    from amplify_jax import bounds
+
+    r = bounds.evaluate("network.sgd", sigma=[5.0, 20.0], n=1000, contributions=100.0, delta=1e-5)
+    d = N.network_sgd_epsilon(sigma=np.array([5.0, 20.0]), n=1000, contributions=100.0, delta=1e-5)
+    np.testing.assert_array_equal(r.epsilon, np.asarray(d.epsilon))
+    np.testing.assert_array_equal(r.order, np.asarray(d.order))
+    r = bounds.evaluate("network.central-sgd", sigma=10.0, n=1000, steps=10000, delta=1e-5)
+    assert float(r.epsilon) == float(N.central_sgd_epsilon(sigma=10.0, n=1000, T=10000, delta=1e-5).epsilon)
+    # the total delta: delta' is what the family's other terms leave
+    ex = dict(n=10000, T=10**6, eps0=0.5, delta0=1e-8, delta_hat=1e-6)
+    probe = N.complete_graph_sum_bound(**ex, delta_prime=1e-300)
+    dp = 1e-2 - (float(probe.delta) - 1e-300)
+    direct = N.complete_graph_sum_bound(**ex, delta_prime=dp)
+    r = bounds.evaluate("network.complete-graph-sum", n=10000, steps=10**6, eps0=0.5, delta0=1e-8, delta=1e-2,
+                        delta_hat=1e-6)
+    assert float(r.epsilon) == float(direct.epsilon)
+    assert float(direct.delta) == pytest.approx(1e-2, rel=1e-12)
+    r = bounds.evaluate("network.ring-sum", steps=10, eps0=0.5, delta0=1e-7, delta=1e-5)
+    d = N.ring_sum_bound(K=10, eps0=0.5, delta0=1e-7, delta_prime=1e-5 - 10 * 1e-7)
+    assert float(r.epsilon) == float(d.epsilon) and float(d.delta) == pytest.approx(1e-5, rel=1e-12)
+    # no budget left: inf, flagged
+    r = bounds.evaluate("network.ring-sum", steps=10, eps0=0.5, delta0=2e-6, delta=1e-5)
+    assert r.epsilon == np.inf and r.status == Status.FALLBACK
+    # the Lemma 1 curve: inf (flagged) at the inadmissible orders only
+    r = bounds.evaluate("network.sgd-rdp", orders=[2.0, 8.0], sigma=10.0, n=1000, contributions=100.0)
+    assert r.rdp[0] == pytest.approx(float(N.network_sgd_rdp([2.0], sigma=10.0, n=1000, contributions=100.0)[0]),
+                                     rel=1e-14)  # rescaled from an admissible sigma: an ulp apart
+    ok = bounds.evaluate("network.sgd-rdp", orders=[2.0, 4.0], sigma=10.0, n=1000, contributions=100.0)
+    np.testing.assert_array_equal(ok.rdp, np.asarray(N.network_sgd_rdp([2.0, 4.0], sigma=10.0, n=1000,
+                                                                        contributions=100.0)))
+    assert r.rdp[1] == np.inf and r.status == Status.FALLBACK

@@ -41,10 +41,10 @@ import jax
 import jax.numpy as jnp
 from jax.scipy import special as jsp
 
-from . import _validate as V
-from .numerics import float64_jit, log_binom_pmf, log_expm1, logsumexp, x64_scope
-from .rdp import randomized_response_log_excess, without_replacement_log_excess
-from .shuffle._closed_forms import _fmt_kernel as _shuffle_fmt_kernel
+from .. import _validate as V
+from ..numerics import float64_jit, log_binom_pmf, log_expm1, logsumexp, x64_scope
+from ..rdp import randomized_response_log_excess, without_replacement_log_excess
+from ..shuffle._closed_forms import _fmt_kernel as _shuffle_fmt_kernel
 
 __all__ = [
     "DEFAULT_TAIL_TOL",
@@ -937,7 +937,7 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, rounds, delta, orders=None,
     converted by :func:`amplify_jax.conversions.epsilon_from_rdp` (Balle et al. 2020; Lemma 2 of the paper)
     on the integer ``orders`` (default 2..64).  Broadcasts over n, gamma, sigma, rounds, delta.
     """
-    from .conversions import epsilon_from_rdp
+    from ..conversions import epsilon_from_rdp
 
     o = CHECKIN_ORDERS if orders is None else orders
     t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
@@ -955,7 +955,7 @@ def distributed_gaussian_delta(*, n, gamma, sigma, rounds, epsilon, orders=None,
     The inverse conversion of :func:`distributed_gaussian_epsilon`
     (:func:`amplify_jax.conversions.delta_from_rdp`).  Broadcasts over n, gamma, sigma, rounds, epsilon.
     """
-    from .conversions import delta_from_rdp
+    from ..conversions import delta_from_rdp
 
     o = CHECKIN_ORDERS if orders is None else orders
     t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
@@ -975,7 +975,7 @@ class CheckinCalibration(NamedTuple):
 
 
 def _dg_epsilon_jnp(n, gamma, sigma, rounds, log_delta, *, alpha_int, width):
-    from .conversions import rdp_epsilon_terms
+    from ..conversions import rdp_epsilon_terms
 
     alpha = jnp.asarray(alpha_int, dtype=jnp.float64)
     rdp = _finish_rdp(_distributed_gaussian_log_excess(n, gamma, sigma, alpha_int, width), alpha)
@@ -1013,7 +1013,7 @@ def distributed_gaussian_calibrate_sigma(*, n, gamma, rounds, epsilon, delta, or
     sigma); the returned sigma is on the feasible side and re-checked (``epsilon`` in the result).
     Default orders: :data:`CALIBRATION_ORDERS`.
     """
-    from .calibrate import invert_monotone
+    from ..calibrate import invert_monotone
 
     alpha_int, e, d, t = _cal_common(epsilon, delta, rounds, CALIBRATION_ORDERS if orders is None else orders)
     nn = V.integer("n", n, minimum=1).astype(np.float64)
@@ -1056,7 +1056,7 @@ def distributed_gaussian_max_gamma(*, n, sigma, rounds, epsilon, delta, orders=N
     answer is feasible (re-checked) and the largest up to the grid's resolution.  status 1 where no grid
     rate is feasible (value: the grid's first rate).  Default orders: :data:`CALIBRATION_ORDERS`.
     """
-    from .calibrate import invert_monotone
+    from ..calibrate import invert_monotone
 
     alpha_int, e, d, t = _cal_common(epsilon, delta, rounds, CALIBRATION_ORDERS if orders is None else orders)
     nn = V.integer("n", n, minimum=1).astype(np.float64)
@@ -1090,7 +1090,7 @@ def distributed_gaussian_max_gamma(*, n, sigma, rounds, epsilon, delta, orders=N
 
 @float64_jit
 def _max_rounds_kernel(alpha, rdp, epsilon, log_delta):
-    from .conversions import rdp_epsilon_terms
+    from ..conversions import rdp_epsilon_terms
 
     e0 = rdp_epsilon_terms(alpha, 0.0 * rdp, log_delta[..., None], "balle2020")  # the conversion's offset
     t_lam = jnp.floor((epsilon[..., None] - e0) / rdp)
@@ -1138,7 +1138,7 @@ def shuffled_checkin_epsilon(*, n, gamma, eps0, rounds, delta, bound="upper", me
     RDP (what Figure 1 plots as the lower bound): the best any RDP accounting of this mechanism can give
     through Eq. 3, *not* a DP guarantee and not a lower bound on the true eps.  Orders default to 2..64.
     """
-    from .conversions import epsilon_from_rdp
+    from ..conversions import epsilon_from_rdp
 
     V.one_of("bound", bound, ("upper", "lower"))
     o = CHECKIN_ORDERS if orders is None else orders
@@ -1171,8 +1171,8 @@ def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, rounds, delta, shuffle
     ``valid`` is False and epsilon is +inf (never silently).  Orders default to
     :data:`amplify_jax.rdp.DEFAULT_ORDERS` (any orders > 1 work on this route).
     """
-    from .conversions import epsilon_from_rdp
-    from .rdp import DEFAULT_ORDERS
+    from ..conversions import epsilon_from_rdp
+    from ..rdp import DEFAULT_ORDERS
 
     o = DEFAULT_ORDERS if orders is None else orders
     t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
@@ -1188,3 +1188,6 @@ def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, rounds, delta, shuffle
     with x64_scope():
         eps = jnp.where(jnp.asarray(valid), res.epsilon, jnp.inf)
     return ApproxEpsilon(eps, res.order, jnp.asarray(valid), jnp.broadcast_to(r.fallback, shape))
+
+
+from . import _bounds  # noqa: F401, E402  (registers the bounds)

@@ -43,8 +43,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from . import _validate as V
-from .numerics import float64_jit, log_comb, x64_scope
+from .. import _validate as V
+from ..numerics import float64_jit, log_comb, x64_scope
 
 __all__ = [
     # results
@@ -383,7 +383,7 @@ def _fmt_epsilon(eps0, n, delta):
     """Feldman, McMillan, Talwar 2021 Thm 3.1 closed form (Cyffers & Bellet Thm 7) for n shuffled eps0-LDP
     reports: min(eps0, FMT) where eps0 <= ln(n / (16 ln(4/delta))) (ERRATA: ln(4/delta)), else eps0; and the
     validity flag.  The kernel of :func:`amplify_jax.shuffle.fmt_closed_form_epsilon` (jnp, inside kernels)."""
-    from .shuffle._closed_forms import _fmt_kernel
+    from ..shuffle._closed_forms import _fmt_kernel
 
     r = _fmt_kernel.jitted(eps0, n, delta)
     return r.epsilon, r.valid
@@ -550,7 +550,7 @@ def _closed_group_delta(n, eps0, d_base, gaussian):
     holds (stochastic monotonicity of the Binomial in m); k >= 25 is charged 1 with the Chernoff bound
     e^{-mu} (e mu / 25)^25.  Returns the max over the intervals up to n.
     """
-    from .numerics import log_ndtr, log_sub
+    from ..numerics import log_ndtr, log_sub
 
     g = jnp.asarray(_M_GRID)
     nn = n[..., None]
@@ -794,7 +794,7 @@ def _best_linear_rdp_epsilon(c, log_delta, alpha_max, method):
     For ``method="mironov"`` the optimum is also available in closed form (alpha* = 1 + sqrt(ln(1/delta)/c),
     clipped to alpha_max) and included.
     """
-    from .conversions import rdp_epsilon_terms
+    from ..conversions import rdp_epsilon_terms
 
     am1 = alpha_max - 1.0
     t = jnp.linspace(-14.0, 0.0, _N_ALPHA)
@@ -873,7 +873,7 @@ def _network_sgd_kernel(sigma, n, tu, delta, L, method):
 
 @float64_jit(static_argnames=("method",))
 def _network_sgd_fixed_kernel(sigma, n, tu, delta, L, order, method):
-    from .conversions import rdp_epsilon_terms
+    from ..conversions import rdp_epsilon_terms
 
     c = _lemma1_coef(sigma, n, tu, L)
     return SgdEpsilon(rdp_epsilon_terms(order, c * order, jnp.log(delta), method), order)
@@ -945,8 +945,8 @@ _CENTRAL_MAX_ORDER = 128
 
 
 def _central_sgd_eps(sigma, n, T, delta, L):
-    from .conversions import rdp_epsilon_terms
-    from .rdp import without_replacement_rdp_kernel
+    from ..conversions import rdp_epsilon_terms
+    from ..rdp import without_replacement_rdp_kernel
 
     j = jnp.arange(2, _CENTRAL_MAX_ORDER + 1, dtype=jnp.float64)
     base = j * (2.0 * L[..., None]) ** 2 / (2.0 * sigma[..., None] ** 2)
@@ -988,7 +988,7 @@ def _analytic_gaussian_epsilon(ratio, log_delta):
     """Exact eps of the Gaussian mechanism with sensitivity / sigma = ``ratio`` at delta (Balle & Wang 2018, Thm 8):
     the least eps with Phi(r/2 - eps/r) - e^eps Phi(-r/2 - eps/r) <= delta, by 100 bisection steps on
     [0, r^2/2 + r sqrt(2 ln(1/delta)) + 1] returning the feasible end."""
-    from .numerics import log_ndtr, log_sub
+    from ..numerics import log_ndtr, log_sub
 
     def log_d(e):
         return log_sub(log_ndtr(0.5 * ratio - e / ratio), e + log_ndtr(-0.5 * ratio - e / ratio))
@@ -1063,7 +1063,7 @@ def calibrate_sgd_sigma(*, eps, delta, n, T, setting, contributions=None, lipsch
     :func:`amplify_jax.calibrate.invert_monotone` (bisection on log sigma, feasible endpoint re-checked):
     returns its ``Inversion(value, status, achieved)`` with achieved = eps(value) <= eps when status is 0.
     """
-    from .calibrate import invert_monotone
+    from ..calibrate import invert_monotone
 
     V.one_of("setting", setting, ("network", "local", "central", "central_bassily"))
     e = V.positive("eps", eps)
@@ -1149,7 +1149,7 @@ def _group_delta_table(T, n, eps0, delta0, mechanism, agg=None):
     (e^{k eps0} - e^{eps_A}) / (e^{k eps0} + 1).  k > 24 is charged delta = 1, with P(K >= 25) bounded by
     the Chernoff bound e^{-mu} (e mu / 25)^25 (mu = m/(n-1) < 25; 1 otherwise).
     """
-    from .numerics import log_ndtr, log_sub
+    from ..numerics import log_ndtr, log_sub
 
     m = jnp.arange(T + 1, dtype=jnp.float64)[:, None]
     k = jnp.arange(1, _KMAX_GROUP + 1, dtype=jnp.float64)[None, :]
@@ -1376,7 +1376,7 @@ def _clones_table(eps0, T, delta):
 
 @functools.lru_cache(maxsize=16)
 def _clones_table_full(eps0, T, delta):
-    from .shuffle import clones_epsilon
+    from ..shuffle import clones_epsilon
 
     top = max(T, 65)
     pts = int(np.ceil(np.log(top / 64.0) / np.log(1.05))) + 1
@@ -1402,3 +1402,6 @@ def summarize_walk_losses(losses):
         else:
             vals = a
         return WalkSummary(jnp.mean(vals), jnp.min(vals), jnp.max(vals))
+
+
+from . import _bounds  # noqa: F401, E402  (registers the bounds)

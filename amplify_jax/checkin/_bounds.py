@@ -1,0 +1,304 @@
+"""Bounds of the self check-in paper (Liew, Hasegawa, Takahashi), declared for the registry.
+
+Monotone declarations (checked numerically on grids in tests/test_checkin.py, and by the theorems):
+
+* sigma (Gaussian noise multiplier): the per-k base RDP 2 lambda / (k sigma^2) (and the shuffled Gaussian's
+  moments e^{i(i-1)/(2 sigma^2)}) decrease in sigma, and every amplification step (WBK Thm 9, the binomial
+  weights, the conversion) is non-decreasing in the base curve: DECREASING.
+* steps (rounds): the composed curve is steps x rdp, the conversion increases with it: INCREASING.
+* delta (eps at delta) / epsilon (delta at eps): the conversion terms decrease in both: DECREASING.
+* eps0 (local guarantee): the Girgis et al. terms, the Thm 3 lower bound ((e^eps0 - 1)^2 / e^eps0 grows for
+  eps0 > 0), the FMT closed form and its fallback to eps0 all grow with eps0: INCREASING.
+* gamma is *not* monotone for the distributed and shuffled upper bounds (small rates leave rounds with few
+  participants, see ``distributed_gaussian_max_gamma``); it is for the Thm 3 lower bound (its only
+  gamma-dependence, gamma (1 - e^{-D^2 n gamma/(2 + D)}), grows).  n: declared 0 throughout (no proof that
+  the weighted sums move one way in n).
+
+The paper's printed closed forms with the rate gamma for every k (Eq. 7 and Eq. 11, ``method="eq7"`` /
+``"eq11"`` / ``"exact_paper_rate"``) are not registered: the module documents k / n as the sound rate and keeps
+those forms only to reproduce the paper's figures.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..bounds import DECREASING, INCREASING, Bound, Integer, Orders, Param, Real, register
+from ..status import Status
+from . import (CHECKIN_ORDERS, MAX_N, distributed_gaussian_calibrate_sigma, distributed_gaussian_delta,
+               distributed_gaussian_epsilon, distributed_gaussian_max_rounds, distributed_gaussian_rdp,
+               distributed_gaussian_strong_composition_epsilon, shuffled_checkin_epsilon, shuffled_checkin_lower_rdp,
+               shuffled_checkin_strong_composition_epsilon, shuffled_checkin_upper_rdp, shuffled_gaussian_checkin_rdp,
+               shuffled_gaussian_rdp, subsampled_shuffle_checkin_epsilon, subsampled_shuffle_checkin_rdp)
+
+PAPER = "Liew, Hasegawa, Takahashi 2022 (Self check-in / Privacy amplification via shuffled check-ins)"
+CONVERSION = "composed over rounds (Mironov 2017) and converted by Lemma 2 (Balle et al. 2020), orders 2..64"
+RATE = ("Exact Thm 1 (Eq. 5) sum over every k at the conditional rate k / n (the paper's Eqs. 7, 10, 11 write "
+        "the rate gamma; the sums here use the sound rate k / n, see amplify_jax.checkin).")
+
+N = Param("n", Integer(1, MAX_N), "number of clients")
+GAMMA = Param("gamma", Real(0.0, 1.0, lo_open=True), "check-in probability of a client per round (p (1 - p'))")
+GAMMA_OPEN = Param("gamma", Real(0.0, 1.0, lo_open=True, hi_open=True),
+                   "check-in probability of a client per round (p (1 - p'))")
+GAMMA_LOWER = Param("gamma", Real(0.0, 1.0, lo_open=True), "check-in probability of a client per round",
+                    INCREASING, search=(1e-6, 1.0))
+SIGMA = Param("sigma", Real(1e-3, 1e4), "Gaussian noise multiplier of a client (std / clipping norm)", DECREASING,
+              search=(0.05, 1e3))
+STEPS = Param("steps", Integer(1, 10**9), "number of rounds (compositions)", INCREASING)
+DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta", DECREASING)
+EPSILON = Param("epsilon", Real(0.0, 1e4), "epsilon at which delta is computed", DECREASING, search=(1e-4, 1e3))
+EPS0 = Param("eps0", Real(0.0, 30.0, lo_open=True), "local (pure) guarantee of one client's randomizer", INCREASING,
+             search=(1e-4, 30.0))
+ORDERS_INT = Param("orders", Orders(hi=256.0, integer=True), "integer Rényi orders >= 2 (Thm 9)")
+ORDERS_PART = Param("orders", Orders(hi=128.0, integer=True), "integer Rényi orders >= 2")
+
+
+def _eps(res):
+    return {"epsilon": res.epsilon, "order": res.order}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Distributed check-in with the Gaussian mechanism (Thm 4, Eq. 10)
+
+
+def _dg(n, gamma, sigma, steps, delta):
+    return _eps(distributed_gaussian_epsilon(n=n, gamma=gamma, sigma=sigma, rounds=steps, delta=delta))
+
+
+def _dg_sigma(target, lo, hi, rtol, *, n, gamma, steps, delta):
+    """The family's compiled calibration on the same orders (2..64) as the bound: bisection, feasible end,
+    re-checked, amplify_jax.status codes."""
+    cal = distributed_gaussian_calibrate_sigma(n=n, gamma=gamma, rounds=steps, epsilon=target, delta=delta,
+                                               orders=CHECKIN_ORDERS, sigma_lo=float(np.min(lo)),
+                                               sigma_hi=float(np.max(hi)), rtol=rtol)
+    return cal.value, cal.epsilon, cal.status
+
+
+def _dg_steps(target, lo, hi, rtol, *, n, gamma, sigma, delta):
+    """Most rounds in [lo, hi]: the family's exact closed form (per order, floor((eps - c_alpha) / rdp_alpha)),
+    then settled on the bound itself (the closed form's fused re-check can differ by an ulp at the boundary):
+    the value is the largest integer of the range whose eps (as evaluated by the bound) meets the target."""
+    del rtol
+    lo = np.asarray(lo, np.float64)
+    hi = np.asarray(hi, np.float64)
+    cal = distributed_gaussian_max_rounds(n=n, gamma=gamma, sigma=sigma, epsilon=target, delta=delta,
+                                          orders=CHECKIN_ORDERS)
+    t = np.clip(np.asarray(cal.value, np.float64), lo, hi)
+
+    def eps_at(x):
+        return np.asarray(distributed_gaussian_epsilon(n=n, gamma=gamma, sigma=sigma, rounds=x,
+                                                       delta=delta).epsilon, np.float64)
+
+    e = eps_at(t)
+    for _ in range(8):  # step down where the candidate fails (rounding at the boundary)
+        bad = (e > target) & (t > lo)
+        if not bad.any():
+            break
+        t = np.where(bad, t - 1.0, t)
+        e = np.where(bad, eps_at(t), e)
+    for _ in range(8):  # step up where the next integer still meets the target
+        up = np.minimum(t + 1.0, hi)
+        e_up = eps_at(up)
+        more = (e <= target) & (t < hi) & (e_up <= target)
+        if not more.any():
+            break
+        t = np.where(more, up, t)
+        e = np.where(more, e_up, e)
+    ok = e <= target
+    e_next = eps_at(np.minimum(t + 1.0, hi))
+    settled = (t >= hi) | (e_next > target)
+    status = np.where(~ok, Status.INFEASIBLE,
+                      np.where(t >= hi, Status.AT_LIMIT, np.where(settled, Status.OK, Status.MAX_ITER)))
+    return t, e, status.astype(np.int32)
+
+
+register(Bound(
+    id="checkin.distributed-gaussian", example=dict(n=1000, gamma=0.05, sigma=1.0, steps=100, delta=1e-5),
+    paper=PAPER, theorem=f"Thm 4 (Eq. 10) with Thm 1 (Eq. 5); {CONVERSION}",
+    summary="eps of distributed check-in with the Gaussian mechanism (secure aggregation of the mean) over rounds",
+    params=(N, GAMMA, SIGMA, STEPS, DELTA), answer="epsilon", kernel=_dg, outputs=("order",),
+    notes=RATE + " Base RDP 2 lambda / (k sigma^2) amplified by sampling without replacement (Wang, Balle, "
+          "Kasiviswanathan 2019, Thm 9).  eps is not monotone in gamma (few participants at small rates).",
+    solvers={"sigma": _dg_sigma, "steps": _dg_steps}))
+
+
+def _dg_delta(n, gamma, sigma, steps, epsilon):
+    res = distributed_gaussian_delta(n=n, gamma=gamma, sigma=sigma, rounds=steps, epsilon=epsilon)
+    return {"delta": res.delta, "order": res.order}
+
+
+register(Bound(
+    id="checkin.distributed-gaussian-delta", example=dict(n=1000, gamma=0.05, sigma=1.0, steps=100, epsilon=2.0),
+    paper=PAPER, theorem="Thm 4 (Eq. 10) with Thm 1 (Eq. 5); composed over rounds, inverse conversion "
+                         "(Balle et al. 2020), orders 2..64",
+    summary="delta of distributed check-in with the Gaussian mechanism over rounds, at epsilon",
+    params=(N, GAMMA, SIGMA, STEPS, EPSILON), answer="delta", kernel=_dg_delta, outputs=("order",), notes=RATE))
+
+
+def _dg_rdp(orders, n, gamma, sigma):
+    return {"rdp": distributed_gaussian_rdp(orders, n=n, gamma=gamma, sigma=sigma)}
+
+
+register(Bound(
+    id="checkin.distributed-gaussian-rdp", example=dict(orders=[2.0, 8.0, 32.0], n=1000, gamma=0.05, sigma=1.0),
+    paper=PAPER, theorem="Thm 4 (Eq. 10) with Thm 1 (Eq. 5), exact sum over k",
+    summary="RDP curve of one round of distributed check-in with the Gaussian mechanism",
+    params=(ORDERS_INT, N, GAMMA, SIGMA), answer="rdp", kernel=_dg_rdp, notes=RATE))
+
+
+def _dg_sc(n, gamma, sigma, steps, delta):
+    eps = np.asarray(distributed_gaussian_strong_composition_epsilon(n=n, gamma=gamma, sigma=sigma, rounds=steps,
+                                                                     delta=delta))
+    return {"epsilon": eps, "status": np.where(np.isfinite(eps), Status.OK, Status.FALLBACK)}
+
+
+register(Bound(
+    id="checkin.distributed-gaussian-strong-composition",
+    example=dict(n=1000, gamma=0.05, sigma=1.0, steps=100, delta=1e-5),
+    paper=PAPER, theorem="Sec. 5.1 baseline: Chernoff bounds on k, analytic Gaussian (Balle & Wang 2018), "
+                         "subsampling (Balle et al. 2018 Thm 9), strong composition (Dwork, Rothblum, Vadhan 2010)",
+    summary="strong-composition baseline for distributed check-in with the Gaussian mechanism",
+    params=(N, GAMMA_OPEN, SIGMA, STEPS, DELTA), answer="epsilon", kernel=_dg_sc,
+    notes="Our sound instantiation of the baseline the paper describes; the split of delta is optimised over a "
+          "small grid.  Status fallback (eps = inf) where the Chernoff bound cannot guarantee one participant."))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Shuffled check-in with eps0-LDP randomizers (Thm 2, Thm 3) and the baselines
+
+
+def _sh_upper(n, gamma, eps0, steps, delta):
+    return _eps(shuffled_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, rounds=steps, delta=delta, bound="upper"))
+
+
+register(Bound(
+    id="checkin.shuffled-upper", example=dict(n=1000, gamma=0.1, eps0=1.0, steps=10, delta=1e-5),
+    paper=PAPER, theorem=f"Thm 2 (Eq. 7 per k, constants corrected against Girgis et al. 2021, Thm 1); {CONVERSION}",
+    summary="eps of shuffled check-in with eps0-LDP discrete randomizers over rounds (upper bound)",
+    params=(N, GAMMA, EPS0, STEPS, DELTA), answer="epsilon", kernel=_sh_upper, outputs=("order",),
+    notes="ERRATA: Eq. 7's l-tilde is floor((k - 1) / (2 e^eps0)) + 1 and Upsilon_k decays like "
+          "e^{-(k-1)/(8 e^eps0)} (Girgis et al.), not as extracted. " + RATE))
+
+
+def _sh_lower(n, gamma, eps0, steps, delta):
+    return _eps(shuffled_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, rounds=steps, delta=delta, bound="lower"))
+
+
+register(Bound(
+    id="checkin.shuffled-lower", example=dict(n=1000, gamma=0.1, eps0=1.0, steps=10, delta=1e-5),
+    paper=PAPER, theorem=f"Thm 3 (Eq. 8), maximised over the Chernoff parameter; {CONVERSION}",
+    summary="eps that the Thm 3 lower bound on the RDP of shuffled check-in gives (binary randomized response)",
+    params=(N, GAMMA_LOWER, EPS0, STEPS, DELTA), answer="epsilon", kernel=_sh_lower, outputs=("order",),
+    side="lower",
+    notes="What Figure 1 plots as the lower bound: the best any RDP accounting of this mechanism can give "
+          "through the Lemma 2 conversion, not a lower bound on the true eps of the mechanism."))
+
+
+def _rdp(fn, **fixed):
+    def kernel(orders, **params):
+        return {"rdp": fn(orders, **fixed, **params)}
+
+    return kernel
+
+
+register(Bound(
+    id="checkin.shuffled-upper-rdp", example=dict(orders=[2.0, 8.0, 32.0], n=1000, gamma=0.1, eps0=1.0),
+    paper=PAPER, theorem="Thm 2 (per-k bound of Eq. 7, corrected against Girgis et al. 2021) with Thm 1 (Eq. 5)",
+    summary="RDP curve of one round of shuffled check-in with eps0-LDP discrete randomizers (upper bound)",
+    params=(ORDERS_INT, N, GAMMA, EPS0), answer="rdp", kernel=_rdp(shuffled_checkin_upper_rdp),
+    notes="ERRATA: Eq. 7's constants as in Girgis et al. (2 e^eps0 in l-tilde, e^{-(k-1)/(8 e^eps0)}). " + RATE))
+
+register(Bound(
+    id="checkin.shuffled-lower-rdp", example=dict(orders=[2.0, 8.0, 32.0], n=1000, gamma=0.1, eps0=1.0),
+    paper=PAPER, theorem="Thm 3 (Eq. 8), maximised over a grid of the Chernoff parameter",
+    summary="lower bound on the RDP of one round of shuffled check-in (binary randomized response)",
+    params=(ORDERS_INT, N, GAMMA_LOWER, EPS0), answer="rdp", kernel=_rdp(shuffled_checkin_lower_rdp),
+    side="lower", notes="As printed (rate gamma); rounded down."))
+
+
+def _sh_sc(n, gamma, eps0, steps, delta):
+    eps = np.asarray(shuffled_checkin_strong_composition_epsilon(n=n, gamma=gamma, eps0=eps0, rounds=steps,
+                                                                 delta=delta))
+    return {"epsilon": eps, "status": np.where(np.isfinite(eps), Status.OK, Status.FALLBACK)}
+
+
+register(Bound(
+    id="checkin.shuffled-strong-composition", example=dict(n=1000, gamma=0.1, eps0=1.0, steps=10, delta=1e-5),
+    paper=PAPER, theorem="Sec. 5 baseline (Girgis, Data, Diggavi 2021c route): Chernoff bounds on k, FMT 2021 "
+                         "Thm 3.1 shuffling, subsampling (Balle et al. 2018 Thm 9), strong composition (DRV 2010)",
+    summary="strong-composition baseline for shuffled check-in with eps0-LDP randomizers",
+    params=(N, GAMMA_OPEN, EPS0, STEPS, DELTA), answer="epsilon", kernel=_sh_sc,
+    notes="Girgis et al. state it up to constants; this instantiation is ours and sound.  The FMT condition uses "
+          "ln(4/delta) (ERRATA on footnote 3: not ln(2/delta)); outside it the round counts eps0."))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The shuffled Gaussian (Sec. 4.1 / App. B)
+
+register(Bound(
+    id="checkin.shuffled-gaussian-rdp", example=dict(orders=[2.0, 8.0, 32.0], n=100, sigma=1.0),
+    paper=PAPER, theorem="Sec. 4.1 / App. B (Liew & Takahashi 2022): shuffled Gaussian by integer partitions",
+    summary="RDP curve of the shuffled Gaussian mechanism with n users (every user participates)",
+    params=(ORDERS_PART, N, Param("sigma", Real(1e-3, 1e4), "Gaussian noise std (sensitivity 1)", DECREASING)),
+    answer="rdp", kernel=_rdp(shuffled_gaussian_rdp),
+    notes="ERRATA: partitions with more than n parts are excluded (the authors' code keeps them)."))
+
+register(Bound(
+    id="checkin.shuffled-gaussian-checkin-rdp", example=dict(orders=[2.0, 8.0], n=100, gamma=0.5, sigma=1.0),
+    paper=PAPER, theorem="App. B: Thm 1 (Eq. 5) over the k-user shuffled Gaussian, subsampled without replacement "
+                         "(Wang, Balle, Kasiviswanathan 2019, Thm 9)",
+    summary="RDP curve of one round of shuffled check-in with the Gaussian local randomizer",
+    params=(ORDERS_PART, N, GAMMA, Param("sigma", Real(1e-3, 1e4), "Gaussian noise std (sensitivity 1)",
+                                         DECREASING)),
+    answer="rdp", kernel=_rdp(shuffled_gaussian_checkin_rdp),
+    notes="The exact sum over k (the authors' code uses the Eq. 11 approximation); partitions with more than k "
+          "parts excluded (ERRATA). " + RATE))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Generic (eps0, delta0)-LDP randomizers: the subsampled shuffling conversion (Sec. 4.1)
+
+SHUFFLE_DELTA = Param("shuffle_delta", Real(0.0, 1.0, lo_open=True, hi_open=True),
+                      "delta spent by the shuffling step (FMT 2021 Thm 3.1) per round")
+DELTA0 = Param("delta0", Real(0.0, 1.0, hi_open=True), "local delta of the randomizer (0: pure eps0-LDP)",
+               default=0.0)
+SEC41 = ("Sec. 4.1 subsampled shuffling conversion: FMT 2021 Thm 3.1 per k (condition "
+         "eps0 <= ln(k / (16 ln(4/delta))), ERRATA), subsampling (Balle et al. 2018 Thm 9), DP to RDP, Thm 1 (Eq. 5)")
+
+
+def _ss(n, gamma, eps0, steps, delta, shuffle_delta, delta0):
+    r = subsampled_shuffle_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, rounds=steps, delta=delta,
+                                           shuffle_delta=shuffle_delta, delta0=delta0)
+    bad = np.asarray(r.fallback) | ~np.asarray(r.valid)
+    return {"epsilon": r.epsilon, "order": r.order, "status": np.where(bad, Status.FALLBACK, Status.OK)}
+
+
+register(Bound(
+    id="checkin.subsampled-shuffle",
+    example=dict(n=10000, gamma=0.1, eps0=1.0, steps=10, delta=1e-5, shuffle_delta=1e-8),
+    paper=PAPER, theorem=SEC41 + "; rounds compose as approximate RDP, converted at delta - steps x round delta",
+    summary="eps of shuffled check-in with (eps0, delta0)-LDP randomizers over rounds (approximate-RDP route)",
+    params=(N, GAMMA, EPS0, STEPS, DELTA, SHUFFLE_DELTA, DELTA0), answer="epsilon", kernel=_ss,
+    outputs=("order",),
+    notes="Status fallback where FMT's condition fails at k = round(n gamma) or delta0 > 0 (only check-in "
+          "amplifies; eps still a valid bound), and where steps x round delta >= delta (eps = inf).  Lemma 3 "
+          "(DP to RDP) as in Asoodeh et al. 2021 (ERRATA), here the randomized-response curve of an eps-DP pair."))
+
+
+def _ss_rdp(orders, n, gamma, eps0, shuffle_delta, delta0):
+    r = subsampled_shuffle_checkin_rdp(orders, n=n, gamma=gamma, eps0=eps0, delta0=delta0,
+                                       shuffle_delta=shuffle_delta)
+    return {"rdp": r.rdp, "round_delta": r.delta,
+            "status": np.where(np.asarray(r.fallback), Status.FALLBACK, Status.OK)}
+
+
+register(Bound(
+    id="checkin.subsampled-shuffle-rdp",
+    example=dict(orders=[2.0, 8.0, 32.0], n=10000, gamma=0.1, eps0=1.0, shuffle_delta=1e-8),
+    paper=PAPER, theorem=SEC41,
+    summary="delta-approximate RDP curve of one round of shuffled check-in with (eps0, delta0)-LDP randomizers",
+    params=(Param("orders", Orders(hi=1e4), "Rényi orders alpha > 1"), N, GAMMA, EPS0, SHUFFLE_DELTA, DELTA0),
+    answer="rdp", kernel=_ss_rdp, outputs=("round_delta",),
+    notes="The curve holds except with probability round_delta (<= gamma max(shuffle_delta, delta0)); compose "
+          "rounds by adding curves and deltas.  Status fallback where FMT's condition fails at k = round(n gamma) "
+          "or delta0 > 0."))
