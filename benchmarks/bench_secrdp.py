@@ -69,7 +69,7 @@ def _naive_removal(adj, su, sc, users):
 
 def bench_curious(results):
     n = 2000
-    g = S.prepare_graph(S.random_regular_graph(n, 4, seed=0))
+    g = S.prepare_graph(S.random_regular_graph(4, n, seed=0))
     adj = g.adjacency.toarray()
     t0 = time.perf_counter()
     g.eigh()
@@ -111,7 +111,7 @@ def bench_curious(results):
 
 def bench_grid(results):
     n = 1000
-    g = S.prepare_graph(S.random_regular_graph(n, 4, seed=1))
+    g = S.prepare_graph(S.random_regular_graph(4, n, seed=1))
     su = np.geomspace(0.1, 10, 100)[:, None]
     sc = np.geomspace(0.1, 1000, 100)[None, :]
     t0 = time.perf_counter()
@@ -142,7 +142,7 @@ def bench_grid(results):
 def bench_largest(results, budget_s=60.0):
     dense = []
     for n in (1000, 2000, 4000, 6000, 8000):
-        adj = S.random_regular_graph(n, 4, seed=2)
+        adj = S.random_regular_graph(4, n, seed=2)
         t0 = time.perf_counter()
         acc = S.step_account(adj, sigma_unc=1.0, sigma_cor=10.0, clip=1.0, adversary="eavesdropper")
         dt = time.perf_counter() - t0
@@ -167,7 +167,7 @@ def bench_largest(results, budget_s=60.0):
                 break
     curious = []
     for n in (2000, 4000, 6000):
-        adj = S.random_regular_graph(n, 4, seed=3)  # not the graphs above: the eigendecomposition is timed
+        adj = S.random_regular_graph(4, n, seed=3)  # not the graphs above: the eigendecomposition is timed
         S._CACHE.clear()
         t0 = time.perf_counter()
         acc = S.step_account(adj, sigma_unc=1.0, sigma_cor=10.0, clip=1.0, adversary="curious")

@@ -37,7 +37,7 @@ SMALL = {
     "ring": (S.ring_graph(9), nx.cycle_graph(9)),
     "torus": (S.torus_graph(3, 4), nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 4, periodic=True))),
     "complete": (S.complete_graph(7), nx.complete_graph(7)),
-    "regular": (S.random_regular_graph(12, 3, seed=3), None),
+    "regular": (S.random_regular_graph(3, 12, seed=3), None),
     "petersen": (nx.petersen_graph(), nx.petersen_graph()),
 }
 
@@ -291,7 +291,7 @@ def test_spectral_bound_dominates_exact(n, p, seed, log_su, log_sc):
 @settings(deadline=None, derandomize=True, max_examples=20)
 @given(seed=st.integers(0, 1000), s1=st.floats(0.1, 50), s2=st.floats(0.1, 50))
 def test_monotone_in_correlated_noise(seed, s1, s2):
-    g = S.random_regular_graph(10, 3, seed=seed)
+    g = S.random_regular_graph(3, 10, seed=seed)
     lo, hi = sorted((s1, s2))
     e = S.step_account(g, sigma_unc=1.0, sigma_cor=np.array([lo, hi]), clip=1.0, adversary="eavesdropper").eps1
     assert float(e[1]) <= float(e[0]) * (1 + 1e-12)
@@ -462,9 +462,9 @@ def test_graph_constructors():
     assert t.shape == (20, 20) and np.all(np.asarray(t.sum(1)).ravel() == 4)
     assert S.complete_graph(6).sum() == 30
     assert S.star_graph(6).sum() == 10
-    r = S.random_regular_graph(20, 4, seed=1)
+    r = S.random_regular_graph(4, 20, seed=1)
     assert np.all(np.asarray(r.sum(1)).ravel() == 4)
-    assert (S.random_regular_graph(20, 4, seed=1) != r).nnz == 0
+    assert (S.random_regular_graph(4, 20, seed=1) != r).nnz == 0
     e = S.erdos_renyi_graph(30, 0.2, seed=2)
     assert (e != e.T).nnz == 0
     # all three input kinds give the same accountant value
@@ -650,7 +650,7 @@ def _weighted_regular(n, d, seed):
 
 
 MID_GRAPHS = {
-    "regular4_90": S.random_regular_graph(90, 4, seed=5),
+    "regular4_90": S.random_regular_graph(4, 90, seed=5),
     "weighted_regular3_40": _weighted_regular(40, 3, seed=4),
     "torus_7x9": S.torus_graph(7, 9),
     "er_70": S.erdos_renyi_graph(70, 0.08, seed=4),  # connected, with articulation points
@@ -741,7 +741,7 @@ def test_certified_curious_matches_direct(n, p, seed, log_su, log_sc):
 
 TREE_GRAPHS = {
     "petersen": S.adjacency(nx.petersen_graph()),
-    "regular4_10": S.random_regular_graph(10, 4, seed=2),
+    "regular4_10": S.random_regular_graph(4, 10, seed=2),
     "torus_3x3": S.torus_graph(3),
     "ring_9": S.ring_graph(9),
     "er_9": S.erdos_renyi_graph(9, 0.4, seed=5),  # irregular, maybe with articulation points
@@ -793,7 +793,7 @@ def test_colluding_beyond_enumeration_uses_the_flow_bound(monkeypatch):
     # with enumeration disabled, adversary III falls back to min(Thm 1 bound, flow bound): flagged inexact,
     # sound against mpmath, and at this noise pair strictly tighter than Thm 1's bound (enumerated a(G - S))
     monkeypatch.setattr(S, "_ENUMERATION_BUDGET", 0.0)
-    g = S.random_regular_graph(12, 4, seed=2)
+    g = S.random_regular_graph(4, 12, seed=2)
     adj = g.toarray()
     sets = [()] + [s for k in (1, 2) for s in itertools.combinations(range(12), k)]
     acc = S.step_account(g, sigma_unc=1.0, sigma_cor=1.0, clip=1.0, adversary="colluding", colluders=2)
@@ -806,7 +806,7 @@ def test_colluding_beyond_enumeration_uses_the_flow_bound(monkeypatch):
 def test_min_sigma_cor_curious_certified_beyond_direct_enumeration():
     """n >= 448: the traced accountant is only Thm 1's bound (here local DP: infeasible); the calibration is
     refined on the certified accountant: feasible, exact, minimal to rtol, above adversary I's answer."""
-    g = S.random_regular_graph(460, 4, seed=1)
+    g = S.random_regular_graph(4, 460, seed=1)
     su = np.array([1.0, 2.0])
     kw = dict(clip=1.0, epsilon=5.0, delta=1e-5, steps=10)
     cal = S.min_sigma_cor(g, sigma_unc=su, adversary="curious", **kw)
@@ -820,3 +820,125 @@ def test_min_sigma_cor_curious_certified_beyond_direct_enumeration():
     below = S.step_account(g, sigma_unc=su, sigma_cor=sc * (1 - 2e-6), clip=1.0, adversary="curious")
     assert np.all(np.asarray(below.eps1) > b)
     assert np.all(np.asarray(acc.spectral) > b)  # Thm 1's bound alone could not have given this answer
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The registered bounds (secrdp/_bounds.py): equal to the functions they register, statuses, directions
+
+
+def _registry():
+    from amplify_jax import bounds
+    from amplify_jax.status import Status
+
+    return bounds, Status
+
+
+@pytest.mark.parametrize("adversary,colluders", [("eavesdropper", 0), ("curious", 0), ("colluding", 2),
+                                                 ("local", 0)])
+def test_registered_step_equals_epsilon(adversary, colluders):
+    bounds, Status = _registry()
+    g = S.torus_graph(3, 4)
+    su, sc = np.array([[0.5], [1.0]]), np.array([0.0, 1.0, 3.0])
+    c = colluders if adversary == "colluding" else None
+    for method in ("closed_form", "balle2020"):
+        r = bounds.evaluate("secrdp.step", graph="torus:3x4", sigma_unc=su, sigma_cor=sc, clip=1.5, steps=50,
+                            delta=1e-6, adversary=adversary, colluders=colluders, method=method)
+        want = S.epsilon(g, sigma_unc=su, sigma_cor=sc, clip=1.5, steps=50, delta=1e-6, adversary=adversary,
+                         colluders=c, method=method)
+        np.testing.assert_allclose(r.epsilon, np.asarray(want), rtol=1e-13)
+        assert r.epsilon.shape == (2, 3) and np.all(r.status == Status.OK)
+        if method == "closed_form":
+            closed = r.epsilon
+    acc = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.5, adversary=adversary, colluders=c)
+    np.testing.assert_allclose(r.eps1, np.asarray(acc.eps1), rtol=1e-13)
+    curve = bounds.evaluate("secrdp.step-rdp", orders=[2.0, 5.0], graph="torus:3x4", sigma_unc=su, sigma_cor=sc,
+                            clip=1.5, steps=7, adversary=adversary, colluders=colluders).rdp
+    np.testing.assert_allclose(curve, 7 * np.asarray(S.step_rdp([2.0, 5.0], g, sigma_unc=su, sigma_cor=sc, clip=1.5,
+                                                               adversary=adversary, colluders=c)), rtol=1e-13)
+    spec = bounds.evaluate("secrdp.spectral", graph="torus:3x4", sigma_unc=su, sigma_cor=sc, clip=1.5, steps=50,
+                           delta=1e-6, adversary=adversary, colluders=colluders)
+    eps1 = S.spectral_bound(g, sigma_unc=su, sigma_cor=sc, clip=1.5, adversary=adversary, colluders=c)
+    np.testing.assert_allclose(spec.epsilon, np.asarray(S.closed_form_epsilon(eps1, steps=50, delta=1e-6)),
+                               rtol=1e-13)
+    assert np.all(spec.epsilon >= closed * (1 - 1e-12))  # Thm 1's bound is never below the accountant
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "without_replacement"])
+def test_registered_example_level_equals_the_functions(sampling):
+    bounds, Status = _registry()
+    g = S.ring_graph(16)
+    # 8 points: the registered kernel pads to 8 too, so the core's subsampled Gaussian compiles once
+    kw = dict(sigma_unc=1.0, sigma_cor=np.geomspace(0.5, 4.0, 8), clip=1.0, batch_size=32.0, steps=100,
+              sampling=sampling, adversary="curious")
+    r = bounds.evaluate("secrdp.example-level", graph="ring:16", q=0.01, delta=1e-5, **kw)
+    want = S.example_level_epsilon(g, sampling_rate=0.01, delta=1e-5, **kw)
+    np.testing.assert_allclose(r.epsilon, np.asarray(want), rtol=1e-13)
+    assert np.all(r.status == Status.OK)
+    acc = S.step_account(g, sigma_unc=1.0, sigma_cor=kw["sigma_cor"], clip=1.0, adversary="curious")
+    np.testing.assert_allclose(r.noise_multiplier, S.effective_noise_multiplier(
+        np.asarray(acc.eps1), clip=1.0, batch_size=32.0, sampling=sampling), rtol=1e-13)
+    c = bounds.evaluate("secrdp.example-level-rdp", orders=[2.0, 4.0], graph="ring:16", q=0.01, **kw)
+    np.testing.assert_allclose(c.rdp, np.asarray(S.example_level_rdp([2.0, 4.0], g, sampling_rate=0.01, **kw)),
+                               rtol=1e-13)
+
+
+def test_registered_bounds_fall_back_on_disconnecting_adversaries():
+    bounds, Status = _registry()
+    kw = dict(sigma_unc=1.0, sigma_cor=[1.0, 4.0], clip=1.0, steps=10, delta=1e-5)
+    # the star's centre disconnects the leaves: against a curious user the guarantee falls back to local DP
+    r = bounds.evaluate("secrdp.step", graph="star:8", adversary="curious", **kw)
+    assert np.all(r.status == Status.FALLBACK) and not np.any(r.connected)
+    ldp = bounds.evaluate("secrdp.step", graph="star:8", adversary="local", **kw)
+    assert np.all(ldp.status == Status.OK)
+    np.testing.assert_allclose(r.epsilon, ldp.epsilon, rtol=1e-12)
+    assert np.all(bounds.evaluate("secrdp.step", graph="star:8", adversary="eavesdropper", **kw).status == Status.OK)
+    s = bounds.evaluate("secrdp.spectral", graph="star:8", adversary="curious", **kw)
+    assert np.all(s.status == Status.FALLBACK)
+    # a disconnected graph from a file: two separate edges
+    e = bounds.evaluate("secrdp.step", graph=nx.Graph([(0, 1), (2, 3)]), adversary="eavesdropper", **kw)
+    assert np.all(e.status == Status.FALLBACK)
+    assert np.all(bounds.evaluate("secrdp.example-level", graph="star:8", adversary="curious", batch_size=8.0,
+                                  q=0.1, **kw).status == Status.FALLBACK)
+    # colluders: only with adversary="colluding", below n - 1, grouped per value
+    with pytest.raises(ValueError, match="colluders"):
+        bounds.evaluate("secrdp.step", graph="ring:8", adversary="curious", colluders=1, **kw)
+    with pytest.raises(ValueError, match="colluders"):
+        bounds.evaluate("secrdp.step", graph="ring:8", adversary="colluding", colluders=7, **kw)
+    col = bounds.evaluate("secrdp.step", graph="torus:3x3", adversary="colluding",
+                          colluders=np.array([[0], [1], [4]]), **kw)
+    for i, c in enumerate((0, 1, 4)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", S.DisconnectedGraphWarning)
+            want = S.epsilon(S.torus_graph(3), adversary="colluding", colluders=c, **kw)
+        np.testing.assert_allclose(col.epsilon[i], np.asarray(want), rtol=1e-13)
+    assert np.all(col.status[:2] == Status.OK) and np.all(col.status[2] == Status.FALLBACK)  # 4-connected: the 4 neighbours cut one off
+
+
+_MONOTONE_GRIDS = dict(sigma_unc=np.geomspace(0.05, 20.0, 8), sigma_cor=np.array([0.0, 0.1, 0.3, 1, 3, 10, 30, 100]),
+                       clip=np.geomspace(0.05, 20.0, 8), steps=np.array([1, 3, 10, 30, 100, 300, 1000, 3000]),
+                       delta=np.geomspace(1e-12, 0.5, 8), batch_size=np.geomspace(1.0, 1e3, 8),
+                       q=np.geomspace(1e-5, 0.9, 8), eps1=np.geomspace(1e-6, 10.0, 8))
+
+
+@pytest.mark.parametrize("id_", ["secrdp.step", "secrdp.step-rdp", "secrdp.spectral", "secrdp.spectral-rdp",
+                                 "secrdp.closed-form", "secrdp.example-level", "secrdp.example-level-rdp"])
+def test_registered_monotone_directions_hold(id_):
+    """Every declared direction, on grids, for several graphs and adversaries (the theorem's argument is in
+    secrdp/_bounds.py)."""
+    bounds, _ = _registry()
+    b = bounds.get(id_)
+    points = [{}]
+    if "graph" in b.example:
+        points = [dict(graph=g, adversary=a, colluders=c) for g, a, c in
+                  [("ring:16", "eavesdropper", 0), ("star:8", "curious", 0), ("torus:3x4", "colluding", 2),
+                   ("random-regular:d=3,n=12,seed=1", "local", 0), ("complete:6", "curious", 0)]]
+    if id_.startswith("secrdp.example"):
+        points = [dict(p, sampling=s) for p, s in zip(points[:2], ("poisson", "without_replacement"))]
+    for extra in points:
+        base = {**b.example, **extra}
+        for p in b.params:
+            if not p.monotone:
+                continue
+            v = np.asarray(bounds.evaluate(id_, **{**base, p.name: _MONOTONE_GRIDS[p.name]}).value)
+            step = np.diff(v, axis=0) * p.monotone
+            assert np.all(step >= 0), (id_, p.name, extra, v)

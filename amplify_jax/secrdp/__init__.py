@@ -70,6 +70,16 @@ Over T steps: the closed form of ERRATA.md, eps = T eps1 + 2 sqrt(T eps1 ln(1/de
 alpha > 1 of Mironov's conversion of alpha T eps1), and the core's conversions (``amplify_jax.conversions``,
 Balle et al. 2020 by default, never larger).  Example-level privacy by subsampling: see
 :func:`example_level_rdp` for the effective noise multiplier.
+
+Graphs: the builders (``ring_graph``, ``torus_graph``, ``complete_graph``, ``star_graph``,
+``random_regular_graph(d, n, seed=...)`` in networkx's order, ``erdos_renyi_graph``) and ``adjacency`` live in
+:mod:`amplify_jax.graphs` and are re-exported here; ``amplify_jax.graphs.from_spec`` reads specs such as
+``"ring:16"`` and graph files.  The old order ``random_regular_graph(n, degree, seed=...)`` still works for one
+release, with a ``DeprecationWarning``.
+
+The bound registry (``amplify_jax.bounds``) holds this module's bounds as ``secrdp.step`` (:func:`epsilon`),
+``secrdp.step-rdp``, ``secrdp.spectral``, ``secrdp.spectral-rdp``, ``secrdp.closed-form``,
+``secrdp.example-level`` and ``secrdp.example-level-rdp`` (declared in ``secrdp/_bounds.py``).
 """
 
 from __future__ import annotations
@@ -91,8 +101,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from . import _validate as V
-from .numerics import float64_jit, x64_scope
+from .. import _validate as V
+from ..graphs import adjacency, complete_graph, erdos_renyi_graph, random_regular_graph, ring_graph
+from ..graphs import star_graph, torus_graph
+from ..numerics import float64_jit, x64_scope
 
 __all__ = [
     "ADVERSARIES",
@@ -149,135 +161,7 @@ class DisconnectedGraphWarning(UserWarning):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Graphs
-
-
-def _n_users(name, n, minimum=2):
-    return int(V.integer(name, n, minimum=minimum))
-
-
-def _sym_csr(rows, cols, n):
-    data = np.ones(len(rows), dtype=np.float64)
-    a = sp.coo_matrix((data, (rows, cols)), shape=(n, n)).tocsr()
-    a = a + a.T
-    a.data[:] = 1.0  # duplicate edges (tiny rings/tori) collapse to one unweighted edge
-    a.setdiag(0.0)
-    a.eliminate_zeros()
-    return a.tocsr()
-
-
-def ring_graph(n) -> sp.csr_matrix:
-    """Adjacency of the ring (cycle) on n >= 3 users (n = 2: one edge)."""
-    n = _n_users("n", n)
-    i = np.arange(n)
-    return _sym_csr(i, (i + 1) % n, n)
-
-
-def torus_graph(rows, cols=None) -> sp.csr_matrix:
-    """Adjacency of the 2-D torus grid rows x cols (cols = rows by default); user r * cols + c.
-
-    Each user is linked to its four neighbours with wrap-around (fewer when a side has length <= 2, where
-    the wrapped neighbours coincide; duplicate edges collapse).  The 4 x 4 torus is Decor's "grid" for 16 users.
-    """
-    r = _n_users("rows", rows, minimum=1)
-    c = r if cols is None else _n_users("cols", cols, minimum=1)
-    if r * c < 2:
-        raise ValueError(f"Expected rows * cols >= 2, got rows={r}, cols={c}.")
-    idx = np.arange(r * c).reshape(r, c)
-    right = np.roll(idx, -1, axis=1)
-    down = np.roll(idx, -1, axis=0)
-    src = np.concatenate([idx.ravel(), idx.ravel()])
-    dst = np.concatenate([right.ravel(), down.ravel()])
-    keep = src != dst
-    return _sym_csr(src[keep], dst[keep], r * c)
-
-
-def complete_graph(n) -> sp.csr_matrix:
-    """Adjacency of the complete graph K_n."""
-    n = _n_users("n", n)
-    i, j = np.triu_indices(n, 1)
-    return _sym_csr(i, j, n)
-
-
-def star_graph(n) -> sp.csr_matrix:
-    """Adjacency of the star on n users: user 0 is the centre."""
-    n = _n_users("n", n)
-    j = np.arange(1, n)
-    return _sym_csr(np.zeros(n - 1, dtype=int), j, n)
-
-
-def random_regular_graph(n, degree, *, seed) -> sp.csr_matrix:
-    """A uniformly random ``degree``-regular graph on n users (networkx, seeded); n * degree must be even."""
-    import networkx as nx
-
-    n = _n_users("n", n)
-    d = int(V.integer("degree", degree, minimum=1))
-    if d >= n or (n * d) % 2:
-        raise ValueError(f"Expected degree < n with n * degree even, got degree={d}, n={n}.")
-    g = nx.random_regular_graph(d, n, seed=int(V.integer("seed", seed, minimum=0)))
-    return adjacency(g)
-
-
-def erdos_renyi_graph(n, p, *, seed) -> sp.csr_matrix:
-    """An Erdos-Renyi G(n, p) graph (networkx ``fast_gnp_random_graph``, seeded); may be disconnected."""
-    import networkx as nx
-
-    n = _n_users("n", n)
-    pp = float(V.probability("p", p))
-    g = nx.fast_gnp_random_graph(n, pp, seed=int(V.integer("seed", seed, minimum=0)))
-    return adjacency(g)
-
-
-def adjacency(graph) -> sp.csr_matrix:
-    """Validated symmetric float64 CSR adjacency of a NumPy array, SciPy sparse matrix, networkx graph or
-    :class:`SecGraph`.  Raises ValueError (naming ``graph``) for a non-square or asymmetric matrix, self-loops,
-    negative or non-finite weights, or fewer than two users.  networkx edge weights are read from ``weight``.
-    """
-    if isinstance(graph, SecGraph):
-        return graph.adjacency
-    try:
-        import networkx as nx
-    except ImportError:  # pragma: no cover - networkx is a dependency of this module
-        nx = None
-    if nx is not None and isinstance(graph, nx.Graph):
-        if graph.is_directed():
-            raise ValueError("Expected graph to be undirected, got a directed networkx graph.")
-        loops = list(nx.selfloop_edges(graph))
-        if loops:
-            raise ValueError(f"Expected graph without self-loops, got graph with a self-loop at {loops[0][0]!r}.")
-        a = nx.to_scipy_sparse_array(graph, format="csr", dtype=np.float64, weight="weight")
-        a = sp.csr_matrix(a)
-    elif sp.issparse(graph):
-        a = sp.csr_matrix(graph, dtype=np.float64)
-    else:
-        try:
-            arr = np.asarray(graph, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"Expected graph to be an adjacency matrix (NumPy / SciPy sparse) or a networkx graph, "
-                f"got graph={type(graph).__name__}."
-            ) from None
-        if arr.ndim != 2:
-            raise ValueError(f"Expected graph to be a square 2-D adjacency matrix, got shape {arr.shape}.")
-        a = sp.csr_matrix(arr)
-    if a.ndim != 2 or a.shape[0] != a.shape[1]:
-        raise ValueError(f"Expected graph to be a square adjacency matrix, got shape {a.shape}.")
-    if a.shape[0] < 2:
-        raise ValueError(f"Expected graph with at least 2 users, got {a.shape[0]}.")
-    a.sum_duplicates()
-    if not np.all(np.isfinite(a.data)):
-        raise ValueError("Expected graph with finite edge weights, got a non-finite weight.")
-    if np.any(a.data < 0):
-        raise ValueError(f"Expected graph with non-negative edge weights, got weight {a.data.min()!r}.")
-    diag = a.diagonal()
-    if np.any(diag != 0):
-        i = int(np.flatnonzero(diag)[0])
-        raise ValueError(f"Expected graph without self-loops, got graph[{i}, {i}]={diag[i]!r}.")
-    asym = abs(a - a.T)
-    if asym.nnz and asym.max() > 1e-12 * max(1.0, abs(a).max()):
-        raise ValueError("Expected graph to be a symmetric adjacency matrix (undirected), got an asymmetric one.")
-    a.eliminate_zeros()
-    return a.tocsr()
+# Graphs (the builders and the validation live in amplify_jax.graphs, re-exported here under the same names)
 
 
 class SecGraph:
@@ -1408,7 +1292,7 @@ _CURVE_ORDERS = np.concatenate([1.0 + np.geomspace(1e-4, 1.0, 60, endpoint=False
 
 def _eps_from_eps1_kernel(eps1, log_delta, steps, orders, method):
     """min over orders of the core conversion of the curve alpha * T * eps1 (jnp, broadcasting)."""
-    from .conversions import rdp_epsilon_terms
+    from ..conversions import rdp_epsilon_terms
 
     curve = orders * (steps * eps1)[..., None]
     return jnp.min(rdp_epsilon_terms(orders, curve, log_delta[..., None], method), axis=-1)
@@ -1427,7 +1311,7 @@ def epsilon(graph, *, sigma_unc, sigma_cor, clip, steps, delta, adversary, collu
                        colluders=colluders)
     if method == "closed_form":
         return closed_form_epsilon(acc.eps1, steps=steps, delta=delta)
-    from .conversions import epsilon_from_rdp
+    from ..conversions import epsilon_from_rdp
 
     a = _CURVE_ORDERS if orders is None else V.orders("orders", orders)
     t = V.positive("steps", steps)
@@ -1477,7 +1361,7 @@ def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, 
     :func:`effective_noise_multiplier`; composed over ``steps``.  Unlike the authors' code, which returns the
     single-step subsampled bound (ERRATA.md), the T steps are composed here.
     """
-    from . import rdp as core_rdp
+    from .. import rdp as core_rdp
 
     a = V.orders("orders", orders)
     q = V.unit_open("sampling_rate", sampling_rate)
@@ -1500,7 +1384,7 @@ def example_level_epsilon(graph, *, sigma_unc, sigma_cor, clip, batch_size, samp
                           method="balle2020"):
     """Example-level eps after T steps (curve of :func:`example_level_rdp`, converted by the core's
     ``epsilon_from_rdp``).  Default orders: 1.1 .. 256 (integers 2..256 for "without_replacement")."""
-    from .conversions import epsilon_from_rdp
+    from ..conversions import epsilon_from_rdp
 
     if orders is None:
         orders = _example_orders(sampling)
@@ -1616,7 +1500,7 @@ def eps1_budget(epsilon, *, steps, delta, method="closed_form"):
     V.one_of("method", method, _CONVERSION_METHODS)
     if method == "closed_form":
         return closed_form_eps1(epsilon, steps=steps, delta=delta)
-    from .calibrate import invert_monotone
+    from ..calibrate import invert_monotone
 
     e = V.positive("epsilon", epsilon)
     t = V.positive("steps", steps)
@@ -1647,7 +1531,7 @@ def _refine_curious_certified(g, su_b, c_b, b_b, value, status, rtol):
     never above Thm 1's bound) or, where that was infeasible, sigma_unc 1e9 if the certified accountant meets
     the budget there; the lower end is adversary I's minimal sigma_cor (less 2 rtol), infeasible for II since
     eps1_II >= eps1_I.  Returns (value, status, achieved) with the refined points replaced."""
-    from .calibrate import INFEASIBLE, OK
+    from ..calibrate import INFEASIBLE, OK
 
     def eps1(sc):
         d = _step_diag(g, "curious", 1, su_b.reshape(-1) ** 2, np.asarray(sc, dtype=np.float64).reshape(-1) ** 2)[0]
@@ -1682,7 +1566,7 @@ def _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol, certified=T
     For adversary II where the traced accountant falls back to Thm 1's bound (n >= 448) and the certified
     update applies (connected sparse graphs below LARGE_N), the answer is refined on the certified accountant
     (``certified=True``; :func:`_refine_curious_certified`)."""
-    from .calibrate import INFEASIBLE, AT_LIMIT, invert_monotone
+    from ..calibrate import INFEASIBLE, AT_LIMIT, invert_monotone
 
     fn = _eps1_fn(g, adversary, c)
     shape = np.broadcast_shapes(np.shape(su), np.shape(clip_a), np.shape(budget))
@@ -1907,8 +1791,8 @@ def example_level_eps1_budget(epsilon, *, delta, steps, batch_size, sampling_rat
     example-level (epsilon, delta)-SecLDP (App. D.1, "Example-level privacy": no closed form, so this is a
     bisection on eps1 over the core's subsampled curves; the example-level eps increases with eps1).  Returns
     the feasible (lower) endpoint, re-checked.  Scalar inputs."""
-    from . import rdp as core_rdp
-    from .conversions import epsilon_from_rdp
+    from .. import rdp as core_rdp
+    from ..conversions import epsilon_from_rdp
 
     e = float(V.positive("epsilon", epsilon))
     d = float(V.unit_open("delta", delta))
@@ -1968,3 +1852,6 @@ def example_level_min_sigma_cor(graph, *, sigma_unc, clip, epsilon, delta, steps
     with x64_scope():
         return Calibration(jnp.asarray(np.broadcast_to(su, shape)), jnp.asarray(value), jnp.asarray(status),
                            jnp.asarray(achieved), jnp.asarray(np.broadcast_to(budget, shape)))
+
+
+from . import _bounds  # noqa: F401,E402  (registers the bounds)
