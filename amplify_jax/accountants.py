@@ -21,7 +21,7 @@ from . import _validate as V
 from .calibrate import INFEASIBLE, invert_monotone_kernel
 from .conversions import METHODS, EpsilonResult, refine_order, rdp_epsilon_terms
 from .numerics import float64_jit, x64_scope
-from .rdp import DEFAULT_ORDERS, SGMCurve
+from .rdp import DEFAULT_ORDERS, SGMCurve, raise_tiny_rate
 
 __all__ = [
     "MECHANISMS",
@@ -411,7 +411,7 @@ def _dpsgd_eps_jit(sigma, q, steps, log_delta, curve, at_order, method, refine):
 
 def _check_dpsgd(sigma, q, steps, delta):
     s = V.positive("sigma", sigma)
-    qq = V.probability("q", q)
+    qq = raise_tiny_rate(V.probability("q", q))  # sound: eps grows with q
     t = V.nonnegative("steps", steps)
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(sigma=s, q=qq, steps=t, delta=d)
@@ -610,7 +610,7 @@ def dpsgd_calibrate_sigma(
     INFEASIBLE (sigma = the range's upper end), never NaN.
     """
     e = V.positive("target_epsilon", target_epsilon)
-    qq = V.probability("q", q)
+    qq = raise_tiny_rate(V.probability("q", q))  # sound: eps grows with q
     t = V.nonnegative("steps", steps)
     d = V.unit_open("delta", delta)
     V.one_of("method", method, METHODS)

@@ -259,6 +259,16 @@ def _sgm_curve_kernel(q, sigma, curve):
     return curve(q, sigma)
 
 
+#: Smallest positive sampling rate evaluated as given; smaller positive rates are raised to it.
+Q_FLOOR = 1e-100
+
+
+def raise_tiny_rate(q):
+    """Positive rates below :data:`Q_FLOOR` raised to it (a sound upper bound where the RDP grows with q)."""
+    q = np.asarray(q, dtype=np.float64)
+    return np.where((q > 0) & (q < Q_FLOOR), Q_FLOOR, q)
+
+
 def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
     """RDP of the Poisson-subsampled Gaussian mechanism (sensitivity 1, noise multiplier sigma, rate q).
 
@@ -267,10 +277,11 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
     orders by the cancellation-free integral of :mod:`amplify_jax._subsampled_gaussian`.  Unlike the
     reference accountants this neither returns inf for alpha <= 1.5 nor over-states fractional orders, and it
     does not stop a series early (the TensorFlow Privacy / Opacus series under-states q = 0.4, sigma = 12,
-    alpha = 58.75).
+    alpha = 58.75).  Rates in (0, Q_FLOOR) are evaluated at Q_FLOOR (sound: the RDP grows with q; the
+    fractional quadrature's plan underflows below ~1e-150 at large sigma).
     """
     a = _orders(orders)
-    qq = V.probability("q", q)
+    qq = raise_tiny_rate(V.probability("q", q))
     s = V.positive("sigma", sigma)
     shape = V.broadcastable(q=qq, sigma=s)
     qb, sb = np.broadcast_arrays(qq, s)

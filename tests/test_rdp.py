@@ -228,3 +228,18 @@ def test_log_binomial_table_exact():
             if 2 <= j <= a:
                 assert abs(table[r, j - 2] - math.log(math.comb(a, j))) <= 4e-16 * max(1.0, math.log(math.comb(a, j)))
         assert np.all(np.isneginf(table[r, a - 1:]))
+
+
+def test_tiny_rates_are_raised_to_the_floor_soundly():
+    """Rates below Q_FLOOR are evaluated at it (the RDP grows with q): finite, never below the exact value."""
+    from amplify_jax.rdp import Q_FLOOR
+
+    orders = [1.5, 2.0, 32.5]
+    tiny = np.asarray(aj.poisson_subsampled_gaussian_rdp(orders, q=1e-300, sigma=1.0))
+    floor = np.asarray(aj.poisson_subsampled_gaussian_rdp(orders, q=Q_FLOOR, sigma=1.0))
+    np.testing.assert_array_equal(tiny, floor)
+    assert np.all(np.isfinite(tiny)) and np.all(tiny > 0)
+    zero = np.asarray(aj.poisson_subsampled_gaussian_rdp(orders, q=0.0, sigma=1.0))
+    assert np.all(zero == 0.0)
+    e_tiny = aj.dpsgd_epsilon(sigma=1.0, q=1e-300, steps=100, delta=1e-5).epsilon
+    assert float(e_tiny) == float(aj.dpsgd_epsilon(sigma=1.0, q=Q_FLOOR, steps=100, delta=1e-5).epsilon)

@@ -14,7 +14,7 @@ MTZ_2019 = "Mironov, Talwar, Zhang 2019 (Rényi DP of the sampled Gaussian mecha
 WBK_2019 = "Wang, Balle, Kasiviswanathan 2019 (subsampled Rényi DP)"
 CONVERSION = "RDP composition (Mironov 2017, Prop. 1) and conversion (Balle et al. 2020, Thm 21)"
 
-SIGMA = Param("sigma", Real(0.0, 1e4, lo_open=True), "noise multiplier (std / sensitivity)", DECREASING,
+SIGMA = Param("sigma", Real(1e-3, 1e4), "noise multiplier (std / sensitivity)", DECREASING,
               search=(0.05, 2e3))
 Q = Param("q", Real(0.0, 1.0), "Poisson sampling rate", INCREASING, search=(1e-8, 1.0))
 STEPS = Param("steps", Integer(1, 10**9), "number of compositions", INCREASING)
