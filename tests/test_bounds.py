@@ -233,12 +233,13 @@ def test_invert_matches_the_family_calibration():
 
 def test_nan_from_a_kernel_is_flagged_not_returned():
     from amplify_jax.bounds import DECREASING, Bound, Param
-    from amplify_jax.bounds._api import _outputs
+    from amplify_jax.bounds._api import _Batch, _outputs
 
     b = Bound(id="test.nan", paper="p", theorem="t", summary="s", answer="epsilon", kernel=lambda **k: {},
               example={"x": 1.0, "delta": 0.1},
               params=(Param("x", Real(0.0, 1.0, lo_open=True), "x", DECREASING), Param("delta", Real(0, 1), "d")))
-    out = _outputs(b, {"epsilon": np.array([1.0, np.nan])}, (2,), None)
+    raw = np.array([1.0, np.nan] + [2.0] * 6)  # a padded batch of 8 for a grid of 2 points
+    out = _outputs(b, {"epsilon": raw}, _Batch((2,)), None)
     assert out["epsilon"].tolist() == [1.0, np.inf]
     assert out["status"].tolist() == [Status.OK, Status.ERROR]
 

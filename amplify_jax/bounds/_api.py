@@ -73,11 +73,33 @@ def bind(bound: Bound, params: dict, *, skip=()) -> tuple:
     return out, shape
 
 
-def _outputs(bound: Bound, raw: dict, shape: tuple, orders_len: int | None) -> dict:
-    """The kernel's dict as float64 arrays of the batch's shape, status as int32; NaN becomes a flagged safe value."""
-    full = shape + ((orders_len,) if orders_len is not None else ())
-    ans = np.array(np.broadcast_to(np.asarray(raw[bound.answer], dtype=np.float64), full))
-    status = np.array(np.broadcast_to(np.asarray(raw.get("status", Status.OK), dtype=np.int32), shape))
+class _Batch:
+    """A batch's numeric inputs flattened and padded with edge values to a bucket size (1, 8, 16, 32, ...), so
+    that a kernel compiles once per bucket, not once per grid shape; ``unpad`` restores the grid's shape."""
+
+    def __init__(self, shape: tuple):
+        self.shape = shape
+        self.n = int(np.prod(shape, dtype=np.int64))
+        self.size = self.n if self.n <= 1 else max(8, 1 << (self.n - 1).bit_length())
+
+    def pad(self, a) -> np.ndarray:
+        flat = np.broadcast_to(np.asarray(a, dtype=np.float64), self.shape).ravel()
+        return np.pad(flat, (0, self.size - self.n), mode="edge") if self.size > self.n else flat
+
+    def unpad(self, a, trailing: tuple = (), dtype=None) -> np.ndarray:
+        a = np.broadcast_to(np.asarray(a, dtype=dtype), (self.size,) + trailing)
+        return np.array(a[: self.n].reshape(self.shape + trailing))
+
+
+def _padded(bound: Bound, vals: dict, batch: _Batch) -> dict:
+    return {k: batch.pad(v) if bound.param(k).domain.numeric else v for k, v in vals.items()}
+
+
+def _outputs(bound: Bound, raw: dict, batch: _Batch, orders_len: int | None) -> dict:
+    """The kernel's dict as arrays of the grid's shape (float64; status int32); NaN becomes a flagged safe value."""
+    trailing = (orders_len,) if orders_len is not None else ()
+    ans = batch.unpad(raw[bound.answer], trailing, np.float64)
+    status = batch.unpad(raw.get("status", Status.OK), (), np.int32)
     nan = np.isnan(ans)
     if nan.any():
         point = nan.any(axis=-1) if orders_len is not None else nan
@@ -85,7 +107,7 @@ def _outputs(bound: Bound, raw: dict, shape: tuple, orders_len: int | None) -> d
         ans[nan] = np.inf if bound.side == "upper" else 0.0
     out = {bound.answer: ans}
     for k in bound.outputs:
-        out[k] = np.array(np.broadcast_to(np.asarray(raw[k]), shape))
+        out[k] = batch.unpad(raw[k])
     out["status"] = status
     return out
 
@@ -99,9 +121,10 @@ def evaluate(id: str, /, **params) -> Result:  # noqa: A002
     """
     bound = get(id)
     vals, shape = bind(bound, params)
-    raw = bound.kernel(**vals)
+    batch = _Batch(shape)
+    raw = bound.kernel(**_padded(bound, vals, batch))
     n_orders = vals["orders"].size if bound.answer == "rdp" else None
-    return Result(bound, bound.answer, _outputs(bound, raw, shape, n_orders), vals)
+    return Result(bound, bound.answer, _outputs(bound, raw, batch, n_orders), vals)
 
 
 def invert(id: str, /, *, solve_for: str, target_epsilon=None, target_delta=None, lo=None, hi=None, rtol=1e-6,
@@ -149,24 +172,22 @@ def invert(id: str, /, *, solve_for: str, target_epsilon=None, target_delta=None
     if not integer:
         V.positive("lo", lo_)
 
+    batch = _Batch(shape)
+    kvals, t, lo_p, hi_p = _padded(bound, vals, batch), batch.pad(target), batch.pad(lo_), batch.pad(hi_)
     if solve_for in bound.solvers:
-        b = lambda a: np.broadcast_to(a, shape)  # noqa: E731
-        value, achieved, status = bound.solvers[solve_for](b(target), b(lo_), b(hi_), float(rtol), **vals)
-        outputs = {solve_for: np.array(np.broadcast_to(np.asarray(value, np.float64), shape)),
-                   bound.answer: np.array(np.broadcast_to(np.asarray(achieved, np.float64), shape)),
-                   "status": np.array(np.broadcast_to(np.asarray(status, np.int32), shape))}
-        return Result(bound, solve_for, outputs, {tname: target, **vals})
+        value, achieved, status = bound.solvers[solve_for](t, lo_p, hi_p, float(rtol), **kvals)
+    else:
+        def fn(y):
+            out = bound.kernel(**kvals, **{solve_for: y + offset})
+            v = np.array(np.broadcast_to(np.asarray(out[bound.answer], dtype=np.float64), y.shape))
+            v[np.isnan(v)] = np.inf  # no number: treated as not meeting the target
+            return v
 
-    def fn(y):
-        out = bound.kernel(**vals, **{solve_for: y + offset})
-        v = np.array(np.broadcast_to(np.asarray(out[bound.answer], dtype=np.float64), shape))
-        v[np.isnan(v)] = np.inf  # no number: treated as not meeting the target
-        return v
-
-    inv = invert_monotone_host(fn, target, lo=np.asarray(lo_) - offset, hi=np.asarray(hi_) - offset,
-                               feasible="above" if p.monotone == DECREASING else "below", rtol=rtol,
-                               integer=integer, method="bisection" if integer else "illinois")
-    value = np.asarray(inv.value) + offset
-    outputs = {solve_for: value, bound.answer: np.asarray(inv.achieved), "status": np.asarray(inv.status)}
+        inv = invert_monotone_host(fn, t, lo=lo_p - offset, hi=hi_p - offset,
+                                   feasible="above" if p.monotone == DECREASING else "below", rtol=rtol,
+                                   integer=integer, method="bisection" if integer else "illinois")
+        value, achieved, status = np.asarray(inv.value) + offset, inv.achieved, inv.status
+    outputs = {solve_for: batch.unpad(value, (), np.float64), bound.answer: batch.unpad(achieved, (), np.float64),
+               "status": batch.unpad(status, (), np.int32)}
     return Result(bound, solve_for, outputs, {tname: target, **vals})
 
