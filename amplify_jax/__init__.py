@@ -23,7 +23,7 @@ whatever the global JAX setting.
 """
 
 from . import accountants, bounds, calibrate, checkin, conversions, network, numerics, rdp, secrdp, shuffle, status
-from . import sweep, traffic
+from . import approx_dp, graphs, sweep, traffic
 from .status import Status
 from .checkin import distributed_gaussian_rdp
 from .network import complete_graph_sum_epsilon
@@ -49,7 +49,9 @@ from .rdp import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "approx_dp",
     "bounds",
+    "graphs",
     "status",
     "Status",
     "checkin",

@@ -131,7 +131,9 @@ class Graph(Domain):
     convert: Callable[[Any], Any]
 
     def describe(self) -> str:
-        return "a graph: ring:16, torus:4x4, complete:16, star:16, random-regular:d=4,n=2000,seed=7, or a file"
+        from ..graphs import SPEC_FORMS
+
+        return "a graph: " + SPEC_FORMS
 
     def check(self, name, value):
         try:
