@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from amplify_jax import checkin as C
+from amplify_jax.checkin import _distributed
 from amplify_jax.numerics import float64_jit, log_binom_pmf, logsumexp, x64_scope
 from amplify_jax.plotting import figure, save
 
@@ -54,7 +55,7 @@ def _naive_kernel(n, gamma, sigma, alpha_int):
         valid = k <= n
         ks = jnp.where(valid, k, 1.0)
         logw = jnp.where(valid, log_binom_pmf(ks, n, gamma), -jnp.inf)
-        lex = C._gauss_checkin_log_excess(ks, ks, n, sigma, alpha_int=alpha_int, amax=amax)
+        lex = _distributed._gauss_checkin_log_excess(ks, ks, n, sigma, alpha_int=alpha_int, amax=amax)
         terms = jnp.where(valid[:, None], logw[:, None] + lex, -jnp.inf)
         return jnp.logaddexp(acc, logsumexp(terms, axis=0))
 

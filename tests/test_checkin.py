@@ -15,7 +15,9 @@ from scipy.special import logsumexp as np_logsumexp
 
 import jax.numpy as jnp
 
+from amplify_jax import approx_dp
 from amplify_jax import checkin as C
+from amplify_jax.checkin import _distributed
 from amplify_jax.conversions import epsilon_from_rdp
 from amplify_jax.numerics import x64_scope
 from amplify_jax.rdp import pure_dp_rdp, without_replacement_rdp
@@ -143,7 +145,7 @@ def test_checkin_uses_the_core_wor_kernel():
     n, sigma = np.array(1000.0), np.array(1.3)
     alpha = tuple(range(2, 11))
     with x64_scope():
-        lex = np.asarray(C._gauss_checkin_log_excess(jnp.asarray(k), jnp.asarray(k), jnp.asarray(n),
+        lex = np.asarray(_distributed._gauss_checkin_log_excess(jnp.asarray(k), jnp.asarray(k), jnp.asarray(n),
                                                      jnp.asarray(sigma), alpha_int=alpha, amax=10))
     base = 2.0 * np.arange(2, 11)[None, :] / (k[:, None] * 1.3**2)
     core = np.asarray(without_replacement_rdp(base, q=k / 1000.0))
@@ -322,7 +324,7 @@ def test_gaussian_dp_epsilon_is_the_feasible_end():
     import jax
 
     mus, deltas = np.array([0.5, 0.05, 3.0]), np.array([1e-5, 1e-8, 1e-3])
-    es = np.asarray(jax.jit(C._gaussian_dp_epsilon)(jnp.asarray(mus), jnp.log(jnp.asarray(deltas))))
+    es = np.asarray(jax.jit(approx_dp.analytic_gaussian_epsilon)(jnp.asarray(mus), jnp.log(jnp.asarray(deltas))))
     for mu, delta, e in zip(mus, deltas, es):
 
         def d_at(x):
@@ -338,7 +340,7 @@ def test_fmt_in_kernels_is_the_shuffle_module():
     d = 1e-6
     ref = fmt_closed_form_epsilon(eps0[:-1], n=n[:-1], delta=d)
     with x64_scope():
-        got, ok = C._fmt_eps(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(d))
+        got, ok = approx_dp.fmt_closed_form(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(d))
     np.testing.assert_allclose(np.asarray(got)[:-1], ref.epsilon, rtol=1e-14)
     np.testing.assert_array_equal(np.asarray(ok)[:-1], ref.valid)
     assert float(got[-1]) == 1.0 and not bool(ok[-1])
@@ -486,20 +488,28 @@ def _monotone_grid(p, points=8):
 
 
 def _assert_declared_monotone(bound, base, rtol=1e-12):
+    """Every declared direction on its grid, all the monotone parameters in ONE batched call (one compile per
+    bound): block i of the batch moves parameter i along its grid, the others stay at ``base``."""
     from amplify_jax import bounds
 
-    for p in bound.params:
-        if not p.monotone:
-            continue
-        g = _monotone_grid(p)
-        v = np.asarray(bounds.evaluate(bound.id, **{**base, p.name: g}).value, dtype=float)
-        v = v.reshape(len(g), -1)
-        a, b = v[:-1], v[1:]
+    mono = [p for p in bound.params if p.monotone]
+    if not mono:
+        return
+    grids = [_monotone_grid(p) for p in mono]
+    batch = {}
+    for i, p in enumerate(mono):
+        col = np.full((len(mono), len(grids[i])), float(base.get(p.name, p.default)))
+        col[i] = grids[i]
+        batch[p.name] = col.reshape(-1)
+    v = np.asarray(bounds.evaluate(bound.id, **{**base, **batch}).value, dtype=float)
+    v = v.reshape(len(mono), len(grids[0]), -1)
+    for i, p in enumerate(mono):
+        a, b = v[i, :-1], v[i, 1:]
         both_inf = np.isinf(a) & np.isinf(b)
         with np.errstate(invalid="ignore"):
             step = (b - a) * p.monotone
         bad = ~both_inf & (step < -rtol * np.abs(a))
-        assert not bad.any(), (bound.id, p.name, g, v)
+        assert not bad.any(), (bound.id, p.name, grids[i], v[i])
 
 
 def _checkin_bounds():

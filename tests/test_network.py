@@ -11,6 +11,8 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 import amplify_jax.network as N
+from amplify_jax import approx_dp
+from amplify_jax.network import _complete_graph, _walks
 from amplify_jax.status import Status
 
 mp.mp.dps = 40
@@ -70,7 +72,7 @@ def test_thm3_matches_mpmath(n, T, eps0, dp, dh):
 def test_thm3_corrected_vs_printed():
     n, T, eps0, dp, dh = np.array([100.0, 1e4, 1e6]), 100.0 * np.array([100.0, 1e4, 1e6]), 0.5, 1e-7, 1e-7
     corr = np.asarray(N.complete_graph_sum_epsilon(n=n, T=T, eps0=eps0, delta_prime=dp, delta_hat=dh))
-    printed = N._thm3_as_printed(n=n, T=T, eps0=eps0, delta_prime=dp, delta_hat=dh)
+    printed = _complete_graph._thm3_as_printed(n=n, T=T, eps0=eps0, delta_prime=dp, delta_hat=dh)
     k = 2 * T / n + np.sqrt(3 * T / n * np.log(1 / dh))
     ec = 3 * eps0 / np.sqrt(n)
     # the only difference is eps vs eps_c in the second term
@@ -235,7 +237,7 @@ def test_fmt_in_kernels_public_value_and_condition():
     eps0 = np.array([4.0, 3.0, 1.0])
     n = np.array([1e5, 100.0, 1e4])
     with x64_scope():
-        got, ok = N._fmt_epsilon(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(1e-6))
+        got, ok = approx_dp.fmt_closed_form(jnp.asarray(eps0), jnp.asarray(n), jnp.asarray(1e-6))
     assert abs(float(got[0]) - 0.5378040242374512) <= 1e-13
     assert list(np.asarray(ok)) == [True, False, True]
     assert float(got[1]) == 3.0  # ln(100 / (16 ln(4e6))) < 0: no amplification claimed
@@ -258,7 +260,7 @@ def test_hist_cycle_sup_is_sound_and_tight(n, eps0):
     from amplify_jax.numerics import x64_scope
 
     with x64_scope():
-        got = float(N._hist_cycle_sup(jnp.asarray([float(n)]), jnp.asarray([eps0]), jnp.asarray([1e-6]))[0])
+        got = float(_complete_graph._hist_cycle_sup(jnp.asarray([float(n)]), jnp.asarray([eps0]), jnp.asarray([1e-6]))[0])
     ref = brute_hist_sup(n, eps0, 1e-6)
     assert ref * (1 - 1e-12) <= got <= ref * 1.02
 
@@ -372,7 +374,7 @@ def test_central_bassily_route():
     r = np.array([0.5, 2.0, 0.05])
     d1 = np.array([1e-5, 1e-8, 0.05])
     with x64_scope():
-        e = np.asarray(jax.jit(N._analytic_gaussian_epsilon)(jnp.asarray(r), jnp.log(jnp.asarray(d1))))
+        e = np.asarray(jax.jit(approx_dp.analytic_gaussian_epsilon)(jnp.asarray(r), jnp.log(jnp.asarray(d1))))
     for ei, ri, di in zip(e, r, d1):
         assert gauss_delta(ei, ri) <= di * (1 + 1e-9)
         assert ei == 0.0 or gauss_delta(ei * (1 - 1e-6), ri) > di
@@ -563,7 +565,7 @@ def test_group_delta_table_matches_scipy():
     n, eps0, d0, T = 50, 0.4, 1e-7, 200
     import jax
 
-    table = jax.jit(N._group_delta_table, static_argnums=(0, 4))
+    table = jax.jit(_walks._group_delta_table, static_argnums=(0, 4))
     with x64_scope():
         tab = np.asarray(table(T, jnp.asarray(float(n)), jnp.asarray(eps0), jnp.asarray(d0), "gaussian"))
     c0 = math.sqrt(2 * math.log(1.25 / d0))
@@ -596,7 +598,7 @@ def test_closed_group_delta_bounds_every_cycle_length():
 
     n, eps0, d0 = 60, 0.4, 1e-6
     with x64_scope():
-        got = float(jax.jit(N._closed_group_delta, static_argnums=3)(jnp.asarray([float(n)]), jnp.asarray([eps0]),
+        got = float(jax.jit(_complete_graph._closed_group_delta, static_argnums=3)(jnp.asarray([float(n)]), jnp.asarray([eps0]),
                                                                       jnp.asarray([d0]), True)[0])
     c0 = math.sqrt(2 * math.log(1.25 / d0))
     best = 0.0
@@ -627,7 +629,7 @@ def test_network_sgd_fixed_order_and_collusion():
 @pytest.mark.slow
 def test_clones_step_table_is_sound():
     shuffle = pytest.importorskip("amplify_jax.shuffle")
-    tab = N._clones_table_full(0.5, 512, 1e-6)
+    tab = _walks._clones_table_full(0.5, 512, 1e-6)
     m = np.array([1, 37, 65, 100, 233, 512])
     direct = shuffle.clones_epsilon(0.5, m, 1e-6)
     exact = np.where(np.asarray(direct.valid), np.minimum(np.asarray(direct.upper), 0.5), 0.5)
@@ -654,20 +656,28 @@ def _monotone_grid(p, points=8):
 
 
 def _assert_declared_monotone(bound, base, rtol=1e-12):
+    """Every declared direction on its grid, all the monotone parameters in ONE batched call (one compile per
+    bound): block i of the batch moves parameter i along its grid, the others stay at ``base``."""
     from amplify_jax import bounds
 
-    for p in bound.params:
-        if not p.monotone:
-            continue
-        g = _monotone_grid(p)
-        v = np.asarray(bounds.evaluate(bound.id, **{**base, p.name: g}).value, dtype=float)
-        v = v.reshape(len(g), -1)
-        a, b = v[:-1], v[1:]
+    mono = [p for p in bound.params if p.monotone]
+    if not mono:
+        return
+    grids = [_monotone_grid(p) for p in mono]
+    batch = {}
+    for i, p in enumerate(mono):
+        col = np.full((len(mono), len(grids[i])), float(base.get(p.name, p.default)))
+        col[i] = grids[i]
+        batch[p.name] = col.reshape(-1)
+    v = np.asarray(bounds.evaluate(bound.id, **{**base, **batch}).value, dtype=float)
+    v = v.reshape(len(mono), len(grids[0]), -1)
+    for i, p in enumerate(mono):
+        a, b = v[i, :-1], v[i, 1:]
         both_inf = np.isinf(a) & np.isinf(b)
         with np.errstate(invalid="ignore"):
             step = (b - a) * p.monotone
         bad = ~both_inf & (step < -rtol * np.abs(a))
-        assert not bad.any(), (bound.id, p.name, g, v)
+        assert not bad.any(), (bound.id, p.name, grids[i], v[i])
 
 
 def _network_bounds():

@@ -25,11 +25,15 @@ import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Integer, Orders, Param, Real, register
 from ..status import Status
-from . import (CHECKIN_ORDERS, MAX_N, distributed_gaussian_calibrate_sigma, distributed_gaussian_delta,
-               distributed_gaussian_epsilon, distributed_gaussian_max_rounds, distributed_gaussian_rdp,
-               distributed_gaussian_strong_composition_epsilon, shuffled_checkin_epsilon, shuffled_checkin_lower_rdp,
-               shuffled_checkin_strong_composition_epsilon, shuffled_checkin_upper_rdp, shuffled_gaussian_checkin_rdp,
-               shuffled_gaussian_rdp, subsampled_shuffle_checkin_epsilon, subsampled_shuffle_checkin_rdp)
+from ._accounting import (CHECKIN_ORDERS, distributed_gaussian_calibrate_sigma, distributed_gaussian_delta,
+                          distributed_gaussian_epsilon, distributed_gaussian_max_rounds, shuffled_checkin_epsilon,
+                          subsampled_shuffle_checkin_epsilon)
+from ._baselines import distributed_gaussian_strong_composition_epsilon, shuffled_checkin_strong_composition_epsilon
+from ._distributed import distributed_gaussian_rdp
+from ._shuffled import shuffled_checkin_lower_rdp, shuffled_checkin_upper_rdp
+from ._shuffled_gaussian import shuffled_gaussian_checkin_rdp, shuffled_gaussian_rdp
+from ._subsampled_shuffle import subsampled_shuffle_checkin_rdp
+from ._weighted import MAX_N
 
 PAPER = "Liew, Hasegawa, Takahashi 2022 (Self check-in / Privacy amplification via shuffled check-ins)"
 CONVERSION = "composed over rounds (Mironov 2017) and converted by Lemma 2 (Balle et al. 2020), orders 2..64"

@@ -28,10 +28,12 @@ import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Param, Real, register
 from ..status import Status
-from . import (advanced_composition_epsilon, central_sgd_bassily_epsilon, central_sgd_epsilon,
-               complete_graph_histogram_bound, complete_graph_sum_bound, kov_homogeneous_epsilon, local_sgd_epsilon,
-               local_sum_bound, network_sgd_epsilon, network_sgd_rdp, ring_histogram_bound, ring_sum_bound,
-               sgd_theorem4_bound, spotted_contributions_epsilon)
+from ._complete_graph import complete_graph_histogram_bound, complete_graph_sum_bound, spotted_contributions_epsilon
+from ._composition import advanced_composition_epsilon, kov_homogeneous_epsilon
+from ._local import local_sum_bound
+from ._ring import ring_histogram_bound, ring_sum_bound
+from ._sgd import (central_sgd_bassily_epsilon, central_sgd_epsilon, local_sgd_epsilon, network_sgd_epsilon,
+                   network_sgd_rdp, sgd_theorem4_bound)
 
 PAPER = "Cyffers & Bellet 2022 (Privacy amplification by decentralization)"
 DRV = "advanced composition (Dwork, Rothblum, Vadhan 2010)"

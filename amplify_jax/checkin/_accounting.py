@@ -1,0 +1,289 @@
+"""(eps, delta) after T rounds of the self check-in mechanisms, and the calibrations of distributed check-in
+(minimal sigma, largest gamma, most rounds) for a target (eps, delta) (the paper's Lemma 2 conversion)."""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+from .. import _validate as V
+from ..numerics import float64_jit, x64_scope
+from ._distributed import _distributed_gaussian_log_excess, distributed_gaussian_rdp
+from ._shuffled import shuffled_checkin_lower_rdp, shuffled_checkin_upper_rdp
+from ._subsampled_shuffle import subsampled_shuffle_checkin_rdp
+from ._weighted import DEFAULT_TAIL_TOL, _check_n_max, _finish_rdp, _int_orders, _sum_plan
+
+
+# ----------------------------------------------------------------------------------------------------------
+# (eps, delta) after T rounds, and calibration (distributed check-in, Gaussian mechanism)
+
+#: Default integer orders of the check-in accountants.
+CHECKIN_ORDERS = np.arange(2, 65, dtype=np.float64)
+
+#: Default orders of the calibrations (a subset: any order gives a valid bound, and the Thm 9 cost grows with
+#: the number of requested orders times the largest one).
+CALIBRATION_ORDERS = np.array([2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64], dtype=np.float64)
+
+
+def distributed_gaussian_epsilon(*, n, gamma, sigma, rounds, delta, orders=None, method="exact"):
+    """(eps, best order) after ``rounds`` rounds of distributed check-in (Gaussian), at ``delta``.
+
+    The per-round curve of :func:`distributed_gaussian_rdp` composed over the rounds (Mironov 2017) and
+    converted by :func:`amplify_jax.conversions.epsilon_from_rdp` (Balle et al. 2020; Lemma 2 of the paper)
+    on the integer ``orders`` (default 2..64).  Broadcasts over n, gamma, sigma, rounds, delta.
+    """
+    from ..conversions import epsilon_from_rdp
+
+    o = CHECKIN_ORDERS if orders is None else orders
+    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    rdp = distributed_gaussian_rdp(o, n=n, gamma=gamma, sigma=sigma, method=method)
+    d = V.unit_open("delta", delta)
+    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), rounds=t, delta=d)
+    with x64_scope():
+        total = jnp.broadcast_to(jnp.asarray(t)[..., None] * rdp, shape + rdp.shape[-1:])
+    return epsilon_from_rdp(np.asarray(o, dtype=np.float64), np.asarray(total), delta=np.broadcast_to(d, shape))
+
+
+def distributed_gaussian_delta(*, n, gamma, sigma, rounds, epsilon, orders=None, method="exact"):
+    """(delta, best order) after ``rounds`` rounds of distributed check-in (Gaussian), at ``epsilon``.
+
+    The inverse conversion of :func:`distributed_gaussian_epsilon`
+    (:func:`amplify_jax.conversions.delta_from_rdp`).  Broadcasts over n, gamma, sigma, rounds, epsilon.
+    """
+    from ..conversions import delta_from_rdp
+
+    o = CHECKIN_ORDERS if orders is None else orders
+    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    rdp = distributed_gaussian_rdp(o, n=n, gamma=gamma, sigma=sigma, method=method)
+    e = V.nonnegative("epsilon", epsilon)
+    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), rounds=t, epsilon=e)
+    total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
+    return delta_from_rdp(np.asarray(o, dtype=np.float64), total, epsilon=np.broadcast_to(e, shape))
+
+
+class CheckinCalibration(NamedTuple):
+    """A calibrated parameter (minimal sigma, largest gamma or most rounds) with the eps it achieves."""
+
+    value: jax.Array  #: the parameter on the feasible side
+    epsilon: jax.Array  #: eps after the rounds at that value, re-computed
+    status: jax.Array  #: amplify_jax.calibrate status (0 ok, 1 infeasible, 2 at the limit, 3 not monotone)
+
+
+def _dg_epsilon_jnp(n, gamma, sigma, rounds, log_delta, *, alpha_int, width):
+    from ..conversions import rdp_epsilon_terms
+
+    alpha = jnp.asarray(alpha_int, dtype=jnp.float64)
+    rdp = _finish_rdp(_distributed_gaussian_log_excess(n, gamma, sigma, alpha_int, width), alpha)
+    e = rdp_epsilon_terms(alpha, rounds[..., None] * rdp, log_delta[..., None], "balle2020")
+    return jnp.min(e, axis=-1)
+
+
+def _cal_sigma_fn(x, n, gamma, rounds, log_delta, *, alpha_int, width):
+    return _dg_epsilon_jnp(n, gamma, x, rounds, log_delta, alpha_int=alpha_int, width=width)
+
+
+def _cal_gamma_fn(x, n, sigma, rounds, log_delta, *, alpha_int, width):
+    return _dg_epsilon_jnp(n, x, sigma, rounds, log_delta, alpha_int=alpha_int, width=width)
+
+
+@functools.lru_cache(maxsize=None)
+def _cal_fn(which, alpha_int, width):
+    f = _cal_sigma_fn if which == "sigma" else _cal_gamma_fn
+    return functools.partial(f, alpha_int=alpha_int, width=width)
+
+
+def _cal_common(epsilon, delta, rounds, orders):
+    alpha_int = _int_orders(CHECKIN_ORDERS if orders is None else orders)
+    e = V.positive("epsilon", epsilon)
+    d = V.unit_open("delta", delta)
+    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    return alpha_int, e, d, t
+
+
+def distributed_gaussian_calibrate_sigma(*, n, gamma, rounds, epsilon, delta, orders=None, sigma_lo=0.05,
+                                         sigma_hi=1000.0, rtol=1e-6, tail_tol=DEFAULT_TAIL_TOL):
+    """Minimal sigma with eps(T rounds) <= epsilon at delta, for distributed check-in (Gaussian), batched.
+
+    Bisection by :func:`amplify_jax.calibrate.invert_monotone` on the exact Eq. 10 sum (the RDP decreases in
+    sigma); the returned sigma is on the feasible side and re-checked (``epsilon`` in the result).
+    Default orders: :data:`CALIBRATION_ORDERS`.
+    """
+    from ..calibrate import invert_monotone
+
+    alpha_int, e, d, t = _cal_common(epsilon, delta, rounds, CALIBRATION_ORDERS if orders is None else orders)
+    nn = V.integer("n", n, minimum=1).astype(np.float64)
+    _check_n_max(nn)
+    g = V.probability("gamma", gamma)
+    shape = V.broadcastable(n=nn, gamma=g, rounds=t, epsilon=e, delta=d)
+    width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), tail_tol)
+    inv = invert_monotone(_cal_fn("sigma", alpha_int, width), e, args=(nn, g, t, np.log(d)),
+                          lo=sigma_lo, hi=sigma_hi, feasible="above", rtol=rtol)
+    return CheckinCalibration(inv.value, inv.achieved, inv.status)
+
+
+def _variance_cap(glo, ghi):
+    """The gamma in [glo, ghi] maximising gamma (1 - gamma) (sizes the window for a whole bracket)."""
+    return np.clip(0.5, glo, ghi)
+
+
+def _eps_on_points(gam, n, sigma, rounds, log_delta, alpha_int, tol):
+    """eps after the rounds at every point (arrays of one shape), with one window for all (one compile)."""
+    width = _sum_plan(n, gam, tol)
+    with x64_scope():
+        return np.asarray(_points_eps_kernel(*(jnp.asarray(x) for x in (gam, n, sigma, rounds, log_delta)),
+                                             _cal_fn("gamma", alpha_int, width)))
+
+
+@float64_jit(static_argnames=("fn",))
+def _points_eps_kernel(gam, n, sigma, rounds, log_delta, fn):
+    return fn(gam, n, sigma, rounds, log_delta)
+
+
+def distributed_gaussian_max_gamma(*, n, sigma, rounds, epsilon, delta, orders=None, gamma_lo=None,
+                                   gamma_hi=1.0, grid_points=17, rtol=1e-6, tail_tol=DEFAULT_TAIL_TOL):
+    """Largest check-in rate gamma <= gamma_hi with eps(T rounds) <= epsilon at delta, batched.
+
+    eps is *not* monotone in gamma for distributed check-in: very small rates leave rounds with a handful of
+    participants, whose mean is barely noised (base RDP 2 lambda / (k sigma^2)), so eps first falls as
+    gamma grows, then rises.  Unless ``gamma_lo`` (a feasible rate) is given, eps is first evaluated on a
+    log grid of ``grid_points`` rates in [0.01/n, gamma_hi]; the bracket is the largest feasible grid point
+    and the next one, refined by :func:`amplify_jax.calibrate.invert_monotone` (``feasible="below"``).  The
+    answer is feasible (re-checked) and the largest up to the grid's resolution.  status 1 where no grid
+    rate is feasible (value: the grid's first rate).  Default orders: :data:`CALIBRATION_ORDERS`.
+    """
+    from ..calibrate import invert_monotone
+
+    alpha_int, e, d, t = _cal_common(epsilon, delta, rounds, CALIBRATION_ORDERS if orders is None else orders)
+    nn = V.integer("n", n, minimum=1).astype(np.float64)
+    _check_n_max(nn)
+    s = V.positive("sigma", sigma)
+    ghi = V.probability("gamma_hi", gamma_hi)
+    if np.any(ghi <= 0):
+        raise ValueError(f"Expected gamma_hi > 0, got gamma_hi={np.min(ghi)!r}.")
+    shape = V.broadcastable(n=nn, sigma=s, rounds=t, epsilon=e, delta=d, gamma_hi=ghi)
+    b = lambda x: np.broadcast_to(np.asarray(x, dtype=np.float64), shape)  # noqa: E731
+    if gamma_lo is not None:
+        lo = b(V.unit_open("gamma_lo", gamma_lo))
+        hi = b(ghi)
+    else:
+        gp = int(V.integer("grid_points", grid_points, minimum=3))
+        u = np.linspace(0.0, 1.0, gp)
+        glo = np.minimum(0.01 / b(nn), 0.5 * b(ghi))
+        grid = np.exp(np.log(glo)[..., None] * (1 - u) + np.log(b(ghi))[..., None] * u)  # shape + (G,)
+        ex = lambda x: np.broadcast_to(b(x)[..., None], grid.shape)  # noqa: E731
+        vals = _eps_on_points(grid, ex(nn), ex(s), ex(t), np.log(ex(d)), alpha_int, tail_tol)
+        ok = vals <= b(e)[..., None]
+        idx = np.where(ok.any(-1), gp - 1 - np.argmax(ok[..., ::-1], axis=-1), 0)
+        idx = np.minimum(idx, gp - 2)
+        lo = np.take_along_axis(grid, idx[..., None], -1)[..., 0]
+        hi = np.take_along_axis(grid, idx[..., None] + 1, -1)[..., 0]
+    width = _sum_plan(b(nn), _variance_cap(lo, hi), tail_tol)
+    inv = invert_monotone(_cal_fn("gamma", alpha_int, width), e, args=(b(nn), b(s), b(t), np.log(b(d))),
+                          lo=lo, hi=hi, feasible="below", rtol=rtol)
+    return CheckinCalibration(inv.value, inv.achieved, inv.status)
+
+
+@float64_jit
+def _max_rounds_kernel(alpha, rdp, epsilon, log_delta):
+    from ..conversions import rdp_epsilon_terms
+
+    e0 = rdp_epsilon_terms(alpha, 0.0 * rdp, log_delta[..., None], "balle2020")  # the conversion's offset
+    t_lam = jnp.floor((epsilon[..., None] - e0) / rdp)
+    t_lam = jnp.where((rdp > 0) & (e0 <= epsilon[..., None]), t_lam, jnp.where(rdp > 0, 0.0, jnp.inf))
+    t = jnp.max(t_lam, axis=-1)
+    t = jnp.minimum(t, 2.0 ** 53)
+
+    def eps_at(tt):
+        return jnp.min(rdp_epsilon_terms(alpha, tt[..., None] * rdp, log_delta[..., None], "balle2020"), -1)
+
+    # re-check, stepping down once for rounding at the boundary
+    t = jnp.where(eps_at(t) <= epsilon, t, jnp.maximum(t - 1.0, 0.0))
+    return t, eps_at(jnp.maximum(t, 1.0))
+
+
+def distributed_gaussian_max_rounds(*, n, gamma, sigma, epsilon, delta, orders=None, method="exact"):
+    """Most rounds T with eps(T rounds) <= epsilon at delta (distributed check-in, Gaussian), batched.
+
+    The composed curve is linear in T, so per order T_alpha = floor((epsilon - c_alpha) / rdp(alpha)) with
+    c_alpha the conversion's offset (Balle et al. 2020), and T = max over orders: exact, no bisection.  The
+    value is re-checked.  status 1 (infeasible) where not even one round fits (value 0); status 2 where the
+    round has zero RDP (gamma = 0: any number of rounds, value 2^53).
+    """
+    alpha_int, e, d, _ = _cal_common(epsilon, delta, 1, orders)
+    rdp = distributed_gaussian_rdp(alpha_int, n=n, gamma=gamma, sigma=sigma, method=method)
+    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), epsilon=e, delta=d)
+    with x64_scope():
+        alpha = jnp.asarray(alpha_int, dtype=jnp.float64)
+        r = jnp.broadcast_to(rdp, shape + rdp.shape[-1:])
+        t, ach = _max_rounds_kernel(alpha, r, jnp.broadcast_to(jnp.asarray(e), shape),
+                                    jnp.broadcast_to(jnp.log(jnp.asarray(d)), shape))
+        status = jnp.where(t < 1, 1, jnp.where(t >= 2.0 ** 53, 2, 0)).astype(jnp.int32)
+    return CheckinCalibration(t, ach, status)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# (eps, delta) after T rounds of shuffled check-in
+
+
+def shuffled_checkin_epsilon(*, n, gamma, eps0, rounds, delta, bound="upper", method="exact", orders=None):
+    """(eps, best order) after ``rounds`` rounds of shuffled check-in with eps0-LDP randomizers, at ``delta``.
+
+    ``bound="upper"``: Thm 2 (:func:`shuffled_checkin_upper_rdp`, ``method`` "exact" or "eq7"), a valid
+    (eps, delta)-DP guarantee.  ``bound="lower"``: the same conversion applied to Thm 3's lower bound on the
+    RDP (what Figure 1 plots as the lower bound): the best any RDP accounting of this mechanism can give
+    through Eq. 3, *not* a DP guarantee and not a lower bound on the true eps.  Orders default to 2..64.
+    """
+    from ..conversions import epsilon_from_rdp
+
+    V.one_of("bound", bound, ("upper", "lower"))
+    o = CHECKIN_ORDERS if orders is None else orders
+    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    if bound == "upper":
+        rdp = shuffled_checkin_upper_rdp(o, n=n, gamma=gamma, eps0=eps0, method=method)
+    else:
+        rdp = shuffled_checkin_lower_rdp(o, n=n, gamma=gamma, eps0=eps0)
+    d = V.unit_open("delta", delta)
+    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), rounds=t, delta=d)
+    total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
+    return epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
+
+
+class ApproxEpsilon(NamedTuple):
+    """eps after T rounds of a delta-approximate RDP accounting (``valid`` False where delta is used up)."""
+
+    epsilon: jax.Array
+    order: jax.Array
+    valid: jax.Array
+    fallback: jax.Array
+
+
+def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, rounds, delta, shuffle_delta, delta0=0.0,
+                                       orders=None) -> ApproxEpsilon:
+    """eps after T rounds of the Sec. 4.1 route (:func:`subsampled_shuffle_checkin_rdp`), at total ``delta``.
+
+    The rounds compose as approximate RDP (curves and deltas add); the RDP curve is converted at
+    delta - T delta_round (Balle et al. 2020).  Where T delta_round >= delta no guarantee follows:
+    ``valid`` is False and epsilon is +inf (never silently).  Orders default to
+    :data:`amplify_jax.rdp.DEFAULT_ORDERS` (any orders > 1 work on this route).
+    """
+    from ..conversions import epsilon_from_rdp
+    from ..rdp import DEFAULT_ORDERS
+
+    o = DEFAULT_ORDERS if orders is None else orders
+    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    d = V.unit_open("delta", delta)
+    r = subsampled_shuffle_checkin_rdp(o, n=n, gamma=gamma, eps0=eps0, delta0=delta0,
+                                       shuffle_delta=shuffle_delta)
+    shape = V.broadcastable(rdp=np.empty(r.rdp.shape[:-1]), rounds=t, delta=d)
+    spent = np.broadcast_to(t * np.asarray(r.delta), shape)
+    left = np.broadcast_to(d, shape) - spent
+    valid = left > 0
+    total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(r.rdp), shape + r.rdp.shape[-1:])
+    res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.where(valid, left, 0.5))
+    with x64_scope():
+        eps = jnp.where(jnp.asarray(valid), res.epsilon, jnp.inf)
+    return ApproxEpsilon(eps, res.order, jnp.asarray(valid), jnp.broadcast_to(r.fallback, shape))

@@ -1,0 +1,121 @@
+"""Sec. 5.1 of the self check-in paper: the strong-composition baselines (shuffled check-in, the approach of
+Girgis, Data, Diggavi 2021c; distributed check-in with the Gaussian mechanism), built from the approximate-DP
+blocks of :mod:`amplify_jax.approx_dp`."""
+
+from __future__ import annotations
+
+import numpy as np
+import jax.numpy as jnp
+
+from .. import _validate as V
+from ..approx_dp import advanced_composition, analytic_gaussian_epsilon, fmt_closed_form, subsampled_epsilon
+from ..numerics import float64_jit, x64_scope
+from ._weighted import _check_n_max
+
+
+def _count_bounds(mu, log_d1, log_d2):
+    """Integers l1 <= k <= l2 holding except with probability <= d1 + d2 (multiplicative Chernoff bounds).
+
+    P(k <= (1 - D1) mu) <= e^{-D1^2 mu / 2}, P(k >= (1 + D2) mu) <= e^{-D2^2 mu / (2 + D2)}.
+    l1 = floor((1 - D1) mu) + 1 (0 when D1 > 1 would be needed: then l1 = 0 and d1 is not spent),
+    l2 = ceil((1 + D2) mu) - 1.
+    """
+    d1 = jnp.sqrt(2.0 * (-log_d1) / mu)
+    l1 = jnp.where(d1 < 1.0, jnp.floor((1.0 - d1) * mu) + 1.0, 0.0)
+    L = -log_d2
+    d2 = (L + jnp.sqrt(L * L + 8.0 * L * mu)) / (2.0 * mu)
+    l2 = jnp.ceil((1.0 + d2) * mu) - 1.0
+    return l1, l2
+
+
+#: Splits of the delta budget searched by the strong-composition baselines: the fraction that goes to
+#: delta' of the composition, and the fraction of the per-round rest that goes to the two Chernoff events.
+_SPLIT_F1 = np.array([0.1, 0.25, 0.5, 0.75, 0.9])
+_SPLIT_F2 = np.array([0.01, 0.1, 0.3, 0.5])
+
+
+def _baseline_eps(per_round, n, gamma, rounds, log_delta):
+    """min over budget splits of the strong composition of a per-round (eps(l1, l2, log_dm), dm + d1 + d2)."""
+    f1 = jnp.asarray(np.repeat(_SPLIT_F1, _SPLIT_F2.size))
+    f2 = jnp.asarray(np.tile(_SPLIT_F2, _SPLIT_F1.size))
+    ex = lambda x: x[..., None]  # noqa: E731
+    mu = ex(n * gamma)
+    log_dp = jnp.log(f1) + ex(log_delta)
+    log_round = jnp.log1p(-f1) + ex(log_delta) - ex(jnp.log(rounds))
+    log_d12 = jnp.log(f2 / 2.0) + log_round
+    log_dm = jnp.log1p(-f2) + log_round
+    l1, l2 = _count_bounds(mu, log_d12, log_d12)
+    q = jnp.minimum(l2 / ex(n), 1.0)
+    e_round = per_round(l1, q, log_dm)
+    return jnp.min(advanced_composition(e_round, ex(rounds), -log_dp), axis=-1)
+
+
+def _shuffle_round(eps0):
+    e0 = eps0[..., None]
+
+    def per_round(l1, q, log_dm):
+        # the shuffle's delta is spent before subsampling: q * delta_s = delta_m
+        eps_s, _ = fmt_closed_form(e0, l1, jnp.exp(log_dm - jnp.log(q)))
+        return subsampled_epsilon(jnp.where(l1 >= 1, eps_s, e0), q)
+    return per_round
+
+
+def _gauss_round(sigma):
+    def per_round(l1, q, log_dm):
+        mu = 2.0 / (sigma[..., None] * jnp.sqrt(jnp.maximum(l1, 1.0)))
+        eps_g = analytic_gaussian_epsilon(mu, log_dm - jnp.log(q))
+        return jnp.where(l1 >= 1, subsampled_epsilon(eps_g, q), jnp.inf)
+    return per_round
+
+
+@float64_jit
+def _sc_shuffle_kernel(n, gamma, eps0, rounds, log_delta):
+    return _baseline_eps(_shuffle_round(eps0), n, gamma, rounds, log_delta)
+
+
+@float64_jit
+def _sc_gauss_kernel(n, gamma, sigma, rounds, log_delta):
+    return _baseline_eps(_gauss_round(sigma), n, gamma, rounds, log_delta)
+
+
+def _baseline_args(n, gamma, rounds, delta, **extra):
+    nn = V.integer("n", n, minimum=1)
+    _check_n_max(nn)
+    g = V.unit_open("gamma", gamma)
+    t = V.integer("rounds", rounds, minimum=1)
+    d = V.unit_open("delta", delta)
+    shape = V.broadcastable(n=nn, gamma=g, rounds=t, delta=d, **extra)
+    b = lambda x: jnp.asarray(np.broadcast_to(np.asarray(x, dtype=np.float64), shape))  # noqa: E731
+    return b, b(nn), b(g), b(t), b(np.log(d))
+
+
+def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, rounds, delta):
+    """Strong-composition baseline for shuffled check-in (the approach of Girgis, Data, Diggavi 2021c).
+
+    Girgis et al. 2021c state this accounting only up to constants; this instantiation is ours and sound:
+    per round, k lies in [l1, l2] except with probability d1 + d2 (Chernoff, :func:`_count_bounds`); given
+    k >= l1 the shuffle of the k eps0-LDP reports is (eps_s, delta_s)-DP with eps_s the FMT closed form at
+    l1 users (footnote 3's fallback eps0 outside its condition), the differing client is in the round with
+    probability k/n <= l2/n (Balle et al. 2018 Thm 9 subsampling); the T rounds compose by Dwork-Rothblum-
+    Vadhan strong composition: eps = sqrt(2 T ln(1/delta')) eps_r + T eps_r (e^eps_r - 1), and
+    delta = T (q delta_s + d1 + d2) + delta'.  The split of ``delta`` is optimised over a small grid.
+    """
+    e0 = V.nonnegative("eps0", eps0)
+    b, nn, g, t, ld = _baseline_args(n, gamma, rounds, delta, eps0=e0)
+    with x64_scope():
+        return _sc_shuffle_kernel(nn, g, b(e0), t, ld)
+
+
+def distributed_gaussian_strong_composition_epsilon(*, n, gamma, sigma, rounds, delta):
+    """Strong-composition baseline for distributed check-in with the Gaussian mechanism (Sec. 5.1).
+
+    As described in Sec. 5.1: with probability >= 1 - d1 at least l1 clients check in, so the mean carries
+    Gaussian noise of std >= sigma / sqrt(l1) for sensitivity 2 / k <= ... i.e. sensitivity/std <=
+    2 / (sigma sqrt(l1)); with probability >= 1 - d2 the rate is <= l2 / n.  The Gaussian mechanism's exact
+    (eps, delta) (Balle & Wang 2018) is subsampled (Balle et al. 2018 Thm 9) and composed over T rounds by
+    strong composition; delta = T (q delta_g + d1 + d2) + delta', the split optimised over a small grid.
+    """
+    s = V.positive("sigma", sigma)
+    b, nn, g, t, ld = _baseline_args(n, gamma, rounds, delta, sigma=s)
+    with x64_scope():
+        return _sc_gauss_kernel(nn, g, b(s), t, ld)

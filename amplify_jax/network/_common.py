@@ -1,0 +1,58 @@
+"""What the sections of the network-DP package share: the result types and the validation of n and colluders."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+from .. import _validate as V
+from ..numerics import x64_scope
+
+
+class NetworkBound(NamedTuple):
+    epsilon: jax.Array  #: the network-DP (or local-DP) epsilon
+    delta: jax.Array  #: the matching delta
+    valid: jax.Array  #: True where the paper's own form applies; False where a documented general form was used
+
+
+class SpottedBound(NamedTuple):
+    epsilon: jax.Array
+    spotted: jax.Array  #: the high-probability bound on the number of spotted contributions
+    valid: jax.Array
+
+
+class RingNoise(NamedTuple):
+    per_user_sigma: jax.Array  #: std of the noise added by every user but the first
+    first_sigma: jax.Array  #: std of the first user's noise (sigma_loc)
+    total_std: jax.Array  #: std of the noise in the final sum
+
+
+class SgdEpsilon(NamedTuple):
+    epsilon: jax.Array
+    order: jax.Array  #: the Renyi order used in the conversion
+
+
+def _f64(x):
+    return jnp.asarray(x, dtype=jnp.float64)
+
+
+def _b(shape, *arrays):
+    with x64_scope():
+        return tuple(jnp.broadcast_to(_f64(a), shape) for a in arrays)
+
+
+def _n(name, n):
+    a = V.finite(name, n)
+    if np.any(a < 2):
+        raise ValueError(f"Expected {name} >= 2, got {name}={np.min(a)!r}.")
+    return a
+
+
+def _colluders(n, c):
+    cc = V.integer("colluders", c, minimum=1)
+    if np.any(np.broadcast_to(cc, np.broadcast_shapes(np.shape(cc), np.shape(n))) >= n):
+        raise ValueError(f"Expected colluders < n, got colluders={np.max(cc)!r} with n={np.min(n)!r}.")
+    return cc.astype(np.float64)

@@ -1,0 +1,172 @@
+"""Composition tools of the network-DP package (Cyffers & Bellet use them throughout): advanced composition
+(Dwork, Rothblum, Vadhan 2010, from :mod:`amplify_jax.approx_dp`), the heterogeneous optimal composition bound of
+Kairouz, Oh, Viswanath 2015 (Thm 3.5) with its exact homogeneous variant (Thm 3.3), and the Chernoff bound on the
+number of contributions of a user (App. D)."""
+
+from __future__ import annotations
+
+import numpy as np
+import jax.numpy as jnp
+
+from .. import _validate as V
+from ..approx_dp import advanced_composition
+from ..numerics import float64_jit, log_comb, x64_scope
+from ._common import _b, _f64, _n
+
+
+@float64_jit
+def _advanced_kernel(eps, k, dp):
+    return advanced_composition(eps, k, -jnp.log(dp))
+
+
+def advanced_composition_epsilon(eps, *, k, delta_prime):
+    """Advanced composition (Dwork, Rothblum, Vadhan 2010, Thm III.3), the form used throughout Cyffers & Bellet.
+
+    k-fold adaptive composition of (eps, delta)-DP mechanisms is
+    (sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1), k delta + delta')-DP.  Returns the epsilon; ``k`` may be
+    real (a high-probability bound on a count).  Broadcasts.
+    """
+    e = V.nonnegative("eps", eps)
+    kk = V.nonnegative("k", k)
+    d = V.unit_open("delta_prime", delta_prime)
+    shape = V.broadcastable(eps=e, k=kk, delta_prime=d)
+    return _advanced_kernel(*_b(shape, e, kk, d))
+
+
+def _kov_from_sums(s1, s2, s3, log_inv_dt):
+    """KOV 2015 Thm 3.5 from the sums s1 = sum eps_l, s2 = sum eps_l^2, s3 = sum eps_l tanh(eps_l / 2).
+
+    eps = min{ s1, s3 + sqrt(2 s2 ln(e + sqrt(s2)/dt)), s3 + sqrt(2 s2 ln(1/dt)) }.
+    """
+    log_term = jnp.logaddexp(1.0, 0.5 * jnp.log(s2) + log_inv_dt)  # ln(e + sqrt(s2)/dt), fine at s2 = 0
+    a = s3 + jnp.sqrt(2.0 * s2 * log_term)
+    b = s3 + jnp.sqrt(2.0 * s2 * log_inv_dt)
+    return jnp.minimum(s1, jnp.minimum(a, b))
+
+
+def _kov_terms(eps):
+    return eps, eps * eps, eps * jnp.tanh(0.5 * eps)  # (e^x - 1)/(e^x + 1) = tanh(x / 2)
+
+
+@float64_jit(static_argnames=("axis",))
+def _kov_kernel(eps, dt, axis):
+    t1, t2, t3 = _kov_terms(eps)
+    return _kov_from_sums(t1.sum(axis), t2.sum(axis), t3.sum(axis), -jnp.log(dt))
+
+
+def kov_composition_epsilon(eps, *, delta_tilde, axis=-1):
+    """Optimal-composition bound for heterogeneous mechanisms, Kairouz, Oh, Viswanath 2015 (ICML), Thm 3.5.
+
+    The adaptive composition of (eps_l, delta_l)-DP mechanisms, l = 1..k, is
+    (eps_tilde, 1 - (1 - delta_tilde) prod_l (1 - delta_l))-DP for every delta_tilde in (0, 1], with
+
+        eps_tilde = min{ sum eps_l,
+                         sum eps_l (e^eps_l - 1)/(e^eps_l + 1)
+                             + sqrt(2 sum eps_l^2 ln(e + sqrt(sum eps_l^2)/delta_tilde)),
+                         sum eps_l (e^eps_l - 1)/(e^eps_l + 1) + sqrt(2 sum eps_l^2 ln(1/delta_tilde)) }.
+
+    ``eps`` holds the per-mechanism epsilons along ``axis`` (pad with zeros: a zero contributes nothing to any
+    sum); ``delta_tilde`` broadcasts with the remaining axes.  The matching delta is
+    :func:`kov_composition_delta`.  For equal epsilons this is never larger than advanced composition or the
+    sum (tests check the ordering); :func:`kov_homogeneous_epsilon` gives the exact optimum (Thm 3.3).
+    """
+    e = V.nonnegative("eps", eps)
+    d = V.unit_open("delta_tilde", delta_tilde)
+    if e.ndim == 0:
+        e = e[None]
+    ax = axis % e.ndim
+    rest = e.shape[:ax] + e.shape[ax + 1:]
+    shape = V.broadcastable(eps_without_axis=np.empty(rest), delta_tilde=d)
+    e = np.moveaxis(e, ax, -1)
+    with x64_scope():
+        eb = jnp.broadcast_to(_f64(e), shape + e.shape[-1:])
+        return _kov_kernel(eb, jnp.broadcast_to(_f64(d), shape), -1)
+
+
+def kov_composition_delta(deltas, *, delta_tilde, axis=-1):
+    """The delta of KOV Thm 3.5: 1 - (1 - delta_tilde) prod_l (1 - delta_l), computed with log1p/expm1."""
+    d = V.probability("deltas", deltas)
+    dt = V.unit_open("delta_tilde", delta_tilde)
+    with x64_scope():
+        s = jnp.sum(jnp.log1p(-_f64(d)), axis=axis) if d.ndim else jnp.log1p(-_f64(d))
+        return -jnp.expm1(jnp.log1p(-_f64(dt)) + s)
+
+
+@float64_jit(static_argnames=("kmax",))
+def _kov_homog_kernel(eps0, k, log_delta, kmax):
+    """Exact optimal composition of k pure eps0-DP mechanisms (KOV 2015 Thm 3.3 / the k-fold randomized response).
+
+    delta(eps) = E_{l ~ Bin(k, 1/(1+e^eps0))}[(1 - e^{eps - (k - 2 l) eps0})_+]; the optimal epsilon at a target
+    delta is the least eps with delta(eps) <= target.  delta(.) is evaluated at every atom (k - 2i) eps0 and the
+    answer is the smallest atom meeting the target (delta is piecewise smooth and decreasing, so between atoms
+    a finer answer exists; the atom is the safe side, matching Thm 3.3's statement at eps = (k - 2i) eps0).
+    """
+    l = jnp.arange(kmax + 1, dtype=jnp.float64)  # number of "flips"
+    e0 = eps0[..., None]
+    kk = k[..., None]
+    logp_flip = -jnp.logaddexp(0.0, e0)  # log 1/(1+e^eps0)
+    logp_keep = e0 + logp_flip
+    logpmf = log_comb(kk, jnp.minimum(l, kk)) + l * logp_flip + (kk - l) * logp_keep
+    logpmf = jnp.where(l <= kk, logpmf, -jnp.inf)
+    loss = (kk - 2.0 * l) * e0  # privacy loss of outcome l
+    # candidate eps = loss at atom i (i = 0..kmax): delta_i = sum_l pmf_l (1 - e^{eps_i - loss_l})_+
+    eps_c = loss  # (..., kmax+1) over i
+    diff = eps_c[..., :, None] - loss[..., None, :]  # (..., i, l)
+    w = jnp.where(diff < 0, -jnp.expm1(jnp.minimum(diff, 0.0)), 0.0)
+    delta_i = jnp.sum(jnp.exp(logpmf)[..., None, :] * w, axis=-1)
+    ok = (delta_i <= jnp.exp(log_delta)[..., None]) & (l <= kk) & (eps_c >= 0)
+    # the smallest feasible atom; eps = 0 is feasible only if delta(0) <= target
+    best = jnp.min(jnp.where(ok, eps_c, jnp.inf), axis=-1)
+    d0 = jnp.sum(jnp.exp(logpmf) * jnp.where(loss > 0, -jnp.expm1(-jnp.maximum(loss, 0.0)), 0.0), axis=-1)
+    best = jnp.where(d0 <= jnp.exp(log_delta), 0.0, best)
+    return jnp.minimum(best, k * eps0)
+
+
+def kov_homogeneous_epsilon(*, eps0, k, delta):
+    """Exact optimal k-fold composition of eps0-DP mechanisms (Kairouz, Oh, Viswanath 2015, Thm 3.3), at atoms.
+
+    Returns the smallest eps in {(k - 2i) eps0 : i = 0..floor(k/2)} (and 0) such that the composition is
+    (eps, delta)-DP; no composition theorem can give a smaller eps at these atoms.  ``k`` is an integer
+    (at most 4096 here: the kernel is O(k^2)).
+    """
+    e = V.positive("eps0", eps0)
+    kk = V.integer("k", k, minimum=0)
+    d = V.unit_open("delta", delta)
+    if np.max(kk) > 4096:
+        raise ValueError(f"Expected k <= 4096 for the exact optimal composition, got k={np.max(kk)}.")
+    shape = V.broadcastable(eps0=e, k=kk, delta=d)
+    kmax = int(max(np.max(kk), 1))
+    eb, kb, db = _b(shape, e, kk.astype(np.float64), d)
+    return _kov_homog_kernel(eb, kb, jnp.log(db), kmax)
+
+
+def _chernoff_count(mu, log_inv):
+    """High-probability bound N on X ~ sum of independent Bernoullis with mean mu: P(X >= N) <= e^{-log_inv}.
+
+    Paper's form (App. D, alpha <= 1): N = mu + sqrt(3 mu ln(1/delta_hat)), valid when 3 ln(1/delta_hat) <= mu.
+    Otherwise the general multiplicative Chernoff bound P(X >= (1+a) mu) <= exp(-a^2 mu / (2 + a)), a > 0,
+    gives N = mu + (l + sqrt(l^2 + 8 mu l)) / 2 with l = ln(1/delta_hat).  Returns (N, paper_form_valid).
+    """
+    paper = 3.0 * log_inv <= mu
+    n_paper = mu + jnp.sqrt(3.0 * mu * log_inv)
+    n_gen = mu + 0.5 * (log_inv + jnp.sqrt(log_inv * log_inv + 8.0 * mu * log_inv))
+    return jnp.where(paper, n_paper, n_gen), paper
+
+
+@float64_jit
+def _contrib_kernel(n, T, dh):
+    return _chernoff_count(T / n, -jnp.log(dh))
+
+
+def contribution_bound(*, n, T, delta_hat):
+    """Bound on a user's number of contributions (or visits) in a T-step random walk on the complete graph.
+
+    The count is Binomial(T, 1/n); App. D's Chernoff bound gives N_v = T/n + sqrt(3 T/n ln(1/delta_hat)) with
+    probability 1 - delta_hat, valid when T/n >= 3 ln(1/delta_hat); otherwise the general multiplicative bound
+    is used (see :func:`_chernoff_count`).  Returns (N, paper_form_valid).
+    """
+    nn = _n("n", n)
+    tt = V.integer("T", T, minimum=1).astype(np.float64)
+    dh = V.unit_open("delta_hat", delta_hat)
+    shape = V.broadcastable(n=nn, T=tt, delta_hat=dh)
+    return _contrib_kernel(*_b(shape, nn, tt, dh))

@@ -1,0 +1,344 @@
+"""Private SGD in network DP, Cyffers & Bellet Section 4.2 and App. F (Thm 4 Eq. 7, Lemma 1 and Remark 5), and
+the baselines and calibrations of Sec. 5.2 (local DP-SGD, central DP-SGD by RDP and along Bassily et al.)."""
+
+from __future__ import annotations
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+from .. import _validate as V
+from ..approx_dp import advanced_composition, analytic_gaussian_epsilon, subsampled_epsilon
+from ..numerics import float64_jit, x64_scope
+from ._common import NetworkBound, SgdEpsilon, _b, _colluders, _n
+from ._composition import _chernoff_count
+
+
+@float64_jit
+def _thm4_kernel(n, T, eps, delta, dh):
+    nu, ok = _chernoff_count(T / n, -jnp.log(dh))
+    l = -jnp.log(delta)
+    q = jnp.maximum(2.0 * nu * jnp.log(n) / n, 2.0 * l)
+    out = jnp.sqrt(2.0 * q * l) * eps / jnp.sqrt(jnp.log(1.25 / delta))
+    # App. F's order alpha = sigma sqrt(ln(1/delta)) / (L sqrt q) must satisfy alpha >= 2 and
+    # sigma >= L sqrt(2 alpha (alpha - 1)), with sigma / L = sqrt(8 ln(1.25/delta)) / eps.
+    s_over_l = jnp.sqrt(8.0 * jnp.log(1.25 / delta)) / eps
+    alpha = s_over_l * jnp.sqrt(l / q)
+    cond = (alpha >= 2.0) & (s_over_l >= jnp.sqrt(2.0 * alpha * (alpha - 1.0)))
+    return NetworkBound(out, delta + dh, ok & cond)
+
+
+def sgd_theorem4_bound(*, n, T, eps, delta, delta_hat, colluders=1):
+    """Network DP of private SGD on the complete graph, Cyffers & Bellet Thm 4 (Eq. 7), closed form.
+
+    Each step adds N(0, 8 L^2 ln(1.25/delta) / eps^2) noise (eps-LDP per step, sensitivity 2L).  With
+    N_u = T/n + sqrt(3 T/n ln(1/delta_hat)) and q = max(2 N_u ln n / n, 2 ln(1/delta)),
+    eps' = sqrt(2 q ln(1/delta)) eps / sqrt(ln(1.25/delta)) and the guarantee is (eps', delta + delta_hat).
+    Requires eps < 1 and delta < 1/2 (refused otherwise).  ``valid`` is False where App. F's order
+    alpha = sigma sqrt(ln(1/delta)) / (L sqrt q) misses alpha >= 2 or Lemma 1's constraint, or where the
+    Chernoff form is replaced by the general one; use :func:`network_sgd_epsilon` there (Remark 5).
+    """
+    nn = _n("n", n)
+    tt = V.integer("T", T, minimum=1).astype(np.float64)
+    e = V.positive("eps", eps)
+    if np.any(e >= 1):
+        raise ValueError(f"Theorem 4 requires eps < 1, got eps={np.max(e)!r}.")
+    d = V.unit_open("delta", delta)
+    if np.any(d >= 0.5):
+        raise ValueError(f"Theorem 4 requires delta < 1/2, got delta={np.max(d)!r}.")
+    dh = V.unit_open("delta_hat", delta_hat)
+    cc = _colluders(nn, colluders)
+    shape = V.broadcastable(n=nn, T=tt, eps=e, delta=d, delta_hat=dh, colluders=cc)
+    nb, tb, eb, db, dhb, cb = _b(shape, nn, tt, e, d, dh, cc)
+    return _thm4_kernel(nb / cb, tb, eb, db, dhb)
+
+
+def _lemma1_coef(sigma, n, tu, L):
+    """Lemma 1: network RDP (alpha, c alpha) with c = 4 T_u L^2 ln n / (sigma^2 n)."""
+    return 4.0 * tu * L * L * jnp.log(n) / (sigma * sigma * n)
+
+
+def _alpha_max(sigma, L):
+    """Largest alpha with sigma >= L sqrt(2 alpha (alpha - 1)): (1 + sqrt(1 + 2 sigma^2 / L^2)) / 2, rounded down."""
+    r = sigma / L
+    a = 0.5 * (1.0 + jnp.sqrt(1.0 + 2.0 * r * r))
+    a = a * (1.0 - 4e-16)
+    return jnp.where(2.0 * a * (a - 1.0) <= r * r, a, 1.0 + (a - 1.0) * (1.0 - 1e-12))
+
+
+_N_ALPHA = 96
+
+
+def _best_linear_rdp_epsilon(c, log_delta, alpha_max, method):
+    """min over alpha in (1, alpha_max] of the RDP->DP conversion of the linear curve c alpha.
+
+    Evaluated on a geometric grid of alpha - 1 in (1e-6 (alpha_max - 1), alpha_max - 1] plus a golden-section
+    refinement around the best grid point; every evaluated order is admissible, so the minimum is a valid bound.
+    For ``method="mironov"`` the optimum is also available in closed form (alpha* = 1 + sqrt(ln(1/delta)/c),
+    clipped to alpha_max) and included.
+    """
+    from ..conversions import rdp_epsilon_terms
+
+    am1 = alpha_max - 1.0
+    t = jnp.linspace(-14.0, 0.0, _N_ALPHA)
+    alphas = 1.0 + am1[..., None] * jnp.exp(t)
+    e = rdp_epsilon_terms(alphas, c[..., None] * alphas, log_delta[..., None], method)
+    i = jnp.argmin(e, axis=-1)
+    best = jnp.take_along_axis(e, i[..., None], -1)[..., 0]
+    best_a = jnp.take_along_axis(alphas, i[..., None], -1)[..., 0]
+    # golden section on log(alpha - 1) between the neighbours of the best grid point
+    step = t[1] - t[0]
+    lo_t = t[0] + step * jnp.maximum(i - 1, 0)
+    hi_t = t[0] + step * jnp.minimum(i + 1, _N_ALPHA - 1)
+    g = 0.6180339887498949
+
+    def f(tt):
+        a = 1.0 + am1 * jnp.exp(tt)
+        return rdp_epsilon_terms(a, c * a, log_delta, method), a
+
+    def body(_, s):
+        a, b, be, ba = s
+        x1 = b - g * (b - a)
+        x2 = a + g * (b - a)
+        f1, a1 = f(x1)
+        f2, a2 = f(x2)
+        left = f1 <= f2
+        na = jnp.where(left, a, x1)
+        nb = jnp.where(left, x2, b)
+        fm = jnp.where(left, f1, f2)
+        am = jnp.where(left, a1, a2)
+        better = fm < be
+        return na, nb, jnp.where(better, fm, be), jnp.where(better, am, ba)
+
+    _, _, best, best_a = jax.lax.fori_loop(0, 40, body, (lo_t, hi_t, best, best_a))
+    if method == "mironov":
+        a_star = jnp.minimum(1.0 + jnp.sqrt(-log_delta / c), alpha_max)
+        e_star = rdp_epsilon_terms(a_star, c * a_star, log_delta, method)
+        better = e_star < best
+        best = jnp.where(better, e_star, best)
+        best_a = jnp.where(better, a_star, best_a)
+    return best, best_a
+
+
+def network_sgd_rdp(orders, *, sigma, n, contributions, lipschitz=1.0, colluders=1):
+    """Lemma 1 (Cyffers & Bellet App. F): Algorithm 4 is (alpha, 4 T_u alpha L^2 ln n / (sigma^2 n))-network RDP
+    for every alpha > 1 with sigma >= L sqrt(2 alpha (alpha - 1)) (weak convexity, Feldman et al. 2018 Prop. 4
+    with c = 1, and amplification by iteration, their Thm 23).
+
+    Returns the curve at ``orders`` (trailing axis).  An order violating the constraint for some sigma is a
+    ValueError naming sigma (the lemma says nothing there).  ``colluders``: Sec. 4.3, n -> n / c.
+    """
+    a = V.orders("orders", orders)
+    s = V.positive("sigma", sigma)
+    nn = _n("n", n)
+    tu = V.nonnegative("contributions", contributions)
+    L = V.positive("lipschitz", lipschitz)
+    cc = _colluders(nn, colluders)
+    shape = V.broadcastable(sigma=s, n=nn, contributions=tu, lipschitz=L, colluders=cc)
+    need = np.broadcast_to(L, shape)[..., None] * np.sqrt(2.0 * a * (a - 1.0))
+    if np.any(np.broadcast_to(s, shape)[..., None] < need):
+        raise ValueError(f"Expected sigma >= L sqrt(2 alpha (alpha - 1)) for every order (Lemma 1), got "
+                         f"sigma={np.min(s)!r} with max order {a.max()!r} (needs sigma >= {need.max()!r}).")
+    with x64_scope():
+        sb, nb, tb, lb, cb = _b(shape, s, nn, tu, L, cc)
+        return _lemma1_coef(sb, nb / cb, tb, lb)[..., None] * jnp.asarray(a)
+
+
+def _network_sgd_eps(sigma, n, tu, delta, L, method):
+    c = _lemma1_coef(sigma, n, tu, L)
+    return _best_linear_rdp_epsilon(c, jnp.log(delta), _alpha_max(sigma, L), method)
+
+
+@float64_jit(static_argnames=("method",))
+def _network_sgd_kernel(sigma, n, tu, delta, L, method):
+    return SgdEpsilon(*_network_sgd_eps(sigma, n, tu, delta, L, method))
+
+
+@float64_jit(static_argnames=("method",))
+def _network_sgd_fixed_kernel(sigma, n, tu, delta, L, order, method):
+    from ..conversions import rdp_epsilon_terms
+
+    c = _lemma1_coef(sigma, n, tu, L)
+    return SgdEpsilon(rdp_epsilon_terms(order, c * order, jnp.log(delta), method), order)
+
+
+def network_sgd_epsilon(*, sigma, n, contributions, delta, lipschitz=1.0, order=None, colluders=1,
+                        method="balle2020"):
+    """Network-DP epsilon of Algorithm 4 from Lemma 1, with the order optimised in the admissible interval
+    (Cyffers & Bellet Remark 5): alpha in (1, alpha_max], alpha_max = (1 + sqrt(1 + 2 sigma^2/L^2)) / 2.
+
+    ``contributions`` is T_u, the (high-probability or enforced, Sec. 5.2's c T / n) maximal number of
+    contributions of a user.  The RDP -> DP conversion is ``amplify_jax.conversions.rdp_epsilon_terms``
+    (``method="balle2020"``, Balle et al. 2020, or ``"mironov"``, Mironov 2017 Prop. 3 as in the paper).
+    ``order`` fixes alpha instead (ValueError naming sigma if Lemma 1's constraint fails).
+    Returns :class:`SgdEpsilon` (epsilon, order).  This is Lemma 1 alone: for small sigma the admissible
+    interval is short and the result can exceed :func:`local_sgd_epsilon` (local DP implies network DP, so
+    the smaller of the two is also a valid network-DP guarantee).
+    """
+    V.one_of("method", method, ("balle2020", "mironov"))
+    s = V.positive("sigma", sigma)
+    nn = _n("n", n)
+    tu = V.positive("contributions", contributions)
+    d = V.unit_open("delta", delta)
+    L = V.positive("lipschitz", lipschitz)
+    cc = _colluders(nn, colluders)
+    if order is not None:
+        o = V.orders("order", order)
+        if np.ndim(order) == 0:
+            o = o.reshape(())
+        shape = V.broadcastable(sigma=s, n=nn, contributions=tu, delta=d, lipschitz=L, colluders=cc, order=o)
+        need = np.broadcast_to(L, shape) * np.sqrt(2.0 * o * (o - 1.0))
+        if np.any(np.broadcast_to(s, shape) < need):
+            raise ValueError(f"Expected sigma >= L sqrt(2 alpha (alpha - 1)) = {np.max(need)!r} at order={np.max(o)!r} "
+                             f"(Lemma 1), got sigma={np.min(s)!r}.")
+        sb, nb, tb, db, lb, cb, ob = _b(shape, s, nn, tu, d, L, cc, o)
+        return _network_sgd_fixed_kernel(sb, nb / cb, tb, db, lb, ob, method)
+    shape = V.broadcastable(sigma=s, n=nn, contributions=tu, delta=d, lipschitz=L, colluders=cc)
+    sb, nb, tb, db, lb, cb = _b(shape, s, nn, tu, d, L, cc)
+    return _network_sgd_kernel(sb, nb / cb, tb, db, lb, method)
+
+
+def _local_sgd_eps(sigma, tu, delta, L, method):
+    c = 2.0 * tu * L * L / (sigma * sigma)  # T_u alpha (2L)^2 / (2 sigma^2)
+    amax = 2.0 + 8.0 * jnp.sqrt(-jnp.log(delta) / c) + 8.0
+    return _best_linear_rdp_epsilon(c, jnp.log(delta), amax, method)
+
+
+@float64_jit(static_argnames=("method",))
+def _local_sgd_kernel(sigma, tu, delta, L, method):
+    return SgdEpsilon(*_local_sgd_eps(sigma, tu, delta, L, method))
+
+
+def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="balle2020"):
+    """Local-DP epsilon of Algorithm 4 (Cyffers & Bellet Sec. 5.2 "Local DP-SGD").
+
+    Every one of u's ``contributions`` is a Gaussian gradient release with sensitivity 2L (Bassily et al. 2014):
+    RDP T_u alpha (2L)^2 / (2 sigma^2) (Mironov 2017), converted with the order optimised over alpha > 1.
+    """
+    V.one_of("method", method, ("balle2020", "mironov"))
+    s = V.positive("sigma", sigma)
+    tu = V.positive("contributions", contributions)
+    d = V.unit_open("delta", delta)
+    L = V.positive("lipschitz", lipschitz)
+    shape = V.broadcastable(sigma=s, contributions=tu, delta=d, lipschitz=L)
+    return _local_sgd_kernel(*_b(shape, s, tu, d, L), method)
+
+
+_CENTRAL_MAX_ORDER = 128
+
+
+def _central_sgd_eps(sigma, n, T, delta, L):
+    from ..conversions import rdp_epsilon_terms
+    from ..rdp import without_replacement_rdp_kernel
+
+    j = jnp.arange(2, _CENTRAL_MAX_ORDER + 1, dtype=jnp.float64)
+    base = j * (2.0 * L[..., None]) ** 2 / (2.0 * sigma[..., None] ** 2)
+    curve = without_replacement_rdp_kernel(base, 1.0 / n)
+    e = rdp_epsilon_terms(j, T[..., None] * curve, jnp.log(delta)[..., None], "balle2020")
+    i = jnp.argmin(e, axis=-1)
+    return jnp.take_along_axis(e, i[..., None], -1)[..., 0], j[i]
+
+
+@float64_jit
+def _central_sgd_kernel(sigma, n, T, delta, L):
+    return SgdEpsilon(*_central_sgd_eps(sigma, n, T, delta, L))
+
+
+def _central_inputs(sigma, n, T, delta, lipschitz):
+    """Validated, broadcast inputs of the central DP-SGD baselines."""
+    s = V.positive("sigma", sigma)
+    nn = _n("n", n)
+    tt = V.integer("T", T, minimum=1).astype(np.float64)
+    d = V.unit_open("delta", delta)
+    L = V.positive("lipschitz", lipschitz)
+    shape = V.broadcastable(sigma=s, n=nn, T=tt, delta=d, lipschitz=L)
+    return _b(shape, s, nn, tt, d, L)
+
+
+def central_sgd_epsilon(*, sigma, n, T, delta, lipschitz=1.0):
+    """Central DP-SGD baseline (Bassily, Smith, Thakurta 2014; Cyffers & Bellet Sec. 5.2 "Centralized DP-SGD").
+
+    A trusted curator runs T steps; each samples one user uniformly (sampling without replacement of size 1,
+    q = 1/n) and adds N(0, sigma^2) to the gradient (sensitivity 2L under replace-one).  Accounting: RDP of the
+    subsampled Gaussian by Wang, Balle, Kasiviswanathan 2019 Thm 9 (``amplify_jax.rdp``) at integer orders
+    2..128, composed over T steps and converted (Balle et al. 2020).  This replaces Bassily et al.'s
+    amplification + advanced composition by the tighter RDP accountant for the same algorithm.
+    """
+    return _central_sgd_kernel(*_central_inputs(sigma, n, T, delta, lipschitz))
+
+
+def _bassily(sigma, n, T, delta, L):
+    """Central DP-SGD by amplification + advanced composition (the route of Bassily et al. 2014)."""
+    d1 = n * delta / (2.0 * T)  # T * delta1 / n = delta / 2
+    e1 = analytic_gaussian_epsilon(2.0 * L / sigma, jnp.log(d1))
+    e2 = subsampled_epsilon(e1, 1.0 / n)  # one user sampled out of n (Balle, Barthe, Gaboardi 2018)
+    eps = advanced_composition(e2, T, -jnp.log(0.5 * delta))
+    valid = d1 < 1.0
+    return jnp.where(valid, eps, jnp.inf), valid
+
+
+@float64_jit
+def _bassily_kernel(sigma, n, T, delta, L):
+    eps, valid = _bassily(sigma, n, T, delta, L)
+    return NetworkBound(eps, delta, valid)
+
+
+def central_sgd_bassily_epsilon(*, sigma, n, T, delta, lipschitz=1.0):
+    """Central DP-SGD accounted as in Bassily, Smith, Thakurta 2014 (the paper's "Centralized DP-SGD").
+
+    Per step the noisy gradient (sensitivity 2L) is (e1, delta1)-DP with e1 the exact (analytic) Gaussian
+    epsilon (Balle & Wang 2018; the classical sqrt(2 ln(1.25/delta1)) form would need e1 < 1); sampling one
+    user out of n amplifies it to e2 = ln(1 + (e^e1 - 1)/n), delta1 / n; advanced composition over T steps with
+    delta' = delta/2 and delta1 = n delta / (2T) gives (sqrt(2T ln(2/delta)) e2 + T e2 (e^e2 - 1), delta).
+    This is our own derivation along Bassily et al.'s route (their Thm 2.1 fixes T = n^2; the authors' script
+    uses the closed form 16 L sqrt(T ln(2/delta) ln(1.25 T/(delta n))) / (n eps)).  ``valid`` is False (and
+    epsilon inf) only where delta1 = n delta / (2T) >= 1.
+    Much looser than :func:`central_sgd_epsilon` (RDP); kept to reproduce the paper's comparison.
+    """
+    return _bassily_kernel(*_central_inputs(sigma, n, T, delta, lipschitz))
+
+
+def _central_bassily_for_sigma(sigma, n, T, delta, L):
+    return _bassily(sigma, n, T, delta, L)[0]
+
+
+def _net_eps_for_sigma(sigma, n, tu, delta, L):
+    return _network_sgd_eps(sigma, n, tu, delta, L, "balle2020")[0]
+
+
+def _local_eps_for_sigma(sigma, n, tu, delta, L):
+    return _local_sgd_eps(sigma, tu, delta, L, "balle2020")[0]
+
+
+def _central_eps_for_sigma(sigma, n, T, delta, L):
+    return _central_sgd_eps(sigma, n, T, delta, L)[0]
+
+
+def calibrate_sgd_sigma(*, eps, delta, n, T, setting, contributions=None, lipschitz=1.0, rtol=1e-6):
+    """Minimal per-step noise std sigma meeting (eps, delta) for network, local or central DP-SGD (Sec. 5.2).
+
+    ``setting``: ``"network"`` (Lemma 1 + Remark 5, :func:`network_sgd_epsilon`), ``"local"``
+    (:func:`local_sgd_epsilon`), ``"central"`` (:func:`central_sgd_epsilon`, RDP) or ``"central_bassily"``
+    (:func:`central_sgd_bassily_epsilon`, the paper's baseline).  ``contributions`` (T_u) is
+    required for network and local (Sec. 5.2 enforces T_u = c T / n); central uses ``T``.  Batched through
+    :func:`amplify_jax.calibrate.invert_monotone` (bisection on log sigma, feasible endpoint re-checked):
+    returns its ``Inversion(value, status, achieved)`` with achieved = eps(value) <= eps when status is 0.
+    """
+    from ..calibrate import invert_monotone
+
+    V.one_of("setting", setting, ("network", "local", "central", "central_bassily"))
+    e = V.positive("eps", eps)
+    d = V.unit_open("delta", delta)
+    nn = _n("n", n)
+    tt = V.integer("T", T, minimum=1).astype(np.float64)
+    L = V.positive("lipschitz", lipschitz)
+    if setting in ("central", "central_bassily"):
+        fn = _central_eps_for_sigma if setting == "central" else _central_bassily_for_sigma
+        args = (nn, tt, d, L)
+    else:
+        if contributions is None:
+            raise ValueError(f"Expected contributions (T_u) for setting={setting!r}, got contributions=None.")
+        tu = V.positive("contributions", contributions)
+        fn = _net_eps_for_sigma if setting == "network" else _local_eps_for_sigma
+        args = (nn, tu, d, L)
+    return invert_monotone(fn, e, args=args, lo=1e-3, hi=1e6, feasible="above", rtol=rtol)
