@@ -26,36 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ._grid import parse_values
+
 __all__ = ["main", "parse_values"]
-
-
-def parse_values(name: str, text: str) -> np.ndarray:
-    """A number, a comma list or a range start:stop:count (prefix ``log:`` for geometric) -> 1-D array."""
-    text = str(text).strip()
-    try:
-        if ":" in text:
-            parts = text.split(":")
-            geometric = parts[0] == "log"
-            if geometric:
-                parts = parts[1:]
-            if len(parts) != 3:
-                raise ValueError
-            start, stop, num = float(parts[0]), float(parts[1]), int(parts[2])
-            if num < 1:
-                raise ValueError
-            if geometric:
-                if start <= 0 or stop <= 0:
-                    raise ValueError
-                return np.geomspace(start, stop, num)
-            return np.linspace(start, stop, num)
-        vals = np.array([float(v) for v in text.split(",") if v.strip() != ""], dtype=np.float64)
-        if vals.size == 0:
-            raise ValueError
-        return vals
-    except ValueError:
-        raise ValueError(
-            f"Expected {name} as a number, a list like 1,3,8 or a range like 0.5:5:1000, got {name}={text!r}."
-        ) from None
 
 
 def _grid(named: dict):
@@ -189,15 +162,20 @@ def cmd_calibrate(args):
 
 
 def cmd_sweep(args):
-    from .sweep import load_spec, run_sweep
+    from .sweep import BoundSweepSpec, load_spec, run_sweep
 
-    spec = load_spec(args.grid, output=args.output)
+    spec = load_spec(args.grid, output=args.output, export=args.export)
     if args.distributed:
         import jax
 
         jax.distributed.initialize()
     out = run_sweep(spec, progress=not args.quiet, distributed=args.distributed)
-    if out is not None:
+    if out is None:
+        return
+    if isinstance(spec, BoundSweepSpec):
+        extra = "".join(f" and {out / ('results.' + f)}" for f in spec.formats)
+        print(f"wrote {out / 'results.zarr'}{extra} ({spec.size} points; read it with xarray.open_zarr)")
+    else:
         print(f"wrote {out / 'results.csv'} and {out / 'results.parquet'} ({spec.size} points)")
 
 
@@ -211,13 +189,13 @@ def cmd_demo(args):
     sigmas = np.geomspace(0.5, 5.0, 200)
     res = dpsgd_epsilon(sigma=sigmas, q=q, steps=steps, delta=delta)
     eps, order = np.asarray(res.epsilon), np.asarray(res.order)
-    from .sweep import _atomic_write
+    from ._io import atomic_write
 
     def write_csv(tmp):
         np.savetxt(tmp, np.column_stack([sigmas, eps, order]), delimiter=",", header="sigma,epsilon,order",
                    comments="", fmt="%.17g")
 
-    _atomic_write(out / "privacy_curve.csv", write_csv)
+    atomic_write(out / "privacy_curve.csv", write_csv)
     from .plotting import plot_privacy_curve
 
     plot_privacy_curve(sigmas, eps, out / "privacy_curve.png",
@@ -440,6 +418,7 @@ def build_parser():
     s.add_argument("--output", default=None)
     s.add_argument("--quiet", action="store_true")
     s.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize() first")
+    s.add_argument("--export", default=None, help="bound sweeps: also write csv and/or parquet (comma-separated)")
     s.set_defaults(func=cmd_sweep)
 
     d = sub.add_parser("demo", help="privacy curve (CSV + PNG) and calibrated noise on a default grid")

@@ -70,3 +70,179 @@ def test_calibrate_sweep(tmp_path):
     out = S.run_sweep(spec, progress=False)
     r = np.genfromtxt(out / "results.csv", delimiter=",", names=True)
     assert np.all(r["epsilon"] <= r["target_epsilon"]) and np.all(r["status"] == 0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Sweeps of registered bounds into Zarr stores
+
+import json  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import xarray as xr  # noqa: E402
+
+from amplify_jax import bounds as B  # noqa: E402
+from amplify_jax.status import Status  # noqa: E402
+
+GAUSS = {"sweep": {"bound": "gaussian", "chunk_size": 4},
+         "grid": {"sigma": {"start": 0.5, "stop": 4.0, "num": 5, "scale": "log"}, "steps": [1, 10, 100],
+                  "delta": [1e-5, 1e-6]}}
+
+
+def _grid(ds, dims):
+    """The store's coordinates shaped to broadcast (one axis each)."""
+    return {d: ds[d].values.reshape([-1 if e == d else 1 for e in dims]) for d in dims}
+
+
+def test_bound_sweep_equals_evaluate(tmp_path):
+    spec = S.load_spec({**GAUSS, "sweep": {**GAUSS["sweep"], "format": ["csv", "parquet"]}}, output=str(tmp_path))
+    assert spec.dims == ("sigma", "steps", "delta") and spec.chunks == (1, 2, 2) and spec.n_chunks == 10
+    out = S.run_sweep(spec, progress=False)
+    ds = xr.open_zarr(out / "results.zarr")
+    assert dict(ds.sizes) == {"sigma": 5, "steps": 3, "delta": 2}
+    np.testing.assert_array_equal(ds.sigma.values, np.geomspace(0.5, 4.0, 5))
+    ref = B.evaluate("gaussian", **_grid(ds, ds.epsilon.dims))
+    np.testing.assert_allclose(ds.epsilon.values, ref.epsilon, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(ds.order.values, ref.order, rtol=1e-13, atol=0)
+    assert ds.status.dtype == np.int8 and np.all(ds.status.values == Status.OK)
+    assert ds.status.attrs["flag_values"] == [int(s) for s in Status]
+    assert ds.status.attrs["flag_meanings"].split()[:2] == ["ok", "infeasible"]
+    a = ds.attrs
+    assert a["bound"] == "gaussian" and a["quantity"] == "evaluate" and a["spec_hash"] == spec.digest()
+    assert a["paper"] == B.get("gaussian").paper and a["parameters"]["sigma"]["dimension"] == "sigma"
+    csv = np.genfromtxt(out / "results.csv", delimiter=",", names=True)
+    assert len(csv) == 30 and csv.dtype.names == ("sigma", "steps", "delta", "epsilon", "order", "status")
+    np.testing.assert_array_equal(csv["epsilon"], ds.epsilon.values.ravel())
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out / "results.parquet").num_rows == 30
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_rdp_sweep_has_an_order_dimension(tmp_path):
+    spec = S.load_spec({"sweep": {"bound": "rdp.gaussian", "chunk_size": 2},
+                        "grid": {"sigma": [1.0, 2.0, 3.0], "orders": [2, 4, 8]}}, output=str(tmp_path), export="csv")
+    ds = xr.open_zarr(S.run_sweep(spec, progress=False) / "results.zarr")
+    assert ds.rdp.dims == ("sigma", "order") and ds.status.dims == ("sigma",)
+    np.testing.assert_array_equal(ds.rdp.values, B.evaluate("rdp.gaussian", sigma=[[1.0], [2.0], [3.0]],
+                                                            orders=[2, 4, 8]).rdp.reshape(3, 3))
+    assert len(np.genfromtxt(tmp_path / "results.csv", delimiter=",", names=True)) == 9
+
+
+def test_invert_sweep_equals_invert(tmp_path):
+    spec = S.load_spec({"sweep": {"bound": "gaussian", "quantity": "invert", "solve_for": "sigma", "chunk_size": 3},
+                        "grid": {"target_epsilon": [0.5, 1.0, 4.0], "steps": [1, 10], "delta": 1e-5}},
+                       output=str(tmp_path))
+    ds = xr.open_zarr(S.run_sweep(spec, progress=False) / "results.zarr")
+    assert set(ds.data_vars) == {"sigma", "epsilon", "status"} and ds.sigma.dims == ("target_epsilon", "steps")
+    g = _grid(ds, ds.sigma.dims)
+    ref = B.invert("gaussian", solve_for="sigma", target_epsilon=np.broadcast_to(g["target_epsilon"], (3, 2)),
+                   steps=g["steps"], delta=1e-5)
+    np.testing.assert_allclose(ds.sigma.values, ref.sigma, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(ds.epsilon.values, ref.epsilon, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(ds.status.values, ref.status)
+    assert np.all(ds.epsilon.values <= ds.target_epsilon.values[:, None]) and ds.attrs["solve_for"] == "sigma"
+
+
+@pytest.mark.parametrize(
+    "sweep,grid,needle",
+    [({}, {"sigma": [1.0, -1.0], "steps": 1, "delta": 1e-5}, "sigma="),
+     ({}, {"sigma": 1.0, "steps": 1.5, "delta": 1e-5}, "steps"),
+     ({}, {"sigma": 1.0, "steps": 1}, "delta"),
+     ({}, {"sigma": 1.0, "steps": 1, "delta": 1e-5, "x": 1}, "x=1"),
+     ({"bound": "nope"}, {"sigma": 1.0}, "id='nope'"),
+     ({"quantity": "invert", "solve_for": "delta"}, {"target_epsilon": 1.0, "steps": 1, "sigma": 1.0},
+      "solve_for='delta'"),
+     ({"quantity": "invert", "solve_for": "sigma"}, {"target_epsilon": 1.0, "steps": 1, "sigma": 1.0, "delta": 1e-5},
+      "sigma"),
+     ({"quantity": "invert", "solve_for": "sigma"}, {"target_epsilon": -1.0, "steps": 1, "delta": 1e-5},
+      "target_epsilon"),
+     ({"quantity": "invert", "solve_for": "sigma"}, {"steps": 1, "delta": 1e-5}, "target_epsilon"),
+     ({"format": ["csv"]}, {"sigma": {"start": 1, "stop": 2, "num": 2000}, "steps": {"start": 1, "stop": 2000,
+                                                                                        "num": 2000}, "delta": 1e-5},
+      "rows"),
+     ({"format": "xlsx"}, {"sigma": 1.0, "steps": 1, "delta": 1e-5}, "format"),
+     ({"chunk_size": 0}, {"sigma": 1.0, "steps": 1, "delta": 1e-5}, "chunk_size")],
+)
+def test_bound_sweep_validation(sweep, grid, needle):
+    with pytest.raises(ValueError, match=needle) as exc:
+        S.load_spec({"sweep": {"bound": "gaussian", **sweep}, "grid": grid})
+    assert "\n" not in str(exc.value)
+
+
+def test_bound_sweep_resume_and_mismatch(tmp_path):
+    spec = S.load_spec(GAUSS, output=str(tmp_path / "r"))
+    assert S.run_sweep(spec, progress=False, max_chunks=3) is None
+    assert sorted(os.listdir(tmp_path / "r" / "done")) == [f"chunk-{i:08d}" for i in range(3)]
+    part = xr.open_zarr(tmp_path / "r" / "results.zarr")
+    assert np.isnan(part.epsilon.values).sum() == 30 - 10 and np.sum(part.status.values == -1) == 30 - 10
+    other = {**GAUSS, "grid": {**GAUSS["grid"], "delta": [1e-5, 1e-7]}}
+    with pytest.raises(ValueError, match="different sweep"):
+        S.run_sweep(S.load_spec(other, output=str(tmp_path / "r")), progress=False)
+    out = S.run_sweep(spec, progress=False)
+    full = S.run_sweep(S.load_spec(GAUSS, output=str(tmp_path / "u")), progress=False)
+    xr.testing.assert_identical(xr.open_zarr(out / "results.zarr").load(), xr.open_zarr(full / "results.zarr").load())
+
+
+# The kill test sweeps shuffle.clones when run with -m slow (each of its chunks takes seconds); by default the
+# cheap gaussian bound over the same 6 x 5 x 2 layout.
+KILL = {
+    "gaussian": {"sweep": {"bound": "gaussian", "chunk_size": 2},
+                 "grid": {"sigma": {"start": 0.5, "stop": 4.0, "num": 6, "scale": "log"},
+                          "steps": [1, 3, 10, 30, 100], "delta": [1e-5, 1e-8]}},
+    "shuffle.clones": {"sweep": {"bound": "shuffle.clones", "chunk_size": 4},
+                       "grid": {"eps0": {"start": 0.5, "stop": 4.0, "num": 6, "scale": "log"},
+                                "n": [1000, 3000, 10000, 30000, 100000], "delta": [1e-6, 1e-8]}},
+}
+
+
+def _toml(spec: dict) -> str:
+    """A spec dict as TOML (numbers, strings, lists and one level of inline tables)."""
+    def value(v):
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{a} = {value(b)}" for a, b in v.items()) + " }"
+        return json.dumps(v)
+
+    return "".join(f"[{t}]\n" + "".join(f"{k} = {value(v)}\n" for k, v in e.items()) for t, e in spec.items())
+
+
+@pytest.mark.parametrize("bound", ["gaussian", pytest.param("shuffle.clones", marks=pytest.mark.slow)])
+def test_sigkill_at_random_moments_then_resume(tmp_path, bound):
+    spec_dict = KILL[bound]
+    toml = tmp_path / "grid.toml"
+    toml.write_text(_toml(spec_dict))
+    out, done = tmp_path / "killed", tmp_path / "killed" / "done"
+    env = {**os.environ, "AMPLIFY_JAX_CACHE": str(tmp_path / "xla-cache")}
+    cmd = [sys.executable, "-m", "amplify_jax.cli", "sweep", str(toml), "--output", str(out), "--quiet"]
+    rng = random.Random(7)
+    n_chunks = S.load_spec(spec_dict).n_chunks
+    kills = 0
+    for _ in range(4):
+        before = len(os.listdir(done)) if done.exists() else 0
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:  # wait for progress, then kill at random
+            if done.exists() and len(os.listdir(done)) > before:
+                break
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.3))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert kills >= 3
+    assert len(os.listdir(done)) < n_chunks
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "results.zarr" in res.stdout
+    assert sorted(os.listdir(done)) == [f"chunk-{i:08d}" for i in range(n_chunks)]
+    got = xr.open_zarr(out / "results.zarr").load()
+    ref = xr.open_zarr(S.run_sweep(S.load_spec(spec_dict, output=str(tmp_path / "ref")), progress=False)
+                       / "results.zarr").load()
+    xr.testing.assert_identical(got, ref)
+    assert np.all(got.status.values >= 0)
+    assert not list(out.rglob("*.tmp"))

@@ -21,10 +21,11 @@ from ._domains import Orders as Orders, Real as Real
 from ._registry import ANSWERS as ANSWERS, DECREASING as DECREASING, INCREASING as INCREASING
 from ._registry import REQUIRED as REQUIRED, Bound as Bound, Param as Param
 from ._registry import get as get, list as list, register as register
-from ._api import Result as Result, bind as bind, evaluate as evaluate, invert as invert
+from ._api import TARGET_DOMAINS as TARGET_DOMAINS, Result as Result, bind as bind, evaluate as evaluate
+from ._api import invert as invert
 from ._table import markdown_table as markdown_table
 from . import _accounting  # noqa: F401  (registers the accounting layer's bounds: dpsgd, ...)
 
-__all__ = ["ANSWERS", "DECREASING", "INCREASING", "REQUIRED", "Bound", "Choice", "Domain", "Graph", "Integer",
+__all__ = ["TARGET_DOMAINS", "ANSWERS", "DECREASING", "INCREASING", "REQUIRED", "Bound", "Choice", "Domain", "Graph", "Integer",
            "Orders", "Param", "Real", "Result", "bind", "evaluate", "get", "invert", "list", "markdown_table",
            "register"]

@@ -10,10 +10,11 @@ from ..status import Status, status_names
 from ._domains import Integer, Real
 from ._registry import DECREASING, Bound, get
 
-__all__ = ["Result", "evaluate", "invert", "bind"]
+__all__ = ["Result", "evaluate", "invert", "bind", "TARGET_DOMAINS"]
 
-_TARGET_EPSILON = Real(0.0, 1e4, lo_open=True)
-_TARGET_DELTA = Real(0.0, 1.0, lo_open=True, hi_open=True)
+#: The domains of an inversion's targets (what ``invert`` and invert sweeps accept).
+TARGET_DOMAINS = {"target_epsilon": Real(0.0, 1e4, lo_open=True),
+                  "target_delta": Real(0.0, 1.0, lo_open=True, hi_open=True)}
 
 
 class Result:
@@ -159,7 +160,7 @@ def invert(id: str, /, *, solve_for: str, target_epsilon=None, target_delta=None
         if fixed in params:
             raise ValueError(f"Expected one of {fixed} and target_{fixed}, got both ({fixed}={params[fixed]!r}).")
         params = {**params, fixed: other}
-    target = (_TARGET_EPSILON if bound.answer == "epsilon" else _TARGET_DELTA).check(tname, given)
+    target = TARGET_DOMAINS[tname].check(tname, given)
     vals, shape = bind(bound, params, skip=(solve_for,))
     shape = V.broadcastable(**{tname: target}, **{k: v for k, v in vals.items() if bound.param(k).domain.numeric})
     p = bound.param(solve_for)
