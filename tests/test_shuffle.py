@@ -355,3 +355,19 @@ def test_blanket_exact_below_notebook_bounds_for_randomized_response():
         out = S.blanket_epsilon(1e-6, n=5000, randomizer=_rand(name), method="exact")
         assert not bool(out.fallback) and float(out.delta) <= 1e-6
         assert float(out.epsilon) < min(NOTEBOOK[(name, "hoeffding")], NOTEBOOK[(name, "bennett")])
+
+
+def test_registered_closed_forms_equal_the_family_and_flag_fallbacks():
+    from amplify_jax import bounds
+    from amplify_jax.status import Status
+
+    eps0, n, delta = np.array([0.3, 0.6, 4.0]), np.array([10_000, 10_000, 100]), 1e-6
+    for bid, fn in (("shuffle.erlingsson", S.erlingsson_epsilon), ("shuffle.fmt-closed-form", S.fmt_closed_form_epsilon)):
+        r, ref = bounds.evaluate(bid, eps0=eps0, n=n, delta=delta), fn(eps0, n=n, delta=delta)
+        np.testing.assert_array_equal(r.epsilon, np.asarray(ref.epsilon))
+        np.testing.assert_array_equal(r.status == Status.FALLBACK, ~np.asarray(ref.valid))
+    # the delta form: capped by the local guarantee's delta, which is also its fallback value
+    r = bounds.evaluate("shuffle.erlingsson-delta", epsilon=[0.1, 0.1, 0.7], eps0=[0.25, 0.6, 0.6], n=10_000)
+    assert r.status.tolist() == [Status.OK, Status.FALLBACK, Status.FALLBACK]
+    local = (np.exp(0.6) - np.exp(0.1)) / (np.exp(0.6) + 1.0)
+    np.testing.assert_allclose(r.delta[1:], [local, 0.0], rtol=1e-14)

@@ -390,3 +390,16 @@ def test_simulation_frequencies_match_exact_law():
             assert abs(c - sim.runs * p) < 6 * sd
     finite = np.isfinite(sim.log_ratio)
     assert np.all(np.diff(sim.log_ratio[finite]) <= 0)
+
+
+def test_registered_local_and_pure_bounds():
+    from amplify_jax import bounds
+    from amplify_jax.status import Status
+
+    r = bounds.evaluate("traffic.local", targets=10, sampling=[0.0, 0.5], dummies=[2, 20])
+    assert r.epsilon[0] == np.inf and r.status.tolist() == [Status.FALLBACK, Status.OK]
+    assert r.epsilon[1] == 0.0  # dummies >= T - 1: a broadcast
+    p = bounds.evaluate("traffic.scrambler-pure", targets=3, n=3, sampling=0.3, dummies=1)
+    x = bounds.evaluate("traffic.scrambler-pure-exact", targets=3, n=3, sampling=0.3, dummies=1)
+    assert float(p.printed) < float(x.epsilon) <= float(p.epsilon)  # printed Thm 3 under-reports; the answer holds
+    assert int(p.status) == Status.FALLBACK

@@ -55,3 +55,5 @@ __all__ = [
     "randomized_response",
     "target_randomizer",
 ]
+
+from . import _bounds  # noqa: F401  (registers the bounds)

@@ -59,10 +59,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from amplify_jax import _validate as V
-from amplify_jax.calibrate import invert_monotone
-from amplify_jax.numerics import float64_jit, log_comb, logsumexp
-from amplify_jax.shuffle import _blanket as _SH
+from .. import _validate as V
+from ..calibrate import invert_monotone
+from ..numerics import float64_jit, log_comb, logsumexp
+from ..shuffle import _blanket as _SH
 
 __all__ = [
     "PureEpsilon",
@@ -981,3 +981,6 @@ def simulate_scrambler_outputs(*, targets, n, sampling, dummies, runs, seed=0, f
         r = np.abs(np.log(n1.astype(np.float64)) - np.log(n2.astype(np.float64)))
     order = np.lexsort((-(n1 + n2), -r))
     return OutputSimulation(uniq[order], n1[order], n2[order], r[order], runs)
+
+
+from . import _bounds  # noqa: F401  (registers the bounds)

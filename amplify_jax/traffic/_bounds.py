@@ -1,0 +1,177 @@
+"""Bounds of the traffic family (Ladjel, Anciaux, Bellet, Scerri), declared for the registry
+(:mod:`amplify_jax.bounds`).
+
+Every kernel calls the family's public function; where the family falls back to the local guarantee (no eps
+below it reaches delta; Thm 3's printed formula, which is unsound) the status is :data:`Status.FALLBACK`.
+Monotone directions are the theorems' (stated where declared), checked numerically on grids
+(tests/test_traffic.py::test_registered_*).  The deployment inversions of the family (fewest_dummies,
+smallest_sampling, messages_per_scrambler) are ``bounds.invert`` of ``traffic.scrambler-delta`` over dummies,
+sampling and n.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Param, Real, register
+from ..status import Status
+from . import local_epsilon, scrambler_delta, scrambler_epsilon, scrambler_pure_epsilon, scrambler_pure_epsilon_exact
+
+LADJEL = ("Ladjel, Anciaux, Bellet, Scerri, Mitigating Leakage from Data Dependent Communications in "
+          "Decentralized Computing using Differential Privacy")
+
+TARGETS = Param("targets", Integer(2, 10**6), "number T of targets of the cluster")
+N = Param("n", Integer(1, 10**7), "messages per scrambler (method exact: while its table of binomial CDFs "
+          "stays small, see notes)", DECREASING, search=(2, 10**4))
+SAMPLING = Param("sampling", Real(0.0, 1.0), "local sampling rate sigma (probability a message is redirected "
+                 "to a uniform target)", DECREASING, search=(1e-6, 1.0))
+DUMMIES = Param("dummies", Integer(0, 10**6), "dummy messages per scrambler", DECREASING, search=(0, 1000))
+DELTA = Param("delta", Real(1e-15, 1.0, hi_open=True), "target delta (from 1e-15: below, the bounded truncated "
+              "mass of the binomial windows, ~1e-18, dominates and monotonicity is lost)", DECREASING)
+PURE_DELTA = Param("delta", Real(0.0, 1.0, hi_open=True), "ignored: the guarantee is pure eps-DP, it holds at "
+                   "every delta (0 included)", default=0.0)
+METHOD = Param("method", Choice(("exact", "bennett", "hoeffding")),
+               "bound on E[sum L]_+: exact (multinomial counts), bennett (corrected) or hoeffding (Thm 4 "
+               "corrected)", default="exact")
+
+THM4 = "Thm 4 and App. E (Lemma 2, Lemma 3, Lemma 5); T convention (a sampled message goes to any of the T targets)"
+THM4_NOTES = ("ERRATA: Thm 4's a = e^eps - 1 (printed 1 - e^eps) and b = (1 - sigma) T (1 + e^eps) (printed with "
+              "an extra -2 sigma (1 - e^eps)); Lemma 5's upper end of L with the sign of sigma (1 - e^eps) "
+              "corrected; Lemma 3's Bennett bound in its corrected form; 'exact' uses the multinomial counts of "
+              "the two targets.  Decreasing in n and dummies (Lemma 2: m' ~ Bin(n - 1, sigma) grows "
+              "stochastically with n, and g(K) = E[sum_{i<=K} L_i]_+ / K does not increase in "
+              "K = m' + 1 + d).  Decreasing in sampling (checked on grids of every method: more redirected "
+              "messages, a thicker blanket; the family's smallest_sampling relies on it); targets not "
+              "declared monotone.  Method exact is refused (one line naming n) where its table of "
+              "Bin(M, 1/2) CDFs would need counts M = N1 + N2 beyond 1500 (the engine tabulates them all: "
+              "T = 10, sigma = 0.5, n = 1e6 would ask for 32 GiB); use bennett or hoeffding there.")
+
+
+EXACT_MAX_M = 1500.0  #: largest N1 + N2 the exact method tabulates (its CDF table is ~ (2 M)^2 / 2 floats)
+
+
+def _exact_check(method, n, dummies, targets, sampling, tail_sd=9.0):
+    """Refuse method 'exact' where the engine's table of Bin(M, 1/2) CDFs would need M beyond EXACT_MAX_M
+    (it tabulates every M up to the top of its windows: T = 10, sigma = 0.5, n = 1e6 asks for 32 GiB)."""
+    if method != "exact":
+        return
+    N = np.asarray(n, np.float64) - 1.0
+    s = np.asarray(sampling, np.float64)
+    sd = np.sqrt(np.maximum(N * s * (1.0 - s), 0.0))
+    kmax = np.minimum(np.ceil(N * s + tail_sd * sd) + 1.0, N) + np.asarray(dummies, np.float64) + 1.0
+    p = 2.0 / np.asarray(targets, np.float64)
+    top = np.minimum(kmax * p + tail_sd * np.sqrt(kmax * p * (1.0 - p)) + 10.0, kmax) + 2.0
+    if np.any(top > EXACT_MAX_M):
+        bad = np.broadcast_to(np.asarray(n), np.shape(top))[top > EXACT_MAX_M].flat[0]
+        raise ValueError(f"Expected n small enough for method exact (its table of binomial CDFs would exceed "
+                         f"{EXACT_MAX_M:g} counts; use bennett or hoeffding), got n={bad:g}.")
+
+
+def _scrambler(targets, n, sampling, dummies, method, delta):
+    _exact_check(method, n, dummies, targets, sampling)
+    r = scrambler_epsilon(delta, targets=targets, n=n, sampling=sampling, dummies=dummies, method=method)
+    st = np.asarray(r.status)
+    return {"epsilon": np.asarray(r.eps), "achieved_delta": np.asarray(r.achieved),
+            "status": np.where(st == 0, Status.OK, Status.FALLBACK).astype(np.int32)}
+
+
+register(Bound(
+    id="traffic.scrambler", example=dict(targets=10, n=100, sampling=0.5, dummies=10, delta=1e-6),
+    paper=LADJEL, theorem=THM4 + "; eps by search (Sec. IV-C)",
+    summary="eps of the scrambler with local sampling and dummies: smallest eps with delta(eps) <= delta",
+    params=(TARGETS, N, SAMPLING, DUMMIES, METHOD, DELTA), answer="epsilon", kernel=_scrambler,
+    outputs=("achieved_delta",),
+    notes=THM4_NOTES + "  Status fallback where no eps below the local guarantee ln(1 + (1 - sigma) T / sigma) "
+                       "reaches delta: the value is that guarantee (+inf at sampling 0).  Bisection to rtol "
+                       "1e-6, feasible end, re-checked."))
+
+
+def _scrambler_delta(epsilon, targets, n, sampling, dummies, method):
+    _exact_check(method, n, dummies, targets, sampling)
+    r = scrambler_delta(epsilon, targets=targets, n=n, sampling=sampling, dummies=dummies, method=method)
+    return {"delta": np.asarray(r.delta), "local": np.asarray(r.local)}
+
+
+register(Bound(
+    id="traffic.scrambler-delta", example=dict(epsilon=1.0, targets=10, n=100, sampling=0.5, dummies=10),
+    paper=LADJEL, theorem=THM4,
+    summary="delta(eps) of the scrambler with local sampling and dummies (Lemma 2 sum)",
+    params=(Param("epsilon", Real(0.0, 300.0), "eps at which delta is computed", DECREASING),
+            TARGETS, Param("n", N.domain, N.doc), Param("sampling", SAMPLING.domain, SAMPLING.doc),
+            Param("dummies", DUMMIES.domain, DUMMIES.doc), METHOD),
+    answer="delta", kernel=_scrambler_delta, outputs=("local",),
+    notes=THM4_NOTES + "  Decreasing in eps.  delta = 0 where eps >= the local guarantee (`local`; Lemma 2 gives "
+                       "0 there too).  n, sampling and dummies are NOT declared monotone here: Lemma 2's sum is, but the "
+                       "sound value adds the bounded truncated mass of its windows (~1e-18), which is not (seen "
+                       "on grids where delta < ~1e-17).  The family's fewest_dummies, smallest_sampling and "
+                       "messages_per_scrambler (fixed eps, delta) are served by inverting traffic.scrambler "
+                       "over dummies, sampling, n at target_epsilon (same feasible set up to its eps rtol)."))
+
+
+def _local(targets, sampling, dummies, delta):
+    d = np.minimum(dummies, targets - 1.0)  # d >= T - 1 floods every target: a broadcast
+    r = local_epsilon(targets=targets, sampling=sampling, dummies=d)
+    return {"epsilon": np.asarray(r.eps), "status": np.where(np.asarray(r.valid), Status.OK, Status.FALLBACK)
+            .astype(np.int32)}
+
+
+register(Bound(
+    id="traffic.local", example=dict(targets=10, sampling=0.5, dummies=2),
+    paper=LADJEL, theorem="Thm 2 (App. B): eps = ln((1 - sigma) T / (sigma (d + 1)) + 1); T convention",
+    summary="pure eps of local sampling + flooding without scrambler (d dummies to distinct targets)",
+    params=(Param("targets", TARGETS.domain, TARGETS.doc, INCREASING, search=(2, 10**6)),
+            Param("sampling", SAMPLING.domain, SAMPLING.doc, DECREASING, search=(1e-6, 1.0)),
+            Param("dummies", Integer(0, 10**6), "dummy messages per source (to distinct other targets; "
+                  "d >= T - 1 is a broadcast, eps = 0)", DECREASING, search=(0, 10**6), default=0),
+            PURE_DELTA),
+    answer="epsilon", kernel=_local,
+    notes="The paper states d in 1..T - 2; the proof holds for d = 0 (sampling only).  dummies >= targets - 1 "
+          "floods every target (eps = 0; the family function refuses d > T - 1, here it is capped at T - 1).  "
+          "sampling 0: no finite eps, +inf with status fallback.  Monotone by the formula: decreasing in "
+          "sampling and dummies, increasing in targets."))
+
+
+def _scrambler_pure(targets, n, sampling, dummies, delta):
+    r = scrambler_pure_epsilon(targets=targets, n=n, sampling=sampling, dummies=dummies)
+    eps = np.asarray(r.eps)
+    return {"epsilon": eps, "printed": np.asarray(r.printed), "valid": np.asarray(r.valid),
+            "status": np.full(eps.shape, Status.FALLBACK, np.int32)}
+
+
+register(Bound(
+    id="traffic.scrambler-pure", example=dict(targets=3, n=3, sampling=0.3, dummies=1),
+    paper=LADJEL, theorem="Thm 3 (App. C), capped scrambler; T - 1 convention (R_lie = sigma / (T - 1))",
+    summary="pure eps of the capped scrambler: the sound local guarantee (Thm 3 as printed under-reports)",
+    params=(TARGETS, Param("n", Integer(1, 10**7), "messages per scrambler"),
+            Param("sampling", SAMPLING.domain, SAMPLING.doc),
+            Param("dummies", Integer(0, 4096), "dummy messages per scrambler (Thm 3's sum runs to min(d, n - 1))"),
+            PURE_DELTA),
+    answer="epsilon", kernel=_scrambler_pure, outputs=("printed", "valid"),
+    notes="Thm 3 as printed is NOT sound (found here, not in ERRATA.md): exact enumeration of the capped "
+          "algorithm (traffic.scrambler-pure-exact) gives larger worst-case ratios (T = 3, n = 3, d = 1, "
+          "sigma = 0.3: printed 1.40415, exact 1.47174).  The answer is therefore always the local guarantee "
+          "|ln((1 - sigma)(T - 1) / sigma)| (post-processing), status fallback everywhere; `printed` keeps the "
+          "formula (for Figure 5 only, not a bound), `valid` its hypotheses.  No parameter declared monotone "
+          "(the guarantee is not monotone in sampling or targets and does not depend on n, dummies)."))
+
+
+def _scrambler_pure_exact(targets, n, sampling, dummies, delta):
+    f = np.vectorize(lambda t, m, s, d: scrambler_pure_epsilon_exact(targets=t, n=m, sampling=s, dummies=d),
+                     otypes=[np.float64])
+    return {"epsilon": f(targets, n, sampling, dummies)}
+
+
+register(Bound(
+    id="traffic.scrambler-pure-exact", example=dict(targets=3, n=3, sampling=0.3, dummies=1),
+    paper=LADJEL, theorem="Algorithm 1 with B = True (capped scrambler) after the T - 1 convention randomizer: "
+                          "exact worst-case log-ratio by enumeration (checks Thm 3, App. C)",
+    summary="exact pure eps of the capped scrambler by enumeration (small instances: T <= 4, n <= 8, d <= 8)",
+    params=(Param("targets", Integer(2, 4), "number T of targets (enumeration: at most 4)"),
+            Param("n", Integer(1, 8), "messages per scrambler (enumeration: at most 8)"),
+            Param("sampling", Real(0.0, 1.0, lo_open=True, hi_open=True), SAMPLING.doc),
+            Param("dummies", Integer(0, 8), "dummy messages per scrambler (enumeration: at most 8)"),
+            PURE_DELTA),
+    answer="epsilon", kernel=_scrambler_pure_exact,
+    notes="Exact (enumeration of every input, neighbour and output; +inf where an output has probability 0 on "
+          "one side).  Python loops, scalars evaluated one by one: small instances only.  No parameter declared "
+          "monotone."))
