@@ -13,7 +13,7 @@ run; results to benchmarks/results/bench_secrdp.json.
 3. The largest graph handled within a minute: dense exact path (adversary I, one noise pair, cold: includes
    the eigendecomposition) for growing n; the certified adversary II (cold) on random 4-regular graphs; and
    the sparse path (n >= 20000, no eigendecomposition) for rings and tori: the smaller of Thm 1's bound with a
-   certified a(G) and the local flow bounds (secrdp._flow_diag_bound), exact=False.
+   certified a(G) and the local flow bounds (secrdp._flow._flow_diag_bound), exact=False.
 
     python benchmarks/bench_secrdp.py                  (a few minutes; more on a loaded machine)
     python benchmarks/bench_secrdp.py --skip-largest   (1 and 2 only; keeps the stored part 3 in the JSON)
@@ -32,6 +32,7 @@ import scipy.linalg as sla
 import jax
 
 from amplify_jax import secrdp as S
+from amplify_jax.secrdp import _certified, _graph
 
 HERE = os.path.dirname(__file__)
 
@@ -83,7 +84,7 @@ def bench_curious(results):
         warm, acc = _timeit(lambda: S.step_account(g, sigma_unc=su, sigma_cor=sc_w, clip=1.0, adversary="curious"))
         eps1, low = float(acc.eps1), float(acc.eps1_lower)
         # the maximising removed user (per-user certified bounds, private API) plus 7 random ones
-        hi, _ = S._Certifier(g, su**2, sc_w**2).bounds(np.arange(n))
+        hi, _ = _certified._Certifier(g, su**2, sc_w**2).bounds(np.arange(n))
         subset = np.unique(np.concatenate([[int(np.argmax(hi))],
                                            np.random.default_rng(0).choice(n, 7, replace=False)]))
         t0 = time.perf_counter()
@@ -168,7 +169,7 @@ def bench_largest(results, budget_s=60.0):
     curious = []
     for n in (2000, 4000, 6000):
         adj = S.random_regular_graph(4, n, seed=3)  # not the graphs above: the eigendecomposition is timed
-        S._CACHE.clear()
+        _graph._CACHE.clear()
         t0 = time.perf_counter()
         acc = S.step_account(adj, sigma_unc=1.0, sigma_cor=10.0, clip=1.0, adversary="curious")
         dt = time.perf_counter() - t0

@@ -9,6 +9,7 @@ import itertools
 import math
 import warnings
 
+import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 import pytest
@@ -16,6 +17,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
 from amplify_jax import secrdp as S
+from amplify_jax.numerics import x64_scope
+from amplify_jax.secrdp import _calibration, _certified, _covariance, _flow, _graph, _step
 
 # ---------------------------------------------------------------------------------------------------------
 # independent reference: Sigma_H from a networkx graph, numpy.linalg.inv
@@ -177,9 +180,9 @@ def test_curious_and_spectral_bound_against_every_removal(name):
             eav = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="eavesdropper")
             assert float(eav.eps1) >= float(_mp_eps1(adj, su, sc, [()]))
             # the traced twin used by the calibration agrees and is sound too
-            fn = S._eps1_fn(S.prepare_graph(g), "curious", 1)
-            with S.x64_scope():
-                traced = float(fn(S.jnp.asarray([sc]), S.jnp.asarray([su]), S.jnp.asarray([1.0]))[0])
+            fn = _calibration._eps1_fn(S.prepare_graph(g), "curious", 1)
+            with x64_scope():
+                traced = float(fn(jnp.asarray([sc]), jnp.asarray([su]), jnp.asarray([1.0]))[0])
             assert traced >= exact
             assert traced == pytest.approx(float(acc.eps1), rel=1e-9)
 
@@ -314,7 +317,7 @@ def test_certified_fiedler_lower_bound_large_path():
         (S.ring_graph(3000), 2 - 2 * math.cos(2 * math.pi / 3000)),
         (S.torus_graph(40, 50), 2 - 2 * math.cos(2 * math.pi / 50)),
     ]:
-        t = S._certified_fiedler_lower(adj)
+        t = _graph._certified_fiedler_lower(adj)
         assert 0.9 * exact <= t <= exact
 
 
@@ -544,8 +547,8 @@ def test_large_sparse_path_is_a_sound_bound():
 
 @pytest.fixture
 def certified_path(monkeypatch):
-    """Route adversary II through the certified update at every size (normally n >= S._FAST_MIN_N)."""
-    monkeypatch.setattr(S, "_FAST_MIN_N", 0)
+    """Route adversary II through the certified update at every size (normally n >= _step._FAST_MIN_N)."""
+    monkeypatch.setattr(_step, "_FAST_MIN_N", 0)
 
 
 def _path_diag_mp(m, su, sc, dps=40):
@@ -679,7 +682,7 @@ def test_certified_curious_falls_back_soundly(certified_path, monkeypatch):
     # Without Newton refinement credit or direct re-inversions, users whose certificate is loose (their
     # removal cuts the graph: Sigma_H keeps a ~sigma_unc^2 direction the single deflation misses) are capped
     # by the spectral bound, and the flag says whether the certified gap still meets _CERT_RTOL.
-    monkeypatch.setattr(S, "_REFINE_BUDGET", 0.0)
+    monkeypatch.setattr(_certified, "_REFINE_BUDGET", 0.0)
     g = _REMOVAL_GRAPHS["barbell"]
     adj = g.toarray()
     sets = [()] + [(j,) for j in range(len(adj))]
@@ -723,12 +726,12 @@ def test_certified_curious_matches_direct(n, p, seed, log_su, log_sc):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", S.DisconnectedGraphWarning)
         direct = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="curious")
-        old = S._FAST_MIN_N
-        S._FAST_MIN_N = 0
+        old = _step._FAST_MIN_N
+        _step._FAST_MIN_N = 0
         try:
             cert = S.step_account(g, sigma_unc=su, sigma_cor=sc, clip=1.0, adversary="curious")
         finally:
-            S._FAST_MIN_N = old
+            _step._FAST_MIN_N = old
     # both are upper bounds of the same value: each at most the other's margin above it
     assert float(cert.eps1) >= float(direct.eps1_lower)
     assert float(direct.eps1) >= float(cert.eps1_lower)
@@ -757,8 +760,8 @@ def test_tree_bound_never_below_mpmath(name):
         sets = [()] + [s for k in range(1, c + 1) for s in itertools.combinations(range(n), k)]
         su2 = np.array([1.0, 1.0, 0.25, 4.0])
         sc2 = np.array([1.0, 100.0, 1e4, 0.09])
-        bound = S._tree_diag_bound(g, c, su2, sc2)
-        bfs = S._bfs_diag_bound(g, c, su2, sc2)
+        bound = _flow._tree_diag_bound(g, c, su2, sc2)
+        bfs = _flow._bfs_diag_bound(g, c, su2, sc2)
         for p in range(4):
             exact = float(_mp_eps1(adj, math.sqrt(su2[p]), math.sqrt(sc2[p]), sets)) / 2
             assert bound[p] >= exact, (c, p)
@@ -772,7 +775,7 @@ def test_tree_bound_tight_without_removals_on_trees():
     g = S.adjacency(nx.path_graph(6))
     su, sc = 0.7, 3.0
     exact = float(_mp_eps1(g.toarray(), su, sc, [()])) / 2
-    for fn in (S._tree_diag_bound, S._bfs_diag_bound):
+    for fn in (_flow._tree_diag_bound, _flow._bfs_diag_bound):
         b = float(fn(S.prepare_graph(g), 0, np.array([su**2]), np.array([sc**2]))[0])
         assert exact <= b <= exact * (1 + 1e-12)
 
@@ -784,15 +787,15 @@ def test_bfs_flow_bound_uses_one_removal_budget():
     adj = g.adjacency.toarray()
     su, sc = 1.0, 10.0
     exact = float(_mp_eps1(adj, su, sc, [()] + [(j,) for j in range(9)])) / 2
-    b = float(S._bfs_diag_bound(g, 1, np.array([su**2]), np.array([sc**2]))[0])
-    t = float(S._tree_diag_bound(g, 1, np.array([su**2]), np.array([sc**2]))[0])
+    b = float(_flow._bfs_diag_bound(g, 1, np.array([su**2]), np.array([sc**2]))[0])
+    t = float(_flow._tree_diag_bound(g, 1, np.array([su**2]), np.array([sc**2]))[0])
     assert exact <= b < 0.5 * t
 
 
 def test_colluding_beyond_enumeration_uses_the_flow_bound(monkeypatch):
     # with enumeration disabled, adversary III falls back to min(Thm 1 bound, flow bound): flagged inexact,
     # sound against mpmath, and at this noise pair strictly tighter than Thm 1's bound (enumerated a(G - S))
-    monkeypatch.setattr(S, "_ENUMERATION_BUDGET", 0.0)
+    monkeypatch.setattr(_covariance, "_ENUMERATION_BUDGET", 0.0)
     g = S.random_regular_graph(4, 12, seed=2)
     adj = g.toarray()
     sets = [()] + [s for k in (1, 2) for s in itertools.combinations(range(12), k)]

@@ -49,10 +49,11 @@ import numpy as np
 from .. import graphs
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Graph, Integer, Orders, Param, Real, register
 from ..status import Status
-from . import (ADVERSARIES, DisconnectedGraphWarning, SecGraph, algebraic_connectivity, closed_form_eps1,
-               closed_form_epsilon, effective_noise_multiplier, epsilon, example_level_epsilon, example_level_rdp,
-               prepare_graph, spectral_bound, step_account, step_rdp)
-from . import _CONVERSION_METHODS, _SAMPLINGS
+from ._adversaries import ADVERSARIES, DisconnectedGraphWarning
+from ._conversion import _CONVERSION_METHODS, closed_form_eps1, closed_form_epsilon, epsilon
+from ._example_level import _SAMPLINGS, effective_noise_multiplier, example_level_epsilon, example_level_rdp
+from ._graph import SecGraph, algebraic_connectivity, prepare_graph
+from ._step import spectral_bound, step_account, step_rdp
 
 PAPER = ("Allouah, Koloskova, El Firdoussi, Jaggi, Guerraoui 2024 (The privacy power of correlated noise in "
          "decentralized learning, Decor, ICML)")

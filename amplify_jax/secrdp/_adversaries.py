@@ -1,0 +1,88 @@
+"""The threat model of Decor (Sec. 2): the adversaries I-IV, the validation of the noise levels and of the
+adversary, and the connectivity check behind :class:`DisconnectedGraphWarning` (a graph that an admissible
+removal disconnects leaves some users protected by sigma_unc alone: local DP for them)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _validate as V
+from ._graph import SecGraph
+
+ADVERSARIES = ("eavesdropper", "curious", "colluding", "local")
+
+
+class DisconnectedGraphWarning(UserWarning):
+    """The graph (or the graph left after an admissible removal) is disconnected: some users are protected
+    by sigma_unc alone, i.e. their guarantee falls back to local DP."""
+
+
+def _validate_noise(sigma_unc, sigma_cor, clip):
+    su = V.positive("sigma_unc", sigma_unc)
+    sc = V.nonnegative("sigma_cor", sigma_cor)
+    c = V.positive("clip", clip)
+    shape = V.broadcastable(sigma_unc=su, sigma_cor=sc, clip=c)
+    return su, sc, c, shape
+
+
+def _validate_adversary(g: SecGraph, adversary, colluders):
+    V.one_of("adversary", adversary, ADVERSARIES)
+    if adversary == "colluding":
+        if colluders is None:
+            raise ValueError("Expected colluders (an integer >= 1) with adversary='colluding', got colluders=None.")
+        c = int(V.integer("colluders", colluders, minimum=0))
+        if c >= g.n:
+            raise ValueError(f"Expected colluders < n = {g.n}, got colluders={c}.")
+        if c == g.n - 1:
+            raise ValueError(
+                f"Expected colluders < n - 1 = {g.n - 1} (with n - 1 colluders only local DP is left: "
+                f"use adversary='local'), got colluders={c}."
+            )
+        return c
+    if colluders is not None:
+        raise ValueError(f"Expected colluders=None unless adversary='colluding', got colluders={colluders!r}.")
+    return {"eavesdropper": 0, "curious": 1, "local": None}[adversary]
+
+
+def _check_connectivity(g: SecGraph, removed: int | None) -> bool:
+    """Whether no admissible removal of ``removed`` users disconnects the honest graph; warns if one does.
+
+    removed = 0: connected components.  removed = 1: articulation points (networkx, linear time; up to
+    200000 users).  removed = c >= 2: vertex connectivity (networkx, n <= 2000).  Beyond those sizes the
+    sufficient condition a(G) > c w_max (Fiedler) is tried, and a warning says when it cannot be verified.
+    """
+    if removed is None:
+        return True
+    verified = True
+    if removed == 0:
+        ok = g.connected
+        what = "the graph is disconnected"
+    elif removed == 1:
+        if g.n <= 200_000:
+            ok = g.is_biconnected()
+        else:
+            ok = verified = g.connected and g.fiedler_lower()[0] > g.w_max
+        what = "the graph is not 2-connected (removing one curious user disconnects it)"
+    else:
+        if g.n <= 2000:
+            ok = g.node_connectivity() > removed
+        else:
+            ok = verified = g.connected and g.fiedler_lower()[0] > removed * g.w_max
+        what = f"the graph is not {removed + 1}-connected (some {removed} colluders disconnect it)"
+    if not ok:
+        if not verified:
+            what = f"could not verify ({g.n} users) that {what.split(' (')[0].replace('is not', 'is')}"
+        warnings.warn(
+            f"SecRDP: {what}; users cut off from the others are protected by sigma_unc alone, so the "
+            f"guarantee falls back to local DP for them (the accountant value stays valid).",
+            DisconnectedGraphWarning,
+            stacklevel=4,
+        )
+    return bool(ok)
+
+
+def _pairs(su, sc, shape2):
+    su_b, sc_b = np.broadcast_arrays(su, sc)
+    return (su_b.reshape(-1) ** 2, sc_b.reshape(-1) ** 2)
