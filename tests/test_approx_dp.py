@@ -61,3 +61,27 @@ def test_fmt_closed_form_public_value():
     assert bool(valid) and math.isclose(float(eps), 0.5378040242374512, rel_tol=1e-14)
     eps, valid = _fmt(np.float64(8.0), np.float64(1e3), np.float64(1e-6))  # outside ln(n / (16 ln(4/delta)))
     assert not bool(valid) and float(eps) == 8.0
+
+
+def test_internal_kernels_compose_under_grad_and_vmap():
+    """amplify_jax.internal: the kernels trace under jit/vmap/grad (float64 under x64_scope)."""
+    import jax
+    import jax.numpy as jnp
+
+    from amplify_jax import internal as K
+    from amplify_jax.numerics import x64_scope
+
+    def eps(sigma):  # the docstring's example: eps by the implicit inversion, differentiable in sigma
+        fn = lambda e, r: K.analytic_gaussian_log_delta(r, e)  # noqa: E731
+        return K.invert_monotone_implicit(fn, jnp.log(1e-5), (1.0 / sigma,), 1e-9, 1e3, above=True,
+                                          rtol=1e-12).value
+
+    with x64_scope():
+        g = float(jax.grad(eps)(2.0))
+        h = 1e-4
+        f = lambda s: float(K.analytic_gaussian_epsilon(1.0 / s, jnp.log(1e-5)))  # noqa: E731
+        fd = (f(2.0 + h) - f(2.0 - h)) / (2 * h)  # central difference of the bisection's values
+        assert g < 0 and math.isclose(g, fd, rel_tol=1e-5)
+        assert math.isclose(float(eps(2.0)), f(2.0), rel_tol=1e-9)
+        v = jax.vmap(lambda e: K.subsampled_epsilon(e, 0.01))(jnp.array([0.5, 1.0, 2.0]))
+        assert v.dtype == jnp.float64 and v.shape == (3,)

@@ -24,7 +24,7 @@ LAYERS = {
     "rdp": 1, "_subsampled_gaussian": 1, "conversions": 1, "calibrate": 1, "accountants": 1, "approx_dp": 1,
     "bounds": 2,
     "shuffle": 3, "traffic": 3, "checkin": 3, "network": 3, "secrdp": 3,
-    "cli": 4, "sweep": 4, "plotting": 4, "_grid": 4,
+    "cli": 4, "sweep": 4, "plotting": 4, "_grid": 4, "internal": 4,
 }
 #: units whose private names every layer may use (the core's validation helpers)
 CORE_PRIVATE_OK = {"_validate", "_compat", "_io"}
@@ -35,7 +35,6 @@ GROUPS = {"rdp": "accounting", "_subsampled_gaussian": "accounting", "conversion
 
 #: Exceptions that remain (importer module, imported name); each is to go, none may be added.
 KNOWN_PRIVATE = {
-    ("amplify_jax.traffic", "amplify_jax.shuffle._blanket"),
     ("amplify_jax.sweep._quantities", "amplify_jax.accountants._SGMAtOrder"),
     ("amplify_jax.sweep._quantities", "amplify_jax.accountants._dpsgd_eps_kernel"),
     ("amplify_jax.sweep._quantities", "amplify_jax.accountants._n_panels"),
