@@ -35,7 +35,7 @@ def main():
     sc = np.geomspace(1e-1, 1e4, 300)
     fig, axes = plt.subplots(1, len(TARGETS), figsize=(4.2 * len(TARGETS), 3.6))
     for ax, target in zip(axes, TARGETS):
-        b = S.baselines(N_USERS, clip=CLIP, epsilon=target, delta=DELTA, steps=STEPS)
+        b = S.baselines(N_USERS, clip=CLIP, target_epsilon=target, delta=DELTA, steps=STEPS)
         su = 0.5 * (float(b.sigma_cdp) + float(b.sigma_ldp))
         for name, g in GRAPHS.items():
             eps = S.epsilon(g, sigma_unc=su, sigma_cor=sc, clip=CLIP, steps=STEPS, delta=DELTA,
@@ -48,7 +48,7 @@ def main():
             ax.plot(sc, eps, color=COLORS[name], label=name)
             ax.plot(sc, eps_b, color=COLORS[name], ls=":", lw=1)
             ax.plot(sc, spec, color=COLORS[name], ls="--", lw=0.8, alpha=0.6)
-            cal = S.min_sigma_cor(g, sigma_unc=su, clip=CLIP, epsilon=target, delta=DELTA, steps=STEPS)
+            cal = S.min_sigma_cor(g, sigma_unc=su, clip=CLIP, target_epsilon=target, delta=DELTA, steps=STEPS)
             if int(cal.status) == 0:
                 ax.plot([float(cal.sigma_cor)], [target], "o", color=COLORS[name], ms=5)
         ax.axhline(target, color="k", lw=0.7, ls="-.")

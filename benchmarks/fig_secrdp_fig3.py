@@ -40,7 +40,7 @@ ORDERS_POISSON = np.arange(2.0, 129.0)
 
 
 def main():
-    budget = S.example_level_eps1_budget(TARGET, delta=DELTA, steps=STEPS, batch_size=BATCH, sampling_rate=Q,
+    budget = S.example_level_eps1_budget(TARGET, delta=DELTA, steps=STEPS, batch_size=BATCH, q=Q,
                                          sampling="without_replacement", orders=ORDERS_WOR)
     sigma_ldp = CLIP * np.sqrt(2.0 / budget)
     sigma_cdp = sigma_ldp / np.sqrt(N_USERS)
@@ -48,7 +48,7 @@ def main():
     sc = np.geomspace(1e-3, 1e2, 30) * su
     fig, ax = plt.subplots(figsize=(5.4, 3.9))
     for name, g in GRAPHS.items():
-        kw = dict(sigma_unc=su, sigma_cor=sc, clip=CLIP, batch_size=BATCH, sampling_rate=Q, steps=STEPS,
+        kw = dict(sigma_unc=su, sigma_cor=sc, clip=CLIP, batch_size=BATCH, q=Q, steps=STEPS,
                   delta=DELTA)
         e_wor = S.example_level_epsilon(g, sampling="without_replacement", orders=ORDERS_WOR, **kw)
         e_poi = S.example_level_epsilon(g, sampling="poisson", orders=ORDERS_POISSON, **kw)

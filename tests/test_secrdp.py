@@ -388,7 +388,7 @@ def test_min_sigma_cor_is_feasible_and_tight():
     g = S.torus_graph(4)
     target = 10.0
     cal = S.min_sigma_cor(g, sigma_unc=np.array([10.0, 17.827099282407094, 30.0, 80.0]), clip=1.0,
-                          epsilon=target, delta=1e-5, steps=3500)
+                          target_epsilon=target, delta=1e-5, steps=3500)
     st_ = np.asarray(cal.status)
     assert st_.tolist() == [1, 0, 0, 2]  # below sigma_cdp infeasible, above sigma_ldp sigma_cor = 0 suffices
     for i in (1, 2):
@@ -403,11 +403,11 @@ def test_min_sigma_cor_is_feasible_and_tight():
 
 def test_min_sigma_cor_curious_and_frontier():
     g = S.ring_graph(8)
-    cal = S.min_sigma_cor(g, sigma_unc=10.0, clip=1.0, epsilon=20.0, delta=1e-5, steps=500, adversary="curious")
+    cal = S.min_sigma_cor(g, sigma_unc=10.0, clip=1.0, target_epsilon=20.0, delta=1e-5, steps=500, adversary="curious")
     assert int(cal.status) == 0
     acc = S.step_account(g, sigma_unc=10.0, sigma_cor=float(cal.sigma_cor), clip=1.0, adversary="curious")
     assert float(acc.eps1) <= float(cal.eps1_budget)
-    fr = S.noise_frontier(S.ring_graph(10), clip=1.0, epsilon=20.0, delta=1e-5, steps=500, num=6)
+    fr = S.noise_frontier(S.ring_graph(10), clip=1.0, target_epsilon=20.0, delta=1e-5, steps=500, num=6)
     assert np.all(np.isin(np.asarray(fr.status), (0, 2)))
     assert np.all(np.diff(np.asarray(fr.sigma_cor)) < 0)  # more uncorrelated noise, less correlated needed
     assert np.all(np.asarray(fr.eps1) <= np.asarray(fr.eps1_budget))
@@ -415,14 +415,14 @@ def test_min_sigma_cor_curious_and_frontier():
 
 def test_optimal_noise_beats_frontier_grid_and_is_feasible():
     g = S.torus_graph(4)
-    opt = S.optimal_noise(g, clip=1.0, epsilon=10.0, delta=1e-5, steps=3500, num=12, iterations=30)
-    fr = S.noise_frontier(g, clip=1.0, epsilon=10.0, delta=1e-5, steps=3500, num=12)
+    opt = S.optimal_noise(g, clip=1.0, target_epsilon=10.0, delta=1e-5, steps=3500, num=12, iterations=30)
+    fr = S.noise_frontier(g, clip=1.0, target_epsilon=10.0, delta=1e-5, steps=3500, num=12)
     grid_cost = float(opt.k_unc) * np.asarray(fr.sigma_unc) ** 2 + float(opt.k_cor) * np.asarray(fr.sigma_cor) ** 2
     assert float(opt.cost) <= grid_cost.min() * (1 + 1e-9)
     acc = S.step_account(g, sigma_unc=float(opt.sigma_unc), sigma_cor=float(opt.sigma_cor), clip=1.0,
                          adversary="eavesdropper")
     assert float(acc.eps1) <= float(opt.eps1_budget)
-    b = S.baselines(16, clip=1.0, epsilon=10.0, delta=1e-5, steps=3500)
+    b = S.baselines(16, clip=1.0, target_epsilon=10.0, delta=1e-5, steps=3500)
     assert float(b.sigma_cdp) < float(opt.sigma_unc) < float(b.sigma_ldp)
     assert float(b.sigma_ldp) == pytest.approx(math.sqrt(2 / 4.4295863673583433e-4), rel=1e-9)
 
@@ -433,7 +433,7 @@ def test_example_level_effective_noise():
     g = S.ring_graph(16)
     orders = np.arange(2.0, 12.0)
     curve = S.example_level_rdp(orders, g, sigma_unc=2.0, sigma_cor=10.0, clip=1.0, batch_size=64,
-                                sampling_rate=0.02, steps=10)
+                                q=0.02, steps=10)
     acc = S.step_account(g, sigma_unc=2.0, sigma_cor=10.0, clip=1.0, adversary="eavesdropper")
     d = float(acc.eps1) / 2.0
     ref = 10 * np.asarray(core_rdp.poisson_subsampled_gaussian_rdp(orders, q=0.02, sigma=64 / math.sqrt(d)))
@@ -444,8 +444,8 @@ def test_example_level_effective_noise():
 
 def test_example_level_calibration_round_trip():
     g = S.ring_graph(16)
-    kw = dict(delta=1e-5, steps=200, batch_size=16, sampling_rate=0.05, orders=np.arange(2.0, 9.0))
-    cal = S.example_level_min_sigma_cor(g, sigma_unc=np.array([0.03, 0.05]), clip=1.0, epsilon=4.0, **kw)
+    kw = dict(delta=1e-5, steps=200, batch_size=16, q=0.05, orders=np.arange(2.0, 9.0))
+    cal = S.example_level_min_sigma_cor(g, sigma_unc=np.array([0.03, 0.05]), clip=1.0, target_epsilon=4.0, **kw)
     assert np.all(np.isin(np.asarray(cal.status), (0, 2)))
     for su, sc, s in zip(np.asarray(cal.sigma_unc), np.asarray(cal.sigma_cor), np.asarray(cal.status)):
         if s in (0, 2):
@@ -811,7 +811,7 @@ def test_min_sigma_cor_curious_certified_beyond_direct_enumeration():
     refined on the certified accountant: feasible, exact, minimal to rtol, above adversary I's answer."""
     g = S.random_regular_graph(4, 460, seed=1)
     su = np.array([1.0, 2.0])
-    kw = dict(clip=1.0, epsilon=5.0, delta=1e-5, steps=10)
+    kw = dict(clip=1.0, target_epsilon=5.0, delta=1e-5, steps=10)
     cal = S.min_sigma_cor(g, sigma_unc=su, adversary="curious", **kw)
     cal_i = S.min_sigma_cor(g, sigma_unc=su, adversary="eavesdropper", **kw)
     assert np.all(np.asarray(cal.status) == 0)
@@ -874,14 +874,14 @@ def test_registered_example_level_equals_the_functions(sampling):
     kw = dict(sigma_unc=1.0, sigma_cor=np.geomspace(0.5, 4.0, 8), clip=1.0, batch_size=32.0, steps=100,
               sampling=sampling, adversary="curious")
     r = bounds.evaluate("secrdp.example-level", graph="ring:16", q=0.01, delta=1e-5, **kw)
-    want = S.example_level_epsilon(g, sampling_rate=0.01, delta=1e-5, **kw)
+    want = S.example_level_epsilon(g, q=0.01, delta=1e-5, **kw)
     np.testing.assert_allclose(r.epsilon, np.asarray(want), rtol=1e-13)
     assert np.all(r.status == Status.OK)
     acc = S.step_account(g, sigma_unc=1.0, sigma_cor=kw["sigma_cor"], clip=1.0, adversary="curious")
     np.testing.assert_allclose(r.noise_multiplier, S.effective_noise_multiplier(
         np.asarray(acc.eps1), clip=1.0, batch_size=32.0, sampling=sampling), rtol=1e-13)
     c = bounds.evaluate("secrdp.example-level-rdp", orders=[2.0, 4.0], graph="ring:16", q=0.01, **kw)
-    np.testing.assert_allclose(c.rdp, np.asarray(S.example_level_rdp([2.0, 4.0], g, sampling_rate=0.01, **kw)),
+    np.testing.assert_allclose(c.rdp, np.asarray(S.example_level_rdp([2.0, 4.0], g, q=0.01, **kw)),
                                rtol=1e-13)
 
 
@@ -945,3 +945,68 @@ def test_registered_monotone_directions_hold(id_):
             v = np.asarray(bounds.evaluate(id_, **{**base, p.name: _MONOTONE_GRIDS[p.name]}).value)
             step = np.diff(v, axis=0) * p.monotone
             assert np.all(step >= 0), (id_, p.name, extra, v)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# renamed names (one release): target_epsilon, q, NoiseCalibration
+
+
+def test_renamed_params_are_declared():
+    target = {"epsilon": "target_epsilon"}
+    both = {"epsilon": "target_epsilon", "sampling_rate": "q"}
+    rate = {"sampling_rate": "q"}
+    declared = {f: getattr(S, f).__renamed_params__ for f in (
+        "eps1_budget", "closed_form_eps1", "min_sigma_cor", "baselines", "noise_frontier", "optimal_noise",
+        "example_level_eps1_budget", "example_level_min_sigma_cor", "example_level_rdp", "example_level_epsilon")}
+    assert declared == {"eps1_budget": target, "closed_form_eps1": target, "min_sigma_cor": target,
+                        "baselines": target, "noise_frontier": target, "optimal_noise": target,
+                        "example_level_eps1_budget": both, "example_level_min_sigma_cor": both,
+                        "example_level_rdp": rate, "example_level_epsilon": rate}
+
+
+def test_old_spellings_still_work_and_warn():
+    kw = dict(steps=3500, delta=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        want = np.asarray(S.closed_form_eps1(target_epsilon=10.0, **kw))
+        assert np.asarray(S.closed_form_eps1(10.0, **kw)) == want  # positional: no warning
+        assert np.asarray(S.eps1_budget(10.0, **kw)) == want
+        base = S.baselines(16, clip=1.0, target_epsilon=10.0, **kw)
+    with pytest.warns(DeprecationWarning, match="target_epsilon"):
+        assert np.asarray(S.closed_form_eps1(epsilon=10.0, **kw)) == want
+    with pytest.warns(DeprecationWarning, match="target_epsilon"):
+        assert np.asarray(S.eps1_budget(epsilon=10.0, **kw)) == want
+    with pytest.warns(DeprecationWarning, match="target_epsilon"):
+        old = S.baselines(16, clip=1.0, epsilon=10.0, **kw)
+    assert all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(old, base))
+    g = S.ring_graph(8)
+    ex = dict(sigma_unc=1.0, sigma_cor=2.0, clip=1.0, batch_size=16, steps=10)
+    new = np.asarray(S.example_level_rdp([2.0, 4.0], g, q=0.02, **ex))
+    with pytest.warns(DeprecationWarning, match="'sampling_rate' is renamed 'q'"):
+        np.testing.assert_array_equal(np.asarray(S.example_level_rdp([2.0, 4.0], g, sampling_rate=0.02, **ex)), new)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: S.closed_form_eps1(epsilon=10.0, target_epsilon=10.0, steps=10, delta=1e-5),
+    lambda: S.eps1_budget(epsilon=10.0, target_epsilon=10.0, steps=10, delta=1e-5),
+    lambda: S.baselines(16, clip=1.0, epsilon=10.0, target_epsilon=10.0, steps=10, delta=1e-5),
+    lambda: S.example_level_rdp([2.0], S.ring_graph(8), sigma_unc=1.0, sigma_cor=2.0, clip=1.0, batch_size=16,
+                                q=0.02, sampling_rate=0.02),
+])
+def test_old_and_new_names_together_raise(call):
+    with pytest.raises(ValueError, match="got both"):
+        call()
+
+
+def test_calibration_renamed_noise_calibration():
+    import amplify_jax
+    from amplify_jax import accountants
+
+    assert "NoiseCalibration" in S.__all__ and "Calibration" not in S.__all__
+    with pytest.warns(DeprecationWarning, match="NoiseCalibration"):
+        old = S.Calibration
+    assert old is S.NoiseCalibration
+    assert S.NoiseCalibration is not accountants.Calibration
+    assert getattr(amplify_jax, "Calibration", accountants.Calibration) is accountants.Calibration
+    with pytest.raises(AttributeError):
+        S.NoSuchName  # noqa: B018

@@ -41,9 +41,9 @@ Where each part of the paper lives (private files; this module is the one list o
   :func:`epsilon` over T steps.
 - ``_example_level.py`` (Sec. 6.2, App. D): :func:`effective_noise_multiplier`, :func:`example_level_rdp`,
   :func:`example_level_epsilon`.
-- ``_calibration.py`` (App. D.1; the baselines of Sec. 6): :func:`eps1_budget`, :func:`min_sigma_cor`,
-  :func:`noise_frontier`, :func:`baselines`, :func:`example_level_eps1_budget`,
-  :func:`example_level_min_sigma_cor`.
+- ``_calibration.py`` (App. D.1; the baselines of Sec. 6): :class:`NoiseCalibration`, :func:`eps1_budget`,
+  :func:`min_sigma_cor`, :func:`noise_frontier`, :func:`baselines`, :func:`example_level_eps1_budget`,
+  :func:`example_level_min_sigma_cor` (targets are ``target_epsilon``, the example-level rate is ``q``).
 - ``_utility.py`` (Sec. 5.3, Sec. 6 setup, Eq. 4): :func:`metropolis_hastings`, :func:`utility_weights`,
   :func:`optimal_noise`.
 - ``_rounding.py``: the float64 unit roundoff and rounding margins of the soundness argument.
@@ -121,6 +121,8 @@ The bound registry (``amplify_jax.bounds``) holds this subpackage's bounds as ``
 
 from __future__ import annotations
 
+import warnings as _warnings
+
 from ..graphs import adjacency as adjacency
 from ..graphs import complete_graph as complete_graph
 from ..graphs import erdos_renyi_graph as erdos_renyi_graph
@@ -131,8 +133,8 @@ from ..graphs import torus_graph as torus_graph
 from ._adversaries import ADVERSARIES as ADVERSARIES
 from ._adversaries import DisconnectedGraphWarning as DisconnectedGraphWarning
 from ._calibration import Baselines as Baselines
-from ._calibration import Calibration as Calibration
 from ._calibration import Frontier as Frontier
+from ._calibration import NoiseCalibration as NoiseCalibration
 from ._calibration import baselines as baselines
 from ._calibration import eps1_budget as eps1_budget
 from ._calibration import example_level_eps1_budget as example_level_eps1_budget
@@ -184,7 +186,7 @@ __all__ = [
     "effective_noise_multiplier",
     "example_level_rdp",
     "example_level_epsilon",
-    "Calibration",
+    "NoiseCalibration",
     "eps1_budget",
     "min_sigma_cor",
     "Baselines",
@@ -198,5 +200,18 @@ __all__ = [
     "example_level_eps1_budget",
     "example_level_min_sigma_cor",
 ]
+
+
+
+def __getattr__(name):
+    """``Calibration``: the deprecated name of :class:`NoiseCalibration` (renamed so that it is not confused with
+    ``amplify_jax.accountants.Calibration``); it goes in the next release."""
+    if name == "Calibration":
+        _warnings.warn("amplify_jax.secrdp.Calibration is renamed NoiseCalibration (not to be confused with "
+                       "amplify_jax.accountants.Calibration); the old name goes in the next release.",
+                       DeprecationWarning, stacklevel=2)
+        return NoiseCalibration
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 from . import _bounds  # noqa: F401,E402  (registers the bounds)

@@ -323,7 +323,7 @@ def _example_level(graph, sigma_unc, sigma_cor, clip, batch_size, q, steps, delt
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DisconnectedGraphWarning)
             eps = example_level_epsilon(graph, sigma_unc=f["sigma_unc"], sigma_cor=f["sigma_cor"], clip=f["clip"],
-                                        batch_size=f["batch_size"], sampling_rate=f["q"], steps=f["steps"],
+                                        batch_size=f["batch_size"], q=f["q"], steps=f["steps"],
                                         delta=f["delta"], sampling=sampling, adversary=adversary, colluders=c,
                                         method=method)
         sig = effective_noise_multiplier(np.asarray(acc.eps1), clip=f["clip"], batch_size=f["batch_size"],
@@ -353,7 +353,7 @@ def _example_level_rdp(orders, graph, sigma_unc, sigma_cor, clip, batch_size, q,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DisconnectedGraphWarning)
             curve = example_level_rdp(orders, graph, sigma_unc=f["sigma_unc"], sigma_cor=f["sigma_cor"],
-                                      clip=f["clip"], batch_size=f["batch_size"], sampling_rate=f["q"],
+                                      clip=f["clip"], batch_size=f["batch_size"], q=f["q"],
                                       steps=f["steps"], sampling=sampling, adversary=adversary, colluders=c)
         return {"rdp": curve, "status": _status(acc, adversary)}
 

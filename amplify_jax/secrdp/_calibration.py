@@ -1,6 +1,6 @@
 """Calibration of the two noise levels (Decor App. D.1) and the uncorrelated-noise baselines (Sec. 6, App. D).
 
-Step 1: the per-step budget eps1 from (epsilon, delta, T) (:func:`eps1_budget`, or
+Step 1: the per-step budget eps1 from (target_epsilon, delta, T) (:func:`eps1_budget`, or
 :func:`example_level_eps1_budget` for example-level privacy, a bisection since subsampling has no closed form).
 Steps 2-3: fix sigma_unc and find the minimal sigma_cor on the accountant, which is non-increasing in sigma_cor
 (:func:`min_sigma_cor`, batched through ``amplify_jax.calibrate.invert_monotone`` on a traced twin of the
@@ -21,6 +21,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..numerics import x64_scope
 from ._adversaries import _check_connectivity, _validate_adversary
 from ._certified import _fast_affordable
@@ -98,16 +99,20 @@ def _eps1_fn(g: SecGraph, adversary, c) -> _Eps1Fn:
     return g._eps1_fns[key]
 
 
-class Calibration(NamedTuple):
-    """Calibrated noise levels (arrays broadcast over the inputs).
+class NoiseCalibration(NamedTuple):
+    """Calibrated noise levels of Decor (arrays broadcast over the inputs).  Not to be confused with
+    ``amplify_jax.accountants.Calibration`` (DP-SGD); ``secrdp.Calibration`` is a deprecated alias of this type.
 
     sigma_unc, sigma_cor: the noise pair (sigma_cor is the minimal one for the given sigma_unc, rounded up to
         within rtol: the feasible endpoint of the bisection, re-checked).
-    status: 0 ok; 1 infeasible (no sigma_cor meets the budget at this sigma_unc: sigma_unc <= the central-DP
-        level of the honest set, or a graph the adversary can disconnect); 2 at limit (sigma_cor = 0 already
-        meets it: sigma_unc >= the local-DP level); 3 re-check failed.  See ``amplify_jax.calibrate``.
-    eps1: the per-step coefficient achieved, re-computed (<= eps1_budget where status is 0 or 2).
-    eps1_budget: the per-step budget derived from (epsilon, delta, steps).
+    status: ``amplify_jax.status.Status`` codes: OK (0); INFEASIBLE (1: no sigma_cor meets the budget at this
+        sigma_unc: sigma_unc <= the central-DP level of the honest set, or a graph the adversary can
+        disconnect); AT_LIMIT (2: sigma_cor = 0 already meets it: sigma_unc >= the local-DP level);
+        NOT_MONOTONE (3: the re-check at the returned value failed); MAX_ITER (4: feasible, the bracket did not
+        reach rtol).  See ``amplify_jax.calibrate``.
+    eps1: the per-step coefficient achieved, re-computed (<= eps1_budget where status is OK, AT_LIMIT or
+        MAX_ITER).
+    eps1_budget: the per-step budget derived from (target_epsilon, delta, steps).
     """
 
     sigma_unc: jax.Array
@@ -117,8 +122,9 @@ class Calibration(NamedTuple):
     eps1_budget: jax.Array
 
 
-def eps1_budget(epsilon, *, steps, delta, method="closed_form"):
-    """The largest per-step eps1 such that T steps stay (epsilon, delta)-SecLDP (App. D.1, step 1).
+@renamed_params(epsilon="target_epsilon")
+def eps1_budget(target_epsilon, *, steps, delta, method="closed_form"):
+    """The largest per-step eps1 such that T steps stay (target_epsilon, delta)-SecLDP (App. D.1, step 1).
 
     "closed_form": :func:`closed_form_eps1`; "balle2020" / "mironov": inverts the core's conversion of
     alpha T eps1 (min over a dense order grid) with ``amplify_jax.calibrate.invert_monotone`` (largest
@@ -126,13 +132,13 @@ def eps1_budget(epsilon, *, steps, delta, method="closed_form"):
     """
     V.one_of("method", method, _CONVERSION_METHODS)
     if method == "closed_form":
-        return closed_form_eps1(epsilon, steps=steps, delta=delta)
+        return closed_form_eps1(target_epsilon, steps=steps, delta=delta)
     from ..calibrate import invert_monotone
 
-    e = V.positive("epsilon", epsilon)
+    e = V.positive("target_epsilon", target_epsilon)
     t = V.positive("steps", steps)
     d = V.unit_open("delta", delta)
-    shape = V.broadcastable(epsilon=e, steps=t, delta=d)
+    shape = V.broadcastable(target_epsilon=e, steps=t, delta=d)
     lo = np.asarray(closed_form_eps1(e, steps=t, delta=d))  # feasible: balle2020/mironov <= closed form
     fn = _BUDGET_FNS[method]
     inv = invert_monotone(fn, np.broadcast_to(e, shape), args=(np.log(d), t), lo=lo * 0.5, hi=lo * 1e3 + 1e-300,
@@ -193,7 +199,7 @@ def _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol, certified=T
     For adversary II where the traced accountant falls back to Thm 1's bound (n >= 448) and the certified
     update applies (connected sparse graphs below LARGE_N), the answer is refined on the certified accountant
     (``certified=True``; :func:`_refine_curious_certified`)."""
-    from ..calibrate import INFEASIBLE, AT_LIMIT, invert_monotone
+    from ..calibrate import AT_LIMIT, INFEASIBLE, NOT_MONOTONE, OK, invert_monotone  # Status codes, as ints
 
     fn = _eps1_fn(g, adversary, c)
     shape = np.broadcast_shapes(np.shape(su), np.shape(clip_a), np.shape(budget))
@@ -208,10 +214,10 @@ def _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol, certified=T
     inv = invert_monotone(fn, b_b, args=(su_b, c_b), lo=lo, hi=hi, feasible="above", rtol=rtol)
     value = np.where(at_zero <= b_b, 0.0, np.asarray(inv.value))
     status = np.where(at_zero <= b_b, AT_LIMIT, np.asarray(inv.status))
-    status = np.where((status == AT_LIMIT) & (at_zero > b_b), 0, status)  # feasible at lo > 0 (tiny): fine
+    status = np.where((status == AT_LIMIT) & (at_zero > b_b), OK, status)  # feasible at lo > 0 (tiny): fine
     with x64_scope():
         achieved = np.asarray(fn(jnp.asarray(value), jnp.asarray(su_b), jnp.asarray(c_b)))
-    status = np.where((status != INFEASIBLE) & (achieved > b_b), 3, status)
+    status = np.where((status != INFEASIBLE) & (achieved > b_b), NOT_MONOTONE, status)
     if (certified and adversary == "curious" and fn.kind == "spectral" and not _is_large(g.n)
             and _fast_affordable(g)):
         refined = _refine_curious_certified(g, su_b, c_b, b_b, value, status, rtol)
@@ -221,21 +227,22 @@ def _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol, certified=T
     return value, status, achieved
 
 
-def _calibration_result(g, adversary, c, su, clip_a, budget, rtol) -> Calibration:
-    """The minimal sigma_cor for each sigma_unc at a per-step budget, as a :class:`Calibration`."""
+def _calibration_result(g, adversary, c, su, clip_a, budget, rtol) -> NoiseCalibration:
+    """The minimal sigma_cor for each sigma_unc at a per-step budget, as a :class:`NoiseCalibration`."""
     value, status, achieved = _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol)
     shape = value.shape
     with x64_scope():
-        return Calibration(jnp.asarray(np.broadcast_to(su, shape)), jnp.asarray(value), jnp.asarray(status),
+        return NoiseCalibration(jnp.asarray(np.broadcast_to(su, shape)), jnp.asarray(value), jnp.asarray(status),
                            jnp.asarray(achieved), jnp.asarray(np.broadcast_to(budget, shape)))
 
 
-def min_sigma_cor(graph, *, sigma_unc, clip, epsilon, delta, steps, adversary="eavesdropper", colluders=None,
-                  method="closed_form", rtol=1e-6) -> Calibration:
-    """For a fixed sigma_unc, the minimal sigma_cor such that T steps of Decor are (epsilon, delta)-SecLDP
+@renamed_params(epsilon="target_epsilon")
+def min_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta, steps, adversary="eavesdropper", colluders=None,
+                  method="closed_form", rtol=1e-6) -> NoiseCalibration:
+    """For a fixed sigma_unc, the minimal sigma_cor such that T steps of Decor are (target_epsilon, delta)-SecLDP
     against the adversary (Decor App. D.1: fix sigma_unc, bisect sigma_cor on the accountant, which is
-    non-increasing in sigma_cor since Sigma grows in the Loewner order).  Batched over sigma_unc, clip, epsilon,
-    delta, steps through ``amplify_jax.calibrate.invert_monotone`` (feasible endpoint, re-checked).  For
+    non-increasing in sigma_cor since Sigma grows in the Loewner order).  Batched over sigma_unc, clip,
+    target_epsilon, delta, steps through ``amplify_jax.calibrate.invert_monotone`` (feasible endpoint, re-checked).  For
     curious users (adversary II) on 448 or more users, where the traced accountant is Thm 1's bound, the
     answer is refined on the certified accountant of :func:`step_account` by a host bisection (seconds per
     batch at 500-2000 users)."""
@@ -243,7 +250,7 @@ def min_sigma_cor(graph, *, sigma_unc, clip, epsilon, delta, steps, adversary="e
     c = _validate_adversary(g, adversary, colluders)
     su = V.positive("sigma_unc", sigma_unc)
     clip_a = V.positive("clip", clip)
-    budget = np.asarray(eps1_budget(epsilon, steps=steps, delta=delta, method=method))
+    budget = np.asarray(eps1_budget(target_epsilon, steps=steps, delta=delta, method=method))
     V.broadcastable(sigma_unc=su, clip=clip_a, budget=budget)
     _check_connectivity(g, c)
     return _calibration_result(g, adversary, c, su, clip_a, budget, rtol)
@@ -260,11 +267,12 @@ class Baselines(NamedTuple):
     eps1_budget: jax.Array
 
 
-def baselines(n, *, clip, epsilon, delta, steps, method="closed_form") -> Baselines:
+@renamed_params(epsilon="target_epsilon")
+def baselines(n, *, clip, target_epsilon, delta, steps, method="closed_form") -> Baselines:
     """Local-DP and central-DP noise levels for n users (see :class:`Baselines`)."""
     nn = V.integer("n", n, minimum=1)
     cl = V.positive("clip", clip)
-    b = np.asarray(eps1_budget(epsilon, steps=steps, delta=delta, method=method))
+    b = np.asarray(eps1_budget(target_epsilon, steps=steps, delta=delta, method=method))
     ldp = cl * np.sqrt(2.0 / b)
     cdp = ldp / np.sqrt(nn)
     with x64_scope():
@@ -273,7 +281,7 @@ def baselines(n, *, clip, epsilon, delta, steps, method="closed_form") -> Baseli
 
 class Frontier(NamedTuple):
     """Admissible pairs: for each sigma_unc on a grid, the minimal sigma_cor (every pair with a larger
-    sigma_cor is admissible too).  Fields as in :class:`Calibration`."""
+    sigma_cor is admissible too).  Fields as in :class:`NoiseCalibration` (status: ``Status`` codes)."""
 
     sigma_unc: jax.Array
     sigma_cor: jax.Array
@@ -286,9 +294,11 @@ def _honest_size(g, c):
     return g.n if c is None else g.n - c
 
 
-def noise_frontier(graph, *, clip, epsilon, delta, steps, adversary="eavesdropper", colluders=None, num=32,
+@renamed_params(epsilon="target_epsilon")
+def noise_frontier(graph, *, clip, target_epsilon, delta, steps, adversary="eavesdropper", colluders=None, num=32,
                    method="closed_form", rtol=1e-6) -> Frontier:
-    """The frontier of admissible (sigma_unc, sigma_cor) pairs for one target (scalar epsilon, delta, steps).
+    """The frontier of admissible (sigma_unc, sigma_cor) pairs for one target (scalar target_epsilon, delta,
+    steps).
 
     sigma_unc runs geometrically over (sigma_low, sigma_ldp], sigma_low = sigma_ldp / sqrt(n_H) (n_H = n - c
     honest users; below it no sigma_cor suffices, since eps1 -> 2 C^2 / (n_H sigma_unc^2) as sigma_cor -> inf)
@@ -297,7 +307,7 @@ def noise_frontier(graph, *, clip, epsilon, delta, steps, adversary="eavesdroppe
     g = prepare_graph(graph)
     c = _validate_adversary(g, adversary, colluders)
     num = int(V.integer("num", num, minimum=2))
-    budget = float(np.asarray(eps1_budget(epsilon, steps=steps, delta=delta, method=method)).reshape(()))
+    budget = float(np.asarray(eps1_budget(target_epsilon, steps=steps, delta=delta, method=method)).reshape(()))
     cl = float(V.positive("clip", clip))
     _check_connectivity(g, c)
     ldp = cl * math.sqrt(2.0 / budget)
@@ -309,19 +319,20 @@ def noise_frontier(graph, *, clip, epsilon, delta, steps, adversary="eavesdroppe
                         jnp.asarray(np.full(su.shape, budget)))
 
 
-def example_level_eps1_budget(epsilon, *, delta, steps, batch_size, sampling_rate, sampling="poisson",
+@renamed_params(epsilon="target_epsilon", sampling_rate="q")
+def example_level_eps1_budget(target_epsilon, *, delta, steps, batch_size, q, sampling="poisson",
                               orders=None, rtol=1e-7, method="balle2020"):
     """The largest per-step eps1 (at the user clip C used by the accountant) such that T subsampled steps are
-    example-level (epsilon, delta)-SecLDP (App. D.1, "Example-level privacy": no closed form, so this is a
+    example-level (target_epsilon, delta)-SecLDP (App. D.1, "Example-level privacy": no closed form, so this is a
     bisection on eps1 over the core's subsampled curves; the example-level eps increases with eps1).  Returns
     the feasible (lower) endpoint, re-checked.  Scalar inputs."""
     from ..conversions import epsilon_from_rdp
 
-    e = float(V.positive("epsilon", epsilon))
+    e = float(V.positive("target_epsilon", target_epsilon))
     d = float(V.unit_open("delta", delta))
     t = float(V.positive("steps", steps))
     b = float(V.positive("batch_size", batch_size))
-    q = float(V.unit_open("sampling_rate", sampling_rate))
+    q = float(V.unit_open("q", q))
     V.one_of("sampling", sampling, _SAMPLINGS)
     # integer orders by default: a superset-free, sound choice (any set of orders gives a valid bound)
     a = V.orders("orders", np.arange(2.0, 129.0) if orders is None else orders)
@@ -335,7 +346,8 @@ def example_level_eps1_budget(epsilon, *, delta, steps, batch_size, sampling_rat
     grid = np.geomspace(1e-12, 1e6, 30)
     ok = eps_of(grid) <= e
     if not ok[0]:
-        raise ValueError(f"Expected a reachable epsilon, got epsilon={e!r} (exceeded already at eps1=1e-12).")
+        raise ValueError(f"Expected a reachable target_epsilon, got target_epsilon={e!r} (exceeded already at "
+                         "eps1=1e-12).")
     if ok[-1]:
         return grid[-1]
     k = int(np.flatnonzero(~ok)[0])
@@ -352,17 +364,18 @@ def example_level_eps1_budget(epsilon, *, delta, steps, batch_size, sampling_rat
     return lo
 
 
-def example_level_min_sigma_cor(graph, *, sigma_unc, clip, epsilon, delta, steps, batch_size, sampling_rate,
+@renamed_params(epsilon="target_epsilon", sampling_rate="q")
+def example_level_min_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta, steps, batch_size, q,
                                 sampling="poisson", adversary="eavesdropper", colluders=None, orders=None,
-                                rtol=1e-6) -> Calibration:
+                                rtol=1e-6) -> NoiseCalibration:
     """Example-level counterpart of :func:`min_sigma_cor` (Decor App. D.1): the eps1 budget from
     :func:`example_level_eps1_budget`, then the minimal sigma_cor for each sigma_unc (batched)."""
     g = prepare_graph(graph)
     c = _validate_adversary(g, adversary, colluders)
     su = V.positive("sigma_unc", sigma_unc)
     cl = V.positive("clip", clip)
-    unit = example_level_eps1_budget(epsilon, delta=delta, steps=steps, batch_size=batch_size,
-                                     sampling_rate=sampling_rate, sampling=sampling, orders=orders)
+    unit = example_level_eps1_budget(target_epsilon, delta=delta, steps=steps, batch_size=batch_size, q=q,
+                                     sampling=sampling, orders=orders)
     budget = unit * np.asarray(cl) ** 2  # eps1 scales as C^2 at fixed effective noise: budget at clip C
     # effective_noise_multiplier divides by sqrt(eps1) at clip 1; at clip C the noise multiplier is the
     # same function of eps1 / C^2, hence the budget scales with C^2.

@@ -13,6 +13,7 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..numerics import x64_scope
 from ._step import step_account
 
@@ -30,15 +31,16 @@ def closed_form_epsilon(eps1, *, steps, delta):
         return jnp.asarray(x + 2.0 * np.sqrt(x * np.log(1.0 / d)))
 
 
-def closed_form_eps1(epsilon, *, steps, delta):
+@renamed_params(epsilon="target_epsilon")
+def closed_form_eps1(target_epsilon, *, steps, delta):
     """The inverse of :func:`closed_form_epsilon`: the largest per-step eps1 whose T-step closed form is
-    <= epsilon, eps1 = (sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))^2 / T (App. D.1, step 1), evaluated
+    <= target_epsilon, eps1 = (sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))^2 / T (App. D.1, step 1), evaluated
     without cancellation as eps^2 / (T (sqrt(ln(1/delta) + eps) + sqrt(ln(1/delta)))^2) and rounded down by
     a relative 1e-12 (safe side)."""
-    e = V.positive("epsilon", epsilon)
+    e = V.positive("target_epsilon", target_epsilon)
     t = V.positive("steps", steps)
     d = V.unit_open("delta", delta)
-    V.broadcastable(epsilon=e, steps=t, delta=d)
+    V.broadcastable(target_epsilon=e, steps=t, delta=d)
     ld = np.log(1.0 / d)
     val = e * e / (t * (np.sqrt(ld + e) + np.sqrt(ld)) ** 2)
     with x64_scope():

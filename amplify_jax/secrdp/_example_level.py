@@ -12,6 +12,7 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..numerics import x64_scope
 from ._step import step_account
 
@@ -53,7 +54,8 @@ def _subsampled_curve(orders, q, sigma, sampling):
     return core_rdp.subsampled_gaussian_wor_rdp(orders, q=q, sigma=sigma)
 
 
-def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, sampling_rate, steps=1,
+@renamed_params(sampling_rate="q")
+def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, q, steps=1,
                       sampling="poisson", adversary="eavesdropper", colluders=None):
     """Example-level SecRDP curve of T steps of Decor with subsampled mini-batches (Decor Sec. 6.2 and
     App. D: "privacy amplification by subsampling (Wang et al., 2019)"), through the core:
@@ -64,7 +66,7 @@ def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, 
     single-step subsampled bound (ERRATA.md), the T steps are composed here.
     """
     a = V.orders("orders", orders)
-    q = V.unit_open("sampling_rate", sampling_rate)
+    q = V.unit_open("q", q)
     t = V.positive("steps", steps)
     V.one_of("sampling", sampling, _SAMPLINGS)
     acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,
@@ -76,7 +78,8 @@ def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, 
         return jnp.asarray(t)[..., None] * curve
 
 
-def example_level_epsilon(graph, *, sigma_unc, sigma_cor, clip, batch_size, sampling_rate, steps, delta,
+@renamed_params(sampling_rate="q")
+def example_level_epsilon(graph, *, sigma_unc, sigma_cor, clip, batch_size, q, steps, delta,
                           sampling="poisson", adversary="eavesdropper", colluders=None, orders=None,
                           method="balle2020"):
     """Example-level eps after T steps (curve of :func:`example_level_rdp`, converted by the core's
@@ -87,7 +90,7 @@ def example_level_epsilon(graph, *, sigma_unc, sigma_cor, clip, batch_size, samp
         orders = _example_orders(sampling)
     a = V.orders("orders", orders)
     curve = example_level_rdp(a, graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip,
-                              batch_size=batch_size, sampling_rate=sampling_rate, steps=steps, sampling=sampling,
+                              batch_size=batch_size, q=q, steps=steps, sampling=sampling,
                               adversary=adversary, colluders=colluders)
     return epsilon_from_rdp(a, curve, delta=delta, method=method).epsilon
 

@@ -13,7 +13,9 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..numerics import x64_scope
+from ..status import Status
 from ._adversaries import _validate_adversary
 from ._calibration import _eps1_fn, _sigma_cor_for_budget, noise_frontier
 from ._graph import prepare_graph
@@ -65,7 +67,8 @@ def utility_weights(graph, cost="gossip", kappa=None):
     return float(np.trace(w @ w) / g.n), float(np.trace(w @ lap @ w) / g.n)
 
 
-def optimal_noise(graph, *, clip, epsilon, delta, steps, adversary="eavesdropper", colluders=None, cost="gossip",
+@renamed_params(epsilon="target_epsilon")
+def optimal_noise(graph, *, clip, target_epsilon, delta, steps, adversary="eavesdropper", colluders=None, cost="gossip",
                   kappa=None, num=24, iterations=60, learning_rate=0.1, method="closed_form") -> OptimalNoise:
     """The admissible pair minimising a utility cost k_unc sigma_unc^2 + k_cor sigma_cor^2 (see
     :func:`utility_weights`: "gossip" by default, "variance", or a given kappa), with optax.
@@ -82,11 +85,11 @@ def optimal_noise(graph, *, clip, epsilon, delta, steps, adversary="eavesdropper
     c = _validate_adversary(g, adversary, colluders)
     k_u, k_c = utility_weights(g, cost, kappa)
     cl = float(V.positive("clip", clip))
-    fr = noise_frontier(g, clip=cl, epsilon=epsilon, delta=delta, steps=steps, adversary=adversary,
+    fr = noise_frontier(g, clip=cl, target_epsilon=target_epsilon, delta=delta, steps=steps, adversary=adversary,
                         colluders=colluders, num=num, method=method)
     su_grid = np.asarray(fr.sigma_unc)
     sc_grid = np.asarray(fr.sigma_cor)
-    ok = np.isin(np.asarray(fr.status), (0, 2))
+    ok = np.isin(np.asarray(fr.status), (Status.OK, Status.AT_LIMIT))
     cost_grid = np.where(ok, k_u * su_grid**2 + k_c * sc_grid**2, np.inf)
     k0 = int(np.argmin(cost_grid))
     budget = float(fr.eps1_budget[0])
@@ -107,11 +110,11 @@ def optimal_noise(graph, *, clip, epsilon, delta, steps, adversary="eavesdropper
         su = float(to_su(u))
         sc, st, ach = _sigma_cor_for_budget(g, adversary, c, np.asarray(su), cl, budget, 1e-9, certified=False)
         sc = float(sc)
-        if int(st) in (0, 2):
+        if int(st) in (Status.OK, Status.AT_LIMIT):
             val = k_u * su**2 + k_c * sc**2
             if val < best[0]:
                 best = (val, su, sc, float(ach))
-        if int(st) != 0 or sc <= 0:
+        if int(st) != Status.OK or sc <= 0:
             break  # at the local-DP end or infeasible: the gradient is not defined there
         with x64_scope():
             g_sc, g_su = grad_fn(jnp.asarray([sc]), jnp.asarray([su]))
