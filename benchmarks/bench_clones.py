@@ -72,7 +72,7 @@ def load_previous():
     src = (src.replace("from .. import _validate", "from amplify_jax import _validate")
            .replace("from ..numerics", "from amplify_jax.numerics")
            .replace("from . import _binomial as B", "from amplify_jax.shuffle import _binomial as B")
-           .replace("from ._blanket", "from amplify_jax.shuffle._blanket"))
+           .replace("from ._blanket", "from amplify_jax.shuffle._blanket_concentration"))
     mod = types.ModuleType("clones_previous")
     exec(compile(src, "clones_previous.py", "exec"), mod.__dict__)  # noqa: S102 -- our own history
     return mod

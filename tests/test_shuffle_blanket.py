@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from amplify_jax import shuffle as S
-from amplify_jax.shuffle import _blanket as BL
+from amplify_jax.shuffle import blanket as BL
 
 from _references import scipy_lemma2
 

@@ -7,30 +7,48 @@
   Thm 5): :func:`blanket_delta`, :func:`blanket_epsilon` with Hoeffding, Bennett (corrected), exact and
   Monte Carlo evaluations, for generic eps0-LDP, Laplace, k-ary randomized response and Ladjel's target
   randomizer.
+
+Where each paper lives:
+
+- ``_closed_forms.py``: Erlingsson et al. 2019 (Corollary 9 of the arXiv version) and Feldman-McMillan-Talwar
+  2021 Thm 3.1 (its formula's one home is :func:`amplify_jax.approx_dp.fmt_closed_form`);
+- ``_clones.py``, ``_binomial.py``: Feldman-McMillan-Talwar 2021, the numerical clone bound (the
+  reduction of Thm 3.2 and its numerical use in Sec. 4, upper and lower);
+- :mod:`amplify_jax.shuffle.blanket` (public): the privacy blanket (Balle et al. 2019; with dummies, Ladjel,
+  Anciaux, Bellet, Scerri App. E: Lemma 2-5, Thm 5, Algorithm 2), the engine shared with
+  ``amplify_jax.traffic`` (``rr_delta``, ``rr_epsilon``, ``rr_delta_traced``), drawing on the private
+  ``_blanket_model.py`` (randomizers, properties of L), ``_blanket_concentration.py`` (generic path,
+  Hoeffding / Bennett), ``_blanket_exact.py`` (randomized response / target randomizer) and
+  ``_blanket_monte_carlo.py`` (Algorithm 2);
+- ``_bounds.py``: the family's bounds, declared for the registry.
+
+ERRATA corrections (``shared/papers/ERRATA.md``) applied here: the FMT condition with ln(4/delta) (Cyffers &
+Bellet and Liew et al. quote ln(2/delta)); Ladjel Thm 4/5's a = e^eps - 1 (printed 1 - e^eps) and range
+b = (1 - sigma) T (1 + e^eps); Lemma 5's upper end of L with the sign of sigma (1 - e^eps) corrected; the
+Bennett bound of Lemma 3 in its corrected form (see :mod:`amplify_jax.shuffle.blanket`).
 """
 
-from ._closed_forms import (
-    ClosedForm,
-    erlingsson_delta,
-    erlingsson_epsilon,
-    fmt_closed_form_epsilon,
-    fmt_validity_bound,
-)
-from ._clones import ClonesBound, ClonesDelta, clones_delta, clones_epsilon
-from ._blanket import (
-    BLANKET_METHODS,
-    BlanketDelta,
-    BlanketEpsilon,
-    BlanketProperties,
-    BlanketRandomizer,
-    blanket_delta,
-    blanket_epsilon,
-    blanket_properties,
-    generic_randomizer,
-    laplace_randomizer,
-    randomized_response,
-    target_randomizer,
-)
+from ._closed_forms import ClosedForm as ClosedForm
+from ._closed_forms import erlingsson_delta as erlingsson_delta
+from ._closed_forms import erlingsson_epsilon as erlingsson_epsilon
+from ._closed_forms import fmt_closed_form_epsilon as fmt_closed_form_epsilon
+from ._closed_forms import fmt_validity_bound as fmt_validity_bound
+from ._clones import ClonesBound as ClonesBound
+from ._clones import ClonesDelta as ClonesDelta
+from ._clones import clones_delta as clones_delta
+from ._clones import clones_epsilon as clones_epsilon
+from .blanket import BLANKET_METHODS as BLANKET_METHODS
+from .blanket import BlanketDelta as BlanketDelta
+from .blanket import BlanketEpsilon as BlanketEpsilon
+from .blanket import BlanketProperties as BlanketProperties
+from .blanket import BlanketRandomizer as BlanketRandomizer
+from .blanket import blanket_delta as blanket_delta
+from .blanket import blanket_epsilon as blanket_epsilon
+from .blanket import blanket_properties as blanket_properties
+from .blanket import generic_randomizer as generic_randomizer
+from .blanket import laplace_randomizer as laplace_randomizer
+from .blanket import randomized_response as randomized_response
+from .blanket import target_randomizer as target_randomizer
 
 __all__ = [
     "ClosedForm",
@@ -56,4 +74,4 @@ __all__ = [
     "target_randomizer",
 ]
 
-from . import _bounds  # noqa: F401  (registers the bounds)
+from . import _bounds  # noqa: F401, E402  (registers the bounds)

@@ -23,14 +23,12 @@ import numpy as np
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Param, Real, register
 from ..calibrate import invert_monotone_host
 from ..status import Status
-from . import (
+from ._closed_forms import erlingsson_delta, erlingsson_epsilon, fmt_closed_form_epsilon
+from ._clones import clones_delta, clones_epsilon
+from .blanket import (
     blanket_delta,
     blanket_epsilon,
-    clones_delta,
-    clones_epsilon,
-    erlingsson_delta,
-    erlingsson_epsilon,
-    fmt_closed_form_epsilon,
+    exact_table_check,
     generic_randomizer,
     laplace_randomizer,
     randomized_response,
@@ -261,26 +259,6 @@ def _randomizer(kind, eps0, k):
     return randomized_response(eps0, k=k)
 
 
-EXACT_MAX_M = 1500.0  #: largest N1 + N2 the exact method tabulates (its CDF table is ~ (2 M)^2 / 2 floats)
-
-
-def _exact_table_check(method, n, dummies, targets, sampling, tail_sd=9.0):
-    """Refuse method 'exact' where its table of Bin(M, 1/2) CDFs would need M beyond EXACT_MAX_M (the engine
-    tabulates every M up to the top of its windows: n = 1e5, k = 4 asks for a 32 GiB table)."""
-    if method != "exact":
-        return
-    N = np.asarray(n, np.float64) - 1.0
-    s = np.asarray(sampling, np.float64)
-    sd = np.sqrt(np.maximum(N * s * (1.0 - s), 0.0))
-    kmax = np.minimum(np.ceil(N * s + tail_sd * sd) + 1.0, N) + np.asarray(dummies, np.float64) + 1.0
-    p = 2.0 / np.asarray(targets, np.float64)
-    top = np.minimum(kmax * p + tail_sd * np.sqrt(kmax * p * (1.0 - p)) + 10.0, kmax) + 2.0
-    if np.any(top > EXACT_MAX_M):
-        bad = np.broadcast_to(np.asarray(n), np.shape(top))[top > EXACT_MAX_M].flat[0]
-        raise ValueError(f"Expected n small enough for method exact (its table of binomial CDFs would exceed "
-                         f"{EXACT_MAX_M:g} counts; use bennett or hoeffding), got n={bad:g}.")
-
-
 def _blanket(randomizer, eps0, k, n, dummies, method, delta):
     _blanket_exact_check(randomizer, eps0, k, n, dummies, method)
     r = blanket_epsilon(delta, n=n, randomizer=_randomizer(randomizer, eps0, k), dummies=dummies, method=method)
@@ -290,7 +268,7 @@ def _blanket(randomizer, eps0, k, n, dummies, method, delta):
 
 def _blanket_exact_check(randomizer, eps0, k, n, dummies, method):
     if randomizer == "randomized-response":
-        _exact_table_check(method, n, dummies, k, k / (np.exp(eps0) + k - 1.0))
+        exact_table_check(method, n, dummies, k, k / (np.exp(eps0) + k - 1.0))
 
 
 def _blanket_delta(randomizer, eps0, k, n, dummies, method, epsilon):

@@ -64,7 +64,7 @@ import numpy as np
 from .. import _validate
 from ..numerics import float64_jit, x64_scope
 from . import _binomial as B
-from ._blanket import _bucket
+from ._blanket_concentration import _bucket
 
 __all__ = ["ClonesBound", "ClonesDelta", "clones_epsilon", "clones_delta"]
 

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
+from ..approx_dp import fmt_closed_form
 from ..numerics import float64_jit
 
 __all__ = [
@@ -86,14 +87,7 @@ def erlingsson_delta(eps, *, eps0, n):
 
 @float64_jit
 def _fmt_kernel(eps0, n, delta):
-    log4d = jnp.log(4.0 / delta)
-    a = 8.0 * jnp.sqrt(jnp.exp(eps0) * log4d / n)
-    c = 8.0 * jnp.exp(eps0) / n
-    e_inner = jnp.log1p(a + c)
-    factor = -jnp.expm1(-eps0) / (1.0 + jnp.exp(-eps0 - e_inner))
-    eps = jnp.log1p(factor * (a + c))
-    valid = eps0 <= jnp.log(n / (16.0 * log4d))
-    return ClosedForm(jnp.where(valid, jnp.minimum(eps, eps0), eps0), valid)
+    return ClosedForm(*fmt_closed_form(eps0, n, delta))  # the formula's one home: amplify_jax.approx_dp
 
 
 def fmt_validity_bound(*, n, delta):

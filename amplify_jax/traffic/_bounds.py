@@ -15,7 +15,10 @@ import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Param, Real, register
 from ..status import Status
-from . import local_epsilon, scrambler_delta, scrambler_epsilon, scrambler_pure_epsilon, scrambler_pure_epsilon_exact
+from ..shuffle.blanket import exact_table_check
+from ._local import local_epsilon
+from ._scrambler_delta import scrambler_delta, scrambler_epsilon
+from ._scrambler_pure import scrambler_pure_epsilon, scrambler_pure_epsilon_exact
 
 LADJEL = ("Ladjel, Anciaux, Bellet, Scerri, Mitigating Leakage from Data Dependent Communications in "
           "Decentralized Computing using Differential Privacy")
@@ -47,28 +50,8 @@ THM4_NOTES = ("ERRATA: Thm 4's a = e^eps - 1 (printed 1 - e^eps) and b = (1 - si
               "T = 10, sigma = 0.5, n = 1e6 would ask for 32 GiB); use bennett or hoeffding there.")
 
 
-EXACT_MAX_M = 1500.0  #: largest N1 + N2 the exact method tabulates (its CDF table is ~ (2 M)^2 / 2 floats)
-
-
-def _exact_check(method, n, dummies, targets, sampling, tail_sd=9.0):
-    """Refuse method 'exact' where the engine's table of Bin(M, 1/2) CDFs would need M beyond EXACT_MAX_M
-    (it tabulates every M up to the top of its windows: T = 10, sigma = 0.5, n = 1e6 asks for 32 GiB)."""
-    if method != "exact":
-        return
-    N = np.asarray(n, np.float64) - 1.0
-    s = np.asarray(sampling, np.float64)
-    sd = np.sqrt(np.maximum(N * s * (1.0 - s), 0.0))
-    kmax = np.minimum(np.ceil(N * s + tail_sd * sd) + 1.0, N) + np.asarray(dummies, np.float64) + 1.0
-    p = 2.0 / np.asarray(targets, np.float64)
-    top = np.minimum(kmax * p + tail_sd * np.sqrt(kmax * p * (1.0 - p)) + 10.0, kmax) + 2.0
-    if np.any(top > EXACT_MAX_M):
-        bad = np.broadcast_to(np.asarray(n), np.shape(top))[top > EXACT_MAX_M].flat[0]
-        raise ValueError(f"Expected n small enough for method exact (its table of binomial CDFs would exceed "
-                         f"{EXACT_MAX_M:g} counts; use bennett or hoeffding), got n={bad:g}.")
-
-
 def _scrambler(targets, n, sampling, dummies, method, delta):
-    _exact_check(method, n, dummies, targets, sampling)
+    exact_table_check(method, n, dummies, targets, sampling)
     r = scrambler_epsilon(delta, targets=targets, n=n, sampling=sampling, dummies=dummies, method=method)
     st = np.asarray(r.status)
     return {"epsilon": np.asarray(r.eps), "achieved_delta": np.asarray(r.achieved),
@@ -87,7 +70,7 @@ register(Bound(
 
 
 def _scrambler_delta(epsilon, targets, n, sampling, dummies, method):
-    _exact_check(method, n, dummies, targets, sampling)
+    exact_table_check(method, n, dummies, targets, sampling)
     r = scrambler_delta(epsilon, targets=targets, n=n, sampling=sampling, dummies=dummies, method=method)
     return {"delta": np.asarray(r.delta), "local": np.asarray(r.local)}
 

@@ -1,0 +1,100 @@
+"""The privacy blanket, part 2: the generic path (any randomizer), the Lemma 2 sum of Ladjel et al. over a
+window of M' ~ Bin(n - 1, gamma) with the Hoeffding or the corrected Bennett bound on E[sum L_i]_+ (Ladjel
+Lemma 3; ERRATA), its delta kernel and its eps-from-delta kernel.  Private (see
+:mod:`amplify_jax.shuffle.blanket`).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..calibrate import invert_monotone_kernel
+from ..numerics import float64_jit
+from . import _binomial as B
+from ._blanket_model import _EPS_CLIP, _EPS_FLOOR, _inversion_result, _props, _search_hi
+
+# ---------------------------------------------------------------------------------------------------------
+# The Lemma 2 sum with Hoeffding / Bennett (vectorised, window axis last)
+
+
+def _m_window(n, gamma, tail_sd, Wm):
+    """Window of M' ~ Bin(n-1, gamma): start, points, log-weights, log of the Chernoff-bounded outside mass."""
+    N = n - 1.0
+    sd = jnp.sqrt(N * gamma * (1.0 - gamma))
+    start = jnp.floor(N * gamma - tail_sd * sd) - 1.0
+    start = jnp.clip(start, 0.0, jnp.maximum(N - (Wm - 1), 0.0))
+    idx = jnp.arange(Wm, dtype=jnp.float64)
+    mp = start[..., None] + idx
+    lw = B.log_binom_pmf_window(start, N, gamma, Wm)
+    lo_tail = B.log_tail_lower(start - 1.0, N, gamma)
+    hi_tail = B.log_tail_upper(start + Wm, N, gamma)
+    out_mass = jnp.minimum(jnp.exp(lo_tail) + jnp.exp(hi_tail), 1.0)
+    return mp, lw, out_mass
+
+
+def _log_concentration(method, k, eps, l_max, l_min, c):
+    """log of the Hoeffding / Bennett bound on E[sum_{i<=k} L_i]_+ (Ladjel Lemma 3, Bennett corrected)."""
+    a = jnp.expm1(eps)
+    if method == "hoeffding":
+        b = l_max - l_min
+        return 2.0 * jnp.log(b) - jnp.log(4.0 * a) - 2.0 * k * (a / b) ** 2
+    bp = jnp.where(l_max > 0, l_max, 1.0)
+    beta = a * bp / c
+    phi = B.bd0(1.0 + beta, 1.0)  # (1 + beta) ln(1 + beta) - beta, without cancellation, >= 0
+    return jnp.log(bp) - jnp.log(jnp.log1p(beta)) - k * (c / (bp * bp)) * phi
+
+
+def _delta_concentration(method, kind, eps, n, d, eps0, k, sigma, *, Wm, tail_sd):
+    gamma, l_max, l_min, c = _props(kind, eps, eps0, k, sigma)
+    mp, lw, out_mass = _m_window(n, gamma, tail_sd, Wm)
+    K = mp + 1.0 + d[..., None]
+    le = _log_concentration(method, K, eps[..., None], l_max[..., None], l_min[..., None], c[..., None])
+    main = jnp.sum(jnp.exp(lw + le - jnp.log(K)), axis=-1)
+    # Outside the window every term is <= E_(1+d) / (1+d) (decreasing in k) and <= max(L_max, 0).
+    k1 = 1.0 + d
+    first = jnp.exp(_log_concentration(method, k1, eps, l_max, l_min, c) - jnp.log(k1))
+    tail = out_mass * jnp.minimum(first, jnp.maximum(l_max, 0.0))
+    delta = main + tail
+    delta = jnp.where(l_max <= 0, 0.0, delta)
+    delta = jnp.where(jnp.isnan(delta), 1.0, delta)
+    return jnp.minimum(delta, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Kernels of the generic path (any randomizer, Hoeffding / Bennett): delta, and eps from delta
+
+
+@float64_jit(static_argnames=("method", "kind", "Wm", "tail_sd"))
+def _conc_kernel(method, kind, eps, n, d, eps0, k, sigma, *, Wm, tail_sd):
+    return _delta_concentration(method, kind, jnp.minimum(eps, _EPS_CLIP), n, d, eps0, k, sigma, Wm=Wm,
+                                tail_sd=tail_sd)
+
+
+def _conc_window(r, n, shape, tail_sd):
+    """Static window size of the generic path from the largest variance in the batch (bucketed)."""
+    gamma_np = {"generic": np.exp(-r.eps0), "laplace": np.exp(-r.eps0 / 2.0), "rr": r.sigma}[r.kind]
+    var_m = float(np.max((n - 1.0) * gamma_np * (1.0 - gamma_np) + np.zeros(shape)))
+    Wm = _bucket(B.window_size(var_m, tail_sd))
+    return int(min(Wm, _bucket(int(np.max(n)) + 2)))
+
+
+def _bucket(w):
+    """Round a window size up to a multiple of 2^(j-3) where 2^j <= w (at most ~12% larger; limits the
+    number of distinct compiled shapes across calls to a few per octave)."""
+    w = max(int(w), 1)
+    if w <= 8:
+        return w
+    step = 1 << (w.bit_length() - 4)
+    return -(-w // step) * step
+
+
+@float64_jit(static_argnames=("method", "kind", "Wm", "tail_sd"))
+def _conc_eps_kernel(method, kind, delta, n, d, eps0, k, sigma, rtol, *, Wm, tail_sd):
+    def fn(x, n, d, eps0, k, sigma):
+        return _delta_concentration(method, kind, jnp.minimum(x, _EPS_CLIP), n, d, eps0, k, sigma, Wm=Wm,
+                                    tail_sd=tail_sd)
+
+    inv = invert_monotone_kernel(fn, delta, (n, d, eps0, k, sigma), _EPS_FLOOR, _search_hi(eps0), above=True,
+                                 rtol=rtol, integer=False)
+    return _inversion_result(*inv, eps0)

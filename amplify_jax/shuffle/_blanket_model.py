@@ -1,0 +1,205 @@
+"""The privacy blanket, part 1: the local randomizers, the result types and the properties of the privacy
+amplification variable L (Balle, Bell, Gascon, Nissim 2019 generic lemma; Ladjel, Anciaux, Bellet, Scerri,
+Lemma 4 and Lemma 5 with the ERRATA corrections), and the constants the engines share.
+
+Private: the public home of the privacy blanket is :mod:`amplify_jax.shuffle.blanket` (its module docstring
+gives each randomizer's bounds and their sources).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate
+from ..calibrate import INFEASIBLE, NOT_MONOTONE
+from ..numerics import float64_jit
+
+BLANKET_METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
+_U = 2.220446049250313e-16
+_KINDS = ("generic", "laplace", "rr")
+
+#: default half-width, in standard deviations, of every binomial window (the truncated mass, bounded by
+#: Chernoff at about exp(-tail_sd^2 / 2), is added to delta).
+DEFAULT_TAIL_SD = 9.0
+
+
+class BlanketRandomizer(NamedTuple):
+    """A local randomizer described for the privacy blanket.
+
+    kind: "generic" | "laplace" | "rr" (k-ary randomized response and Ladjel's target randomizer);
+    eps0: its local guarantee (inf for the target randomizer with sigma = 0);
+    k: number of outputs (T targets) for "rr", 1 otherwise; sigma: the blanket mass gamma for "rr".
+    Numeric fields are float64 arrays and broadcast with the other parameters.
+    """
+
+    kind: str
+    eps0: np.ndarray
+    k: np.ndarray
+    sigma: np.ndarray
+
+
+class BlanketProperties(NamedTuple):
+    """gamma, and the bounds on the privacy amplification variable L at a given eps."""
+
+    gamma: jax.Array
+    mean: jax.Array  #: E[L] = 1 - e^eps
+    l_max: jax.Array
+    l_min: jax.Array
+    l_range: jax.Array  #: l_max - l_min (Hoeffding's b)
+    second_moment: jax.Array  #: c >= E[L^2] (Bennett)
+
+
+class BlanketDelta(NamedTuple):
+    """delta: the value to report (a bound; for Monte Carlo the one-sided upper confidence bound).
+    estimate: the same bound, or the Monte Carlo point estimate (which can under-state: do not report it)."""
+
+    delta: jax.Array
+    estimate: jax.Array
+
+
+class BlanketEpsilon(NamedTuple):
+    """epsilon: the smallest eps found with delta(eps) <= target (the feasible endpoint, re-checked);
+    fallback: True where no eps below the local guarantee reaches the target -- epsilon is then the local
+    guarantee eps0 (inf for the target randomizer with sigma = 0);
+    delta: delta(epsilon) re-computed (for Monte Carlo: the upper confidence bound from an independent key).
+    """
+
+    epsilon: jax.Array
+    fallback: jax.Array
+    delta: jax.Array
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Randomizers
+
+
+def generic_randomizer(eps0) -> BlanketRandomizer:
+    """Any eps0-LDP local randomizer (Balle et al. 2019 generic bounds, gamma = e^-eps0)."""
+    eps0 = _validate.nonnegative("eps0", eps0)
+    return BlanketRandomizer("generic", eps0, np.ones_like(eps0), np.exp(-eps0))
+
+
+def laplace_randomizer(eps0) -> BlanketRandomizer:
+    """The Laplace mechanism x + Lap(1/eps0) on inputs x in [0, 1] (Balle et al. 2019), gamma = e^(-eps0/2)."""
+    eps0 = _validate.positive("eps0", eps0)
+    return BlanketRandomizer("laplace", eps0, np.ones_like(eps0), np.exp(-eps0 / 2.0))
+
+
+def randomized_response(eps0, *, k) -> BlanketRandomizer:
+    """k-ary randomized response with local guarantee eps0: gamma = k / (e^eps0 + k - 1)."""
+    eps0 = _validate.nonnegative("eps0", eps0)
+    k = np.asarray(_validate.integer("k", k, minimum=2), dtype=np.float64)
+    _validate.broadcastable(eps0=eps0, k=k)
+    gamma = k / (np.exp(eps0) + k - 1.0)
+    return BlanketRandomizer("rr", eps0 + 0.0 * k, k + 0.0 * eps0, gamma)
+
+
+def target_randomizer(*, targets, sampling) -> BlanketRandomizer:
+    """Ladjel et al.'s R_sigma over T targets (uniform over all T when sampling; App. E-C convention).
+
+    Its local guarantee is eps0 = ln(1 + (1 - sigma) T / sigma) (inf at sigma = 0: no local privacy).
+    """
+    T = np.asarray(_validate.integer("targets", targets, minimum=2), dtype=np.float64)
+    sigma = _validate.probability("sampling", sampling)
+    _validate.broadcastable(targets=T, sampling=sigma)
+    with np.errstate(divide="ignore"):
+        eps0 = np.where(sigma > 0, np.log1p((1.0 - sigma) * T / np.where(sigma > 0, sigma, 1.0)), np.inf)
+    return BlanketRandomizer("rr", eps0 + 0.0 * T, T + 0.0 * sigma, sigma + 0.0 * T)
+
+
+def _check_randomizer(randomizer):
+    if not isinstance(randomizer, BlanketRandomizer):
+        raise ValueError(
+            f"Expected randomizer to be a BlanketRandomizer (generic_randomizer, laplace_randomizer, "
+            f"randomized_response, target_randomizer), got randomizer={randomizer!r}."
+        )
+    _validate.one_of("randomizer.kind", randomizer.kind, _KINDS)
+    return randomizer
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Properties of L
+
+
+def _props(kind, eps, eps0, k, sigma):
+    """(gamma, l_max, l_min, c) at eps; see the module docstring for each randomizer's source."""
+    ee = jnp.exp(eps)
+    if kind == "generic":
+        gamma = jnp.exp(-eps0)
+        l_max = jnp.exp(eps0) - jnp.exp(eps - eps0)
+        l_min = jnp.exp(-eps0) - jnp.exp(eps + eps0)
+        c = jnp.exp(eps0) * (1.0 + ee * ee) - 2.0 * jnp.exp(eps - 3.0 * eps0)
+    elif kind == "laplace":
+        gamma = jnp.exp(-eps0 / 2.0)
+        l_max = gamma * (jnp.exp(eps0) - ee)
+        l_min = gamma * (1.0 - ee * jnp.exp(eps0))
+        c = _laplace_second_moment(eps, eps0)
+    else:
+        gamma = sigma
+        l_max = (1.0 - sigma) * k + sigma * (1.0 - ee)
+        l_min = -(1.0 - sigma) * k * ee + sigma * (1.0 - ee)
+        c = sigma * (2.0 - sigma) * (1.0 - ee) ** 2 + (1.0 - sigma) ** 2 * k * (1.0 + ee * ee)
+    return gamma, l_max, l_min, c
+
+
+def _expm1_over(x):
+    """(e^x - 1) / x, with the limit 1 at 0."""
+    xs = jnp.where(x == 0, 1.0, x)
+    return jnp.where(x == 0, 1.0, jnp.expm1(xs) / xs)
+
+
+def _laplace_second_moment(eps, eps0):
+    """E_omega[L^2] for Laplace(1/eps0) on [0, 1], pair (x, x') = (0, 1), blanket omega = inf_x mu_x / gamma.
+
+    omega puts mass gamma/2 on y < 0 (L = gamma (e^eps0 - e^eps)) and on y > 1 (L = gamma (1 - e^(eps+eps0)));
+    on [0, 1/2] and [1/2, 1] L = gamma (e^(eps0 u) - e^eps), resp. gamma (1 - e^eps e^(eps0 v)), u, v in [0, 1],
+    which integrate in closed form (terms (e^(a eps0) - 1) / (a eps0) for a = 3/2, 1/2, -1/2).
+    """
+    g = jnp.exp(-eps0 / 2.0)
+    ee = jnp.exp(eps)
+    A = jnp.exp(0.0) * _expm1_over(1.5 * eps0)  # int_0^1 e^(1.5 eps0 u) du
+    Bq = _expm1_over(0.5 * eps0)
+    C = jnp.exp(-0.5 * eps0) * _expm1_over(0.5 * eps0)  # int_0^1 e^(-0.5 eps0 u) du
+    i1 = g * (A - 2.0 * ee * Bq + ee * ee * C)
+    i2 = g * (C - 2.0 * ee * Bq + ee * ee * A)
+    atoms = 0.5 * g ** 3 * ((jnp.exp(eps0) - ee) ** 2 + (1.0 - ee * jnp.exp(eps0)) ** 2)
+    return atoms + g * (eps0 / 4.0) * (i1 + i2)
+
+
+@float64_jit(static_argnames=("kind",))
+def _props_kernel(kind, eps, eps0, k, sigma):
+    gamma, l_max, l_min, c = _props(kind, eps, eps0, k, sigma)
+    return BlanketProperties(gamma + 0.0 * eps, 1.0 - jnp.exp(eps) + 0.0 * gamma, l_max, l_min, l_max - l_min, c)
+
+
+def blanket_properties(eps, *, randomizer) -> BlanketProperties:
+    """gamma and the bounds on L (max, min, range, second moment) of a randomizer at eps (broadcasts)."""
+    r = _check_randomizer(randomizer)
+    eps = _validate.nonnegative("eps", eps)
+    _validate.broadcastable(eps=eps, eps0=r.eps0, k=r.k, sigma=r.sigma)
+    return _props_kernel(r.kind, eps, r.eps0, r.k, r.sigma)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Shared by the engines: the eps clip, and the eps-from-delta search range and fallback
+
+_EPS_CLIP = 300.0  # delta is non-increasing in eps: evaluating at min(eps, 300) is an upper bound, e^eps finite
+
+#: search cap for eps where the local guarantee is infinite (target randomizer with sigma = 0)
+EPS_SEARCH_CAP = 50.0
+_EPS_FLOOR = 1e-12
+
+
+def _inversion_result(value, status, achieved, eps0):
+    """BlanketEpsilon from the core inversion: status INFEASIBLE (eps0 itself does not reach delta) or
+    NOT_MONOTONE (the re-check failed) fall back to the local guarantee."""
+    fallback = (status == INFEASIBLE) | (status == NOT_MONOTONE)
+    return BlanketEpsilon(jnp.where(fallback, eps0, value), fallback, achieved)
+
+
+def _search_hi(eps0):
+    return jnp.maximum(jnp.minimum(eps0, EPS_SEARCH_CAP), 2.0 * _EPS_FLOOR)

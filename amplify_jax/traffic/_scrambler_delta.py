@@ -1,0 +1,206 @@
+"""Sec. IV-C, Thm 4 and App. E (Lemma 2, Lemma 3, Lemma 5, Algorithm 2) of Ladjel, Anciaux, Bellet, Scerri:
+(eps, delta) of the scrambler with local sampling and dummies, T convention, and its inversion over eps (the
+lowest eps at a delta, §IV-C).  The Lemma 2 sum is evaluated by the privacy blanket engine of
+:mod:`amplify_jax.shuffle.blanket` for the target randomizer (``rr_delta`` / ``rr_epsilon``).  ERRATA: Thm 4's
+a = e^eps - 1 and b = (1 - sigma) T (1 + e^eps); Lemma 5's upper end of L; Lemma 3's Bennett bound in its
+corrected form."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate as V
+from ..numerics import float64_jit
+from ..shuffle.blanket import rr_delta, rr_epsilon
+from ._common import _check_common, _f64
+
+METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
+
+_DEFAULT_SAMPLES = 1 << 18
+_DEFAULT_CONFIDENCE = 0.99
+
+
+class DeltaBound(NamedTuple):
+    """delta(eps) of the scrambler.  ``delta`` is the sound value (the upper confidence bound for Monte
+    Carlo); ``estimate`` is the plain Monte Carlo mean (equal to ``delta`` for deterministic methods);
+    ``local`` is True where eps >= the local guarantee of the randomizer, so delta = 0 by post-processing."""
+
+    delta: jax.Array
+    estimate: jax.Array
+    local: jax.Array
+
+
+class EpsilonInversion(NamedTuple):
+    """Smallest eps with delta(eps) <= target.  ``status``: 0 found below the local guarantee, 1 no eps
+    below the local guarantee reaches delta, so ``eps`` is the local guarantee (Thm 2 with d = 0; +inf
+    when sigma = 0, where no finite eps exists).  ``achieved`` is delta re-evaluated at ``eps``."""
+
+    eps: jax.Array
+    status: jax.Array
+    achieved: jax.Array
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Thm 4 / App. E: (eps, delta) of the scrambler
+# ---------------------------------------------------------------------------------------------------------
+
+
+class _LStats(NamedTuple):
+    a: jax.Array  # -E[L] = e^eps - 1
+    b_minus: jax.Array
+    b_plus: jax.Array
+    b: jax.Array  # b_plus - b_minus
+    c: jax.Array  # E[L^2]
+    pos_mean: jax.Array  # E[L_+]
+
+
+def _l_stats(eps, T, sigma) -> _LStats:
+    """Moments and range of the privacy amplification variable L of Eq. 2 (T convention), Lemma 5 corrected.
+
+    L = sigma (1 - e^eps) + (1 - sigma) T (1[t'' = t] - e^eps 1[t'' = t']), t'' uniform over the T targets.
+    """
+    ez = jnp.exp(eps)
+    a = jnp.expm1(eps)
+    base = -sigma * a  # sigma (1 - e^eps)
+    b_plus = (1.0 - sigma) * T + base  # ERRATA: Lemma 5 prints (1 - sigma) T - sigma (1 - e^eps)
+    b_minus = base - (1.0 - sigma) * T * ez
+    b = (1.0 - sigma) * T * (1.0 + ez)  # ERRATA: Thm 4 prints an extra -2 sigma (1 - e^eps)
+    c = sigma * (2.0 - sigma) * a * a + (1.0 - sigma) ** 2 * T * (1.0 + ez * ez)
+    pos_mean = jnp.maximum(b_plus, 0.0) / T  # only t'' = t gives a positive value
+    return _LStats(a, b_minus, b_plus, b, c, pos_mean)
+
+
+_l_stats_kernel = float64_jit(lambda e, t, s: _l_stats(e, t, s))
+
+
+def amplification_variable_bounds(eps, *, targets, sampling):
+    """(a, b_minus, b_plus, c): -E[L], the range and E[L^2] of Ladjel's privacy amplification variable (Eq. 2,
+    Lemma 5 with the ERRATA sign correction of the upper end), T convention.  Broadcasts."""
+    eps = V.nonnegative("eps", eps)
+    T = V.integer("targets", targets, minimum=2)
+    sigma = V.probability("sampling", sampling)
+    V.broadcastable(eps=eps, targets=T, sampling=sigma)
+    st = _l_stats_kernel(*_f64(eps, T, sigma))
+    return st.a, st.b_minus, st.b_plus, st.c
+
+
+def _local_eps0(T, sigma):
+    """The local guarantee ln(1 + (1 - sigma) T / sigma) of the randomizer (T convention; +inf at sigma = 0)."""
+    with np.errstate(divide="ignore"):
+        return np.where(sigma > 0, np.log1p((1.0 - sigma) * T / np.where(sigma > 0, sigma, 1.0)), np.inf)
+
+
+def _as_key(key):
+    if key is None:
+        raise ValueError("Expected key to be a jax.random key for method='monte_carlo', got key=None.")
+    return key
+
+
+def _mc_options(method, key, confidence, samples):
+    """The Monte Carlo keywords of the engine, validated ({} for the deterministic methods)."""
+    if method != "monte_carlo":
+        return {}
+    return dict(key=_as_key(key), confidence=float(V.unit_open("confidence", confidence)),
+                samples=int(V.integer("samples", samples, minimum=2)))
+
+
+def _to_jax(*xs):
+    with jax.enable_x64(True):
+        return tuple(jnp.asarray(x) for x in xs)
+
+
+def scrambler_delta(
+    eps,
+    *,
+    targets,
+    n,
+    sampling,
+    dummies,
+    method="exact",
+    key=None,
+    confidence=_DEFAULT_CONFIDENCE,
+    samples=_DEFAULT_SAMPLES,
+) -> DeltaBound:
+    """delta(eps) of the scrambler algorithm ``A_sigma^{n,d}`` (Ladjel et al., Thm 4 and App. E).
+
+    ``n`` messages are locally sampled at rate ``sigma`` (T convention: a sampled message goes to a target
+    drawn uniformly among all T targets; blanket mass gamma = sigma), the scrambler adds ``d`` dummies drawn
+    from the blanket (uniform targets) and shuffles.  By Lemma 2,
+    ``delta <= sum_{j=0}^{n-1} Bin(j; n-1, sigma) E[sum_{i<=j+d+1} L_i]_+ / (j+d+1)``
+    (for sigma = 0 this is Thm 4's second case, ``E[sum_{i<=d+1} L_i]_+ / (d+1)``), with L of Eq. 2.
+    The evaluation is the privacy blanket engine for the target randomizer (``shuffle.blanket.rr_delta``,
+    the same code as ``shuffle.blanket_delta`` with ``target_randomizer``); the expectation is bounded by
+    ``method``:
+
+    * ``"hoeffding"`` -- Thm 4 as printed up to the ERRATA corrections: ``a = e^eps - 1``,
+      ``b = (1 - sigma) T (1 + e^eps)`` (the paper has ``a = 1 - e^eps`` and an extra ``-2 sigma (1 - e^eps)``).
+    * ``"bennett"`` -- the corrected Bennett form of Lemma 3 (ERRATA) with Lemma 5's corrected b_+ and E[L^2].
+    * ``"exact"`` -- the exact expectation for this randomized response (ERRATA: sum L depends only on the
+      multinomial counts of the two targets).
+    * ``"monte_carlo"`` -- Algorithm 2 with ``samples`` draws from ``key`` (the last draw, N1 given N1 + N2,
+      integrated out in closed form); ``delta`` is a one-sided upper confidence bound at level ``confidence``
+      and ``estimate`` the plain mean (not a bound).  The bound cannot go below about
+      ``2 (1 - sigma) T ln(1 / (1 - confidence)) / samples`` (the range of a sample), so small deltas need
+      many samples (2^21 for delta = 1e-4 at T = 20, confidence 0.95).
+
+    Every method is capped by E[L_+] per term and delta by 1; delta = 0 where eps >= ln(1 + (1 - sigma) T /
+    sigma), the local guarantee (``local`` flag).  Numeric arguments broadcast.
+
+    Raises ValueError for eps < 0, targets < 2, n < 1, sampling outside [0, 1], dummies < 0, an unknown method.
+    """
+    V.one_of("method", method, METHODS)
+    eps, T, n_, sigma, d = _check_common(eps, targets, n, sampling, dummies)
+    kw = _mc_options(method, key, confidence, samples)
+    T, n_, sigma, d = (np.asarray(x, np.float64) for x in (T, n_, sigma, d))
+    delta, est = rr_delta(method, eps, n_, d, T, sigma, **kw)
+    local = np.asarray(eps) >= _local_eps0(T, sigma)
+    delta = np.where(local, 0.0, np.minimum(delta, 1.0))
+    est = np.where(local, 0.0, np.minimum(est, 1.0))
+    return DeltaBound(*_to_jax(delta, est, local))
+
+
+# eps from delta ------------------------------------------------------------------------------------------
+
+
+def scrambler_epsilon(
+    delta,
+    *,
+    targets,
+    n,
+    sampling,
+    dummies,
+    method="exact",
+    key=None,
+    confidence=_DEFAULT_CONFIDENCE,
+    samples=_DEFAULT_SAMPLES,
+    rtol=1e-6,
+) -> EpsilonInversion:
+    """Smallest eps with :func:`scrambler_delta` <= delta (Ladjel et al. §IV-C: "fix delta and numerically
+    search for the lowest eps"), by the core's bracketed bisection (``amplify_jax.calibrate``'s
+    ``invert_monotone_kernel``, through ``shuffle.blanket.rr_epsilon``: feasible endpoint, relative width
+    ``rtol``).
+
+    Where no eps below the local guarantee ``ln(1 + (1 - sigma) T / sigma)`` reaches delta, that guarantee is
+    returned with ``status = 1`` (+inf for sigma = 0, where no finite eps exists; then ``achieved`` is the
+    bound at eps = 50).  For Monte Carlo the draws are shared by every eps tried (common random numbers; the
+    upper confidence bound is monotone in eps, so the returned eps holds with probability >= ``confidence``;
+    see ``shuffle.blanket.rr_epsilon``).
+    """
+    V.one_of("method", method, METHODS)
+    dl = V.unit_open("delta", delta)
+    _, T, n_, sigma, d = _check_common(0.0, targets, n, sampling, dummies)
+    V.broadcastable(delta=dl, targets=T, n=n_, sampling=sigma, dummies=d)
+    r = float(V.positive("rtol", rtol))
+    kw = _mc_options(method, key, confidence, samples)
+    T, n_, sigma, d = (np.asarray(x, np.float64) for x in (T, n_, sigma, d))
+    eps0 = _local_eps0(T, sigma)
+    eps, fallback, achieved = rr_epsilon(method, dl, n_, d, T, sigma, eps0, rtol=r, **kw)
+    eps = np.where(fallback, np.broadcast_to(eps0, eps.shape), eps)
+    amplified = ~fallback & (eps < eps0)
+    achieved = np.where(fallback & np.isfinite(np.broadcast_to(eps0, eps.shape)), 0.0, achieved)
+    status = np.where(amplified, 0, 1).astype(np.int32)
+    return EpsilonInversion(*_to_jax(eps, status, achieved))
