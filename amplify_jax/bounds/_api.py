@@ -143,16 +143,11 @@ def invert(id: str, /, *, solve_for: str, target_epsilon=None, target_delta=None
     whole range meets it), not_monotone or max_iter.
     """
     bound = get(id)
-    if bound.answer == "rdp":
-        raise ValueError(f"Expected a bound that answers epsilon or delta for invert, got {id!r} (an RDP curve).")
-    if solve_for not in bound.solvable:
-        raise ValueError(f"Expected solve_for in {list(bound.solvable)} (the monotone parameters of {id}), "
-                         f"got solve_for={solve_for!r}.")
+    tname = bound.inversion_target(solve_for)
     if solve_for in params:
         raise ValueError(f"Expected no value for {solve_for}, the parameter solved for, got {solve_for}="
                          f"{params[solve_for]!r}.")
     given, other = (target_epsilon, target_delta) if bound.answer == "epsilon" else (target_delta, target_epsilon)
-    tname = "target_" + bound.answer
     if given is None:
         raise ValueError(f"Expected {tname} for {id}, which answers {bound.answer}.")
     fixed = "delta" if bound.answer == "epsilon" else "epsilon"

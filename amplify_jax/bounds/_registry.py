@@ -132,6 +132,17 @@ class Bound:
         raise ValueError(f"Expected a parameter of {self.id!r} ({', '.join(p.name for p in self.params)}), "
                          f"got {name!r}.")
 
+    def inversion_target(self, solve_for: str) -> str:
+        """The target an inversion for ``solve_for`` takes (``"target_epsilon"`` or ``"target_delta"``), or a
+        ValueError where the bound cannot be inverted for it (an RDP curve; a parameter not declared monotone)."""
+        if self.answer == "rdp":
+            raise ValueError(f"Expected a bound that answers epsilon or delta for invert, got {self.id!r} "
+                             "(an RDP curve).")
+        if solve_for not in self.solvable:
+            raise ValueError(f"Expected solve_for in {list(self.solvable)} (the monotone parameters of {self.id}), "
+                             f"got solve_for={solve_for!r}.")
+        return "target_" + self.answer
+
     @property
     def solvable(self) -> tuple:
         """Names of the parameters :func:`invert` can solve for (declared monotone)."""

@@ -249,16 +249,10 @@ def _load_bound_spec(sweep: dict, grid: dict, output, export) -> BoundSweepSpec:
     names = [p.name for p in bound.params]
     targets = ()
     if quantity == "invert":
-        if bound.answer == "rdp":
-            raise ValueError(f"Expected a bound that answers epsilon or delta for invert, got {bound.id!r} "
-                             "(an RDP curve).")
-        if solve_for not in bound.solvable:
-            raise ValueError(f"Expected solve_for in {list(bound.solvable)} (the monotone parameters of "
-                             f"{bound.id}), got solve_for={solve_for!r}.")
+        tname = bound.inversion_target(solve_for)
         if solve_for in grid:
             raise ValueError(f"Expected no grid value for {solve_for}, the parameter solved for, got "
                              f"{solve_for}={grid[solve_for]!r}.")
-        tname = "target_" + bound.answer
         if tname not in grid:
             raise ValueError(f"Expected {tname} in the grid for invert of {bound.id}, which answers {bound.answer}.")
         fixed_name = "delta" if bound.answer == "epsilon" else "epsilon"
