@@ -72,7 +72,7 @@ def main():
     T = 100 * n
     for view in ("hidden", "receiver_known"):
         def run(seed):
-            w = N.sample_walks(seed, n=n, T=T, num_walks=walks_n)
+            w = N.sample_walks(seed, n=n, steps=T, num_walks=walks_n)
             return N.walk_privacy_losses(w, n=n, eps0=EPS0, delta_prime=DELTA_PRIME, delta_cycle=DELTA_CYCLE,
                                          view=view)
 
@@ -93,7 +93,7 @@ def main():
 
     # anchor comparison at n = 100, one walk
     n_a = 100
-    w = N.sample_walks(7, n=n_a, T=100 * n_a, num_walks=1)
+    w = N.sample_walks(7, n=n_a, steps=100 * n_a, num_walks=1)
     ours_f = lambda: N.walk_privacy_losses(w, n=n_a, eps0=EPS0, delta_prime=DELTA_PRIME,  # noqa: E731
                                            delta_cycle=DELTA_CYCLE, cycle_delta="paper").network
     ours, _ = timed(ours_f)  # compile

@@ -33,7 +33,7 @@ N, SIGMA, GAMMA, DELTA = 600_000, 1.0, 1e-3, 1e-8
 def main():
     t0 = time.perf_counter()
     rounds = np.unique(np.round(np.logspace(0, 6, 25)))
-    kw = dict(n=N, gamma=GAMMA, sigma=SIGMA, rounds=rounds, delta=DELTA)
+    kw = dict(n=N, gamma=GAMMA, sigma=SIGMA, steps=rounds, delta=DELTA)
     exact = np.asarray(C.distributed_gaussian_epsilon(**kw).epsilon)
     eq11 = np.asarray(C.distributed_gaussian_epsilon(method="eq11", **kw).epsilon)
     sc = np.asarray(C.distributed_gaussian_strong_composition_epsilon(**kw))

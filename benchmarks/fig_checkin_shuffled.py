@@ -35,7 +35,7 @@ EPS0 = 1.0
 
 def curves(n, gamma, rounds):
     d = 1.0 / np.asarray(n, dtype=float)
-    kw = dict(n=n, gamma=gamma, eps0=EPS0, rounds=rounds, delta=d)
+    kw = dict(n=n, gamma=gamma, eps0=EPS0, steps=rounds, delta=d)
     up7 = C.shuffled_checkin_epsilon(bound="upper", method="eq7", orders=EQ_ORDERS, **kw).epsilon
     low = C.shuffled_checkin_epsilon(bound="lower", orders=EQ_ORDERS, **kw).epsilon
     sc = C.shuffled_checkin_strong_composition_epsilon(**kw)

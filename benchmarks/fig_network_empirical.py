@@ -49,7 +49,7 @@ def stats_for(n, eps0, mechanism, view, seed=0, shuffle_bound="fmt"):
     per_call = WALKS if n <= 400 else 1  # keep the (walks, n, n) arrays small for large n
     net, loc, dmax = [], [], []
     for k in range(WALKS // per_call):
-        w = N.sample_walks(seed * 1000 + k, n=n, T=T, num_walks=per_call)
+        w = N.sample_walks(seed * 1000 + k, n=n, steps=T, num_walks=per_call)
         r = N.walk_privacy_losses(w, n=n, eps0=eps0, delta_prime=DP, delta_cycle=DC, mechanism=mechanism, view=view,
                                   shuffle_bound=shuffle_bound)
         s = N.summarize_walk_losses(r.network)

@@ -33,7 +33,7 @@ EPS0, DP, DH, D0 = 0.1, 1e-7, 1e-7, 1e-7
 def main():
     ns = np.unique(np.round(np.logspace(np.log10(2), 10, 40)))
     T = 100 * ns
-    kw = dict(n=ns, T=T, eps0=EPS0, delta0=D0, delta_prime=DP, delta_hat=DH)
+    kw = dict(n=ns, steps=T, eps0=EPS0, delta0=D0, delta_prime=DP, delta_hat=DH)
     nb = N.complete_graph_sum_bound(**kw)
     net = np.asarray(nb.epsilon)
     net_delta_paper = np.asarray(N.complete_graph_sum_bound(**kw, cycle_delta="paper").delta)
@@ -41,7 +41,7 @@ def main():
     loc = np.asarray(N.local_sum_bound(**kw).epsilon)
     loc_fixed = np.asarray(N.local_sum_bound(**kw, fixed_contributions=True).epsilon)
     big = ns > 10
-    net_coll = np.asarray(N.complete_graph_sum_bound(**{**kw, "n": ns[big], "T": T[big]}, colluders=10).epsilon)
+    net_coll = np.asarray(N.complete_graph_sum_bound(**{**kw, "n": ns[big], "steps": T[big]}, colluders=10).epsilon)
     crossing = ns[np.argmax(net < loc)]
     print(f"network DP below local DP from n = {crossing:g} (paper: 'as soon as n >= 20')")
     for n_show in (100, 10_000, 1e6, 1e10):

@@ -109,9 +109,9 @@ def main():
         sig = {}
         for setting in ("local", "network", "central", "central_bassily"):
             kw = dict(contributions=TU) if setting in ("local", "network") else {}
-            inv = N.calibrate_sgd_sigma(eps=eps, delta=delta, n=n, T=T, setting=setting, **kw)
+            inv = N.calibrate_sgd_sigma(target_epsilon=eps, delta=delta, n=n, steps=T, setting=setting, **kw)
             assert int(inv.status) == 0
-            sig[setting] = float(inv.value)
+            sig[setting] = float(inv.sigma)
         sigmas = [sig["local"], sig["network"], sig["central"], sig["central_bassily"], 0.0]
         print(f"eps={eps:g}: sigma " + ", ".join(f"{m} {s:.3g}" for m, s in zip(methods, sigmas)), flush=True)
         with x64_scope():

@@ -42,10 +42,10 @@ def main():
     out = {}
     for setting in ("local", "network", "central", "central_bassily"):
         kw = dict(contributions=TU) if setting in ("local", "network") else {}
-        inv = N.calibrate_sgd_sigma(eps=eps, delta=delta, n=n, T=T, setting=setting, **kw)
+        inv = N.calibrate_sgd_sigma(target_epsilon=eps, delta=delta, n=n, steps=T, setting=setting, **kw)
         assert np.all(np.asarray(inv.status) == 0), setting
-        assert np.all(np.asarray(inv.achieved) <= eps)
-        out[setting] = np.asarray(inv.value)
+        assert np.all(np.asarray(inv.epsilon) <= eps)
+        out[setting] = np.asarray(inv.sigma)
     print(f"n={n}, T={T}, delta={delta}, T_u={TU}")
     for e in (1.0, 10.0):
         i = int(np.where(eps == e)[0][0])

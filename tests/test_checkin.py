@@ -22,6 +22,7 @@ from amplify_jax.conversions import epsilon_from_rdp
 from amplify_jax.numerics import x64_scope
 from amplify_jax.rdp import pure_dp_rdp, without_replacement_rdp
 from amplify_jax.shuffle import fmt_closed_form_epsilon
+from amplify_jax.status import Status
 
 ORDERS = (2, 3, 4, 5, 6, 8)
 OA = np.array(ORDERS, dtype=float)
@@ -346,11 +347,11 @@ def test_fmt_in_kernels_is_the_shuffle_module():
     assert float(got[-1]) == 1.0 and not bool(ok[-1])
 
 
-def test_strong_composition_baselines_are_monotone_in_rounds():
+def test_strong_composition_baselines_are_monotone_in_steps():
     t = np.array([1, 10, 100, 1000, 10000])
-    g = np.asarray(C.distributed_gaussian_strong_composition_epsilon(n=6e5, gamma=1e-3, sigma=1.0, rounds=t,
+    g = np.asarray(C.distributed_gaussian_strong_composition_epsilon(n=6e5, gamma=1e-3, sigma=1.0, steps=t,
                                                                        delta=1e-8))
-    s = np.asarray(C.shuffled_checkin_strong_composition_epsilon(n=1e6, gamma=1e-2, eps0=1.0, rounds=t,
+    s = np.asarray(C.shuffled_checkin_strong_composition_epsilon(n=1e6, gamma=1e-2, eps0=1.0, steps=t,
                                                                   delta=1e-6))
     assert np.all(np.diff(g) > 0) and np.all(np.diff(s) > 0) and np.all(np.isfinite(g))
     # one round of the Gaussian baseline is at least the subsampled Gaussian at the smallest count's noise
@@ -388,7 +389,7 @@ def test_conversion_route_against_direct_sum():
     # n gamma = 40 reports are too few for FMT at eps0 = 0.5: footnote 3's fallback; 1000 reports are enough
     assert list(np.asarray(r.fallback)) == [True, False]
     eps = C.subsampled_shuffle_checkin_epsilon(n=[n, 1e5], gamma=[gamma, 0.01], eps0=eps0, shuffle_delta=ds,
-                                               rounds=[[10], [10**9]], delta=1e-5, orders=o)
+                                               steps=[[10], [10**9]], delta=1e-5, orders=o)
     assert np.all(np.asarray(eps.valid[0])) and not np.any(np.asarray(eps.valid[1]))
     assert np.all(np.isinf(np.asarray(eps.epsilon)[1]))
 
@@ -399,40 +400,87 @@ def test_conversion_route_against_direct_sum():
 
 def test_calibrate_sigma_is_feasible_and_minimal():
     kw = dict(n=200, gamma=0.1, delta=1e-5, orders=ORDERS)
-    c = C.distributed_gaussian_calibrate_sigma(rounds=[10, 100], epsilon=[2.0, 4.0], **kw)
-    assert np.all(np.asarray(c.status) == 0)
-    s = np.asarray(c.value)
-    at = np.asarray(C.distributed_gaussian_epsilon(sigma=s, rounds=[10, 100], **kw).epsilon)
-    below = np.asarray(C.distributed_gaussian_epsilon(sigma=s * (1 - 1e-4), rounds=[10, 100], **kw).epsilon)
+    c = C.distributed_gaussian_calibrate_sigma(steps=[10, 100], target_epsilon=[2.0, 4.0], **kw)
+    assert isinstance(c, C.SigmaCalibration) and isinstance(c, C.CheckinCalibration)
+    assert np.all(np.asarray(c.status) == Status.OK)
+    s = np.asarray(c.sigma)
+    at = np.asarray(C.distributed_gaussian_epsilon(sigma=s, steps=[10, 100], **kw).epsilon)
+    below = np.asarray(C.distributed_gaussian_epsilon(sigma=s * (1 - 1e-4), steps=[10, 100], **kw).epsilon)
     assert np.all(at <= [2.0, 4.0]) and np.all(below > [2.0, 4.0])
 
 
 def test_epsilon_delta_round_trip():
     kw = dict(n=300, gamma=0.05, sigma=1.0, orders=ORDERS)
-    e = C.distributed_gaussian_epsilon(rounds=[1, 50], delta=1e-6, **kw)
-    d = C.distributed_gaussian_delta(rounds=[1, 50], epsilon=np.asarray(e.epsilon), **kw)
+    e = C.distributed_gaussian_epsilon(steps=[1, 50], delta=1e-6, **kw)
+    d = C.distributed_gaussian_delta(steps=[1, 50], epsilon=np.asarray(e.epsilon), **kw)
     assert np.all(np.asarray(d.delta) <= 1e-6 * (1 + 1e-9))
     np.testing.assert_allclose(np.asarray(d.delta), 1e-6, rtol=1e-6)
 
 
-def test_max_rounds():
+def test_max_steps():
     kw = dict(n=200, sigma=1.0, delta=1e-5, orders=ORDERS)
-    r = C.distributed_gaussian_max_rounds(gamma=0.1, epsilon=[3.0, 6.0, 0.01], **kw)
-    t = np.asarray(r.value)
-    assert list(np.asarray(r.status)) == [0, 0, 1]
-    e_at = np.asarray(C.distributed_gaussian_epsilon(gamma=0.1, rounds=t[:2], **kw).epsilon)
-    e_next = np.asarray(C.distributed_gaussian_epsilon(gamma=0.1, rounds=t[:2] + 1, **kw).epsilon)
+    r = C.distributed_gaussian_max_steps(gamma=0.1, target_epsilon=[3.0, 6.0, 0.01], **kw)
+    assert isinstance(r, C.StepsCalibration) and r._fields == ("steps", "epsilon", "status")
+    t = np.asarray(r.steps)
+    assert list(np.asarray(r.status)) == [Status.OK, Status.OK, Status.INFEASIBLE]
+    e_at = np.asarray(C.distributed_gaussian_epsilon(gamma=0.1, steps=t[:2], **kw).epsilon)
+    e_next = np.asarray(C.distributed_gaussian_epsilon(gamma=0.1, steps=t[:2] + 1, **kw).epsilon)
     assert np.all(e_at <= [3.0, 6.0]) and np.all(e_next > [3.0, 6.0])
 
 
 @pytest.mark.slow
 def test_max_gamma_is_feasible_and_maximal():
     kw = dict(n=200, sigma=1.0, delta=1e-5, orders=ORDERS)
-    g = C.distributed_gaussian_max_gamma(rounds=20, epsilon=4.0, gamma_hi=0.5, grid_points=9, **kw)
-    assert int(g.status) == 0
-    gv = float(g.value)
-    assert float(C.distributed_gaussian_epsilon(gamma=gv, rounds=20, **kw).epsilon) <= 4.0
-    assert float(C.distributed_gaussian_epsilon(gamma=gv * (1 + 1e-4), rounds=20, **kw).epsilon) > 4.0
+    g = C.distributed_gaussian_max_gamma(steps=20, target_epsilon=4.0, gamma_hi=0.5, grid_points=9, **kw)
+    assert int(g.status) == Status.OK
+    gv = float(g.gamma)
+    assert float(C.distributed_gaussian_epsilon(gamma=gv, steps=20, **kw).epsilon) <= 4.0
+    assert float(C.distributed_gaussian_epsilon(gamma=gv * (1 + 1e-4), steps=20, **kw).epsilon) > 4.0
+
+
+def test_old_spellings_warn_and_still_work():
+    """The names before the registry's vocabulary work for one release: same values, a DeprecationWarning naming
+    the new name; the old and the new name together are a ValueError."""
+    dg = dict(n=200, gamma=0.1, sigma=1.0, delta=1e-5, orders=ORDERS)
+    sh = dict(n=200, gamma=0.1, eps0=1.0, delta=1e-5)
+    cal = dict(n=200, delta=1e-5, orders=ORDERS)
+    cases = [  # (function, fixed keywords, {old: value}, {new: value}, field compared)
+        (C.distributed_gaussian_epsilon, dg, {"rounds": 10}, {"steps": 10}, "epsilon"),
+        (C.distributed_gaussian_delta, {**dg, "delta": None, "epsilon": 2.0}, {"rounds": 10}, {"steps": 10}, "delta"),
+        (C.shuffled_checkin_epsilon, sh, {"rounds": 10}, {"steps": 10}, "epsilon"),
+        (C.subsampled_shuffle_checkin_epsilon, {**sh, "n": 10000, "shuffle_delta": 1e-8}, {"rounds": 10},
+         {"steps": 10}, "epsilon"),
+        (C.shuffled_checkin_strong_composition_epsilon, sh, {"rounds": 10}, {"steps": 10}, None),
+        (C.distributed_gaussian_strong_composition_epsilon, {**dg, "orders": None}, {"rounds": 10}, {"steps": 10},
+         None),
+        (C.distributed_gaussian_calibrate_sigma, {**cal, "gamma": 0.1}, {"rounds": 10, "epsilon": 2.0},
+         {"steps": 10, "target_epsilon": 2.0}, "sigma"),
+        (C.distributed_gaussian_max_gamma, {**cal, "sigma": 1.0, "gamma_lo": 0.05, "gamma_hi": 0.5},
+         {"rounds": 10, "epsilon": 4.0}, {"steps": 10, "target_epsilon": 4.0}, "gamma"),
+        (C.distributed_gaussian_max_steps, {**cal, "gamma": 0.1, "sigma": 1.0}, {"epsilon": 3.0},
+         {"target_epsilon": 3.0}, "steps"),
+    ]
+    for fn, fixed, old, new, field in cases:
+        fixed = {k: v for k, v in fixed.items() if v is not None}
+        ref = fn(**fixed, **new)
+        for name, value in old.items():
+            kw = {**new, name: value}
+            del kw[fn.__renamed_params__[name]]
+            with pytest.warns(DeprecationWarning, match=rf"'{name}' is renamed '{fn.__renamed_params__[name]}'"):
+                got = fn(**fixed, **kw)
+            a, b = (np.asarray(x if field is None else getattr(x, field)) for x in (got, ref))
+            np.testing.assert_array_equal(a, b)
+            with pytest.raises(ValueError, match=rf"both {name} and {fn.__renamed_params__[name]}"):
+                fn(**fixed, **new, **{name: value})
+    # the old function name, and the generic .value of the calibration results
+    ref = C.distributed_gaussian_max_steps(gamma=0.1, sigma=1.0, target_epsilon=3.0, **cal)
+    with pytest.warns(DeprecationWarning, match="max_rounds is renamed distributed_gaussian_max_steps"):
+        old = C.distributed_gaussian_max_rounds(gamma=0.1, sigma=1.0, target_epsilon=3.0, **cal)
+    assert tuple(np.asarray(old)) == tuple(np.asarray(ref))
+    with pytest.warns(DeprecationWarning, match=r"StepsCalibration.value is renamed .steps"):
+        assert float(ref.value) == float(ref.steps)
+    steps, eps, status = ref  # tuple order unchanged: (answer, epsilon, status)
+    assert float(steps) == float(ref[0]) and float(eps) == float(ref.epsilon) and int(status) == Status.OK
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -455,7 +503,9 @@ def test_max_gamma_is_feasible_and_maximal():
         (lambda: C.effective_checkin_rate(p=0.5, p_dropout=-0.2), "p_dropout"),
         (lambda: C.subsampled_shuffle_checkin_rdp([2.0], n=10, gamma=0.5, eps0=1.0, delta0=2.0,
                                                   shuffle_delta=1e-6), "delta0"),
-        (lambda: C.distributed_gaussian_epsilon(n=100, gamma=0.1, sigma=1.0, rounds=0, delta=1e-5), "rounds"),
+        (lambda: C.distributed_gaussian_epsilon(n=100, gamma=0.1, sigma=1.0, steps=0, delta=1e-5), "steps"),
+        (lambda: C.distributed_gaussian_calibrate_sigma(n=100, gamma=0.1, steps=10, target_epsilon=0.0, delta=1e-5),
+         "target_epsilon"),
     ],
 )
 def test_bad_input_names_the_parameter(call, name):
@@ -528,7 +578,7 @@ def test_registered_kernels_equal_the_direct_calls():
     from amplify_jax.status import Status
 
     r = bounds.evaluate("checkin.distributed-gaussian", n=1000, gamma=0.05, sigma=1.0, steps=100, delta=1e-5)
-    d = C.distributed_gaussian_epsilon(n=1000, gamma=0.05, sigma=1.0, rounds=100, delta=1e-5)
+    d = C.distributed_gaussian_epsilon(n=1000, gamma=0.05, sigma=1.0, steps=100, delta=1e-5)
     assert float(r.epsilon) == float(d.epsilon) and float(r.order) == float(d.order)
     r = bounds.evaluate("checkin.shuffled-upper-rdp", orders=list(ORDERS), n=300, gamma=0.05, eps0=1.0)
     np.testing.assert_array_equal(r.rdp, np.asarray(C.shuffled_checkin_upper_rdp(ORDERS, n=300, gamma=0.05, eps0=1.0)))

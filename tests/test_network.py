@@ -64,14 +64,14 @@ def rr_delta(eps, eps0, k):
      (50, 200, 0.3, 1e-6, 1e-6)],  # the last one: T/n < 3 ln(1/delta_hat), general Chernoff form
 )
 def test_thm3_matches_mpmath(n, T, eps0, dp, dh):
-    got = float(N.complete_graph_sum_epsilon(n=n, T=T, eps0=eps0, delta_prime=dp, delta_hat=dh))
+    got = float(N.complete_graph_sum_epsilon(n=n, steps=T, eps0=eps0, delta_prime=dp, delta_hat=dh))
     ref, _ = mp_thm3(n, T, eps0, dp, dh)
     assert got == pytest.approx(float(ref), rel=1e-12)
 
 
 def test_thm3_corrected_vs_printed():
     n, T, eps0, dp, dh = np.array([100.0, 1e4, 1e6]), 100.0 * np.array([100.0, 1e4, 1e6]), 0.5, 1e-7, 1e-7
-    corr = np.asarray(N.complete_graph_sum_epsilon(n=n, T=T, eps0=eps0, delta_prime=dp, delta_hat=dh))
+    corr = np.asarray(N.complete_graph_sum_epsilon(n=n, steps=T, eps0=eps0, delta_prime=dp, delta_hat=dh))
     printed = _complete_graph._thm3_as_printed(n=n, T=T, eps0=eps0, delta_prime=dp, delta_hat=dh)
     k = 2 * T / n + np.sqrt(3 * T / n * np.log(1 / dh))
     ec = 3 * eps0 / np.sqrt(n)
@@ -81,39 +81,39 @@ def test_thm3_corrected_vs_printed():
 
 
 def test_thm3_bound_delta_colluders_and_fixed():
-    b = N.complete_graph_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7,
+    b = N.complete_graph_sum_bound(n=1000, steps=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7,
                                    cycle_delta="paper")
     _, k = mp_thm3(1000, 100_000, 0.1, 1e-7, 1e-7)
     assert float(b.delta) == pytest.approx(float(k) * 1e-8 + 2e-7, rel=1e-12)
-    bg = N.complete_graph_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7)
+    bg = N.complete_graph_sum_bound(n=1000, steps=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7)
     assert float(bg.epsilon) == float(b.epsilon) and float(bg.delta) > float(b.delta)
     assert bool(b.valid)
     # Sec. 4.3: c colluders = n / c users
-    c = N.complete_graph_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7,
+    c = N.complete_graph_sum_bound(n=1000, steps=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7,
                                    colluders=4)
     ref, _ = mp_thm3(250, 100_000, 0.1, 1e-7, 1e-7)
     assert float(c.epsilon) == pytest.approx(float(ref), rel=1e-12)
     assert float(c.epsilon) > float(b.epsilon)
-    f = N.complete_graph_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7,
+    f = N.complete_graph_sum_bound(n=1000, steps=100_000, eps0=0.1, delta0=1e-8, delta_prime=1e-7, delta_hat=1e-7,
                                    fixed_contributions=True)
     ec = 0.3 / math.sqrt(1000)
     assert float(f.epsilon) == pytest.approx(math.sqrt(400 * math.log(1e7)) * ec + 200 * ec * math.expm1(ec), rel=1e-12)
     # the general Chernoff form is flagged
-    g = N.complete_graph_sum_bound(n=50, T=200, eps0=0.1, delta0=0.0, delta_prime=1e-7, delta_hat=1e-7,
+    g = N.complete_graph_sum_bound(n=50, steps=200, eps0=0.1, delta0=0.0, delta_prime=1e-7, delta_hat=1e-7,
                                    cycle_delta="paper")
     assert not bool(g.valid)
 
 
 @pytest.mark.parametrize("n,T,dh", [(100, 10_000, 1e-6), (400, 2_000, 1e-3), (1000, 5_000, 1e-5), (30, 30, 1e-4)])
 def test_chernoff_count_is_a_valid_tail_bound(n, T, dh):
-    N_, _ = N.contribution_bound(n=n, T=T, delta_hat=dh)
+    N_, _ = N.contribution_bound(n=n, steps=T, delta_hat=dh)
     assert stats.binom.sf(math.ceil(float(N_)) - 1, T, 1.0 / n) <= dh  # P(X >= N) <= delta_hat
 
 
 def test_thm3_broadcasting():
     n = np.array([[100.0], [1000.0], [1e5]])
     eps0 = np.array([0.1, 0.5])
-    got = np.asarray(N.complete_graph_sum_epsilon(n=n, T=1e6, eps0=eps0, delta_prime=1e-6, delta_hat=1e-6))
+    got = np.asarray(N.complete_graph_sum_epsilon(n=n, steps=1e6, eps0=eps0, delta_prime=1e-6, delta_hat=1e-6))
     assert got.shape == (3, 2)
     for i in range(3):
         for j in range(2):
@@ -124,11 +124,11 @@ def test_thm3_broadcasting():
 @given(st.floats(0.01, 0.95), st.floats(0.01, 0.95), st.integers(2, 10**6), st.integers(1, 10**8))
 def test_thm3_monotone(e1, e2, n, T):
     lo, hi = sorted((e1, e2))
-    a = N.complete_graph_sum_epsilon(n=n, T=T, eps0=np.array([lo, hi]), delta_prime=1e-6, delta_hat=1e-6)
+    a = N.complete_graph_sum_epsilon(n=n, steps=T, eps0=np.array([lo, hi]), delta_prime=1e-6, delta_hat=1e-6)
     assert a[0] <= a[1]
-    b = N.complete_graph_sum_epsilon(n=n, T=np.array([T, T + 1000]), eps0=hi, delta_prime=1e-6, delta_hat=1e-6)
+    b = N.complete_graph_sum_epsilon(n=n, steps=np.array([T, T + 1000]), eps0=hi, delta_prime=1e-6, delta_hat=1e-6)
     assert b[0] <= b[1]
-    c = N.complete_graph_sum_epsilon(n=n, T=T, eps0=hi, delta_prime=np.array([1e-9, 1e-3]), delta_hat=1e-6)
+    c = N.complete_graph_sum_epsilon(n=n, steps=T, eps0=hi, delta_prime=np.array([1e-9, 1e-3]), delta_hat=1e-6)
     assert c[0] >= c[1]
 
 
@@ -139,16 +139,16 @@ def test_eq10_matches_mpmath():
 
 
 def test_local_sum_bound_and_network_gain():
-    loc = N.local_sum_bound(n=1000, T=100_000, eps0=0.1, delta0=0.0, delta_prime=1e-7, delta_hat=1e-7)
+    loc = N.local_sum_bound(n=1000, steps=100_000, eps0=0.1, delta0=0.0, delta_prime=1e-7, delta_hat=1e-7)
     mu = 100.0
     nv = mu + math.sqrt(3 * mu * math.log(1e7))
     assert float(loc.epsilon) == pytest.approx(math.sqrt(2 * nv * math.log(1e7)) * 0.1 + nv * 0.1 * math.expm1(0.1))
-    net = N.complete_graph_sum_epsilon(n=1000, T=100_000, eps0=0.1, delta_prime=1e-7, delta_hat=1e-7)
+    net = N.complete_graph_sum_epsilon(n=1000, steps=100_000, eps0=0.1, delta_prime=1e-7, delta_hat=1e-7)
     assert float(net) < float(loc.epsilon)
     # Fig. 1(a): network DP beats local DP "as soon as n >= 20" (T = 100 n); not at n = 10
     ns = np.array([10.0, 20.0, 50.0])
-    net = np.asarray(N.complete_graph_sum_epsilon(n=ns, T=100 * ns, eps0=0.1, delta_prime=1e-7, delta_hat=1e-7))
-    loc = np.asarray(N.local_sum_bound(n=ns, T=100 * ns, eps0=0.1, delta0=0.0, delta_prime=1e-7,
+    net = np.asarray(N.complete_graph_sum_epsilon(n=ns, steps=100 * ns, eps0=0.1, delta_prime=1e-7, delta_hat=1e-7))
+    loc = np.asarray(N.local_sum_bound(n=ns, steps=100 * ns, eps0=0.1, delta0=0.0, delta_prime=1e-7,
                                        delta_hat=1e-7).epsilon)
     assert net[0] > loc[0] and net[1] < loc[1] and net[2] < loc[2]
 
@@ -174,13 +174,13 @@ def test_kov_matches_reference_heterogeneous():
 def test_kov_ordering(eps, k, dt):
     padded = np.where(np.arange(2000) < k, eps, 0.0)  # fixed shape: one compilation for all examples
     kov = float(N.kov_composition_epsilon(padded, delta_tilde=dt))
-    adv = float(N.advanced_composition_epsilon(eps, k=k, delta_prime=dt))
+    adv = float(N.advanced_composition_epsilon(eps, steps=k, delta_prime=dt))
     assert kov <= adv * (1 + 1e-12) and kov <= k * eps * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("eps0,k,delta", [(0.1, 100, 1e-5), (0.5, 40, 1e-3), (1.0, 7, 0.05), (0.05, 300, 1e-7)])
 def test_kov_homogeneous_is_optimal_atom(eps0, k, delta):
-    e = float(N.kov_homogeneous_epsilon(eps0=eps0, k=k, delta=delta))
+    e = float(N.kov_homogeneous_epsilon(eps0=eps0, steps=k, delta=delta))
     assert rr_delta(mp.mpf(e), eps0, k) <= delta * (1 + 1e-9)
     if e > 0:  # the next smaller atom misses the target
         assert rr_delta(mp.mpf(e) - 2 * mp.mpf(eps0), eps0, k) > delta or e - 2 * eps0 < 0
@@ -198,30 +198,30 @@ def test_kov_delta():
 
 
 def test_ring_thm1_and_noise():
-    b = N.ring_sum_bound(K=50, eps0=0.2, delta0=1e-8, delta_prime=1e-6)
+    b = N.ring_sum_bound(steps=50, eps0=0.2, delta0=1e-8, delta_prime=1e-6)
     assert float(b.epsilon) == pytest.approx(math.sqrt(100 * math.log(1e6)) * 0.2 + 50 * 0.2 * math.expm1(0.2))
     assert float(b.delta) == pytest.approx(50e-8 + 1e-6)
-    r = N.ring_noise(n=10, K=7, sigma_loc=2.0)
+    r = N.ring_noise(n=10, steps=7, sigma_loc=2.0)
     assert float(r.total_std) == pytest.approx(math.sqrt(math.floor(70 / 9)) * 2.0)
-    d = N.ring_noise(n=10, K=7, sigma_loc=2.0, distributed=True)
+    d = N.ring_noise(n=10, steps=7, sigma_loc=2.0, distributed=True)
     # every window of n - 1 = 9 consecutive non-first contributions carries sigma_loc^2 of variance
     assert 9 * float(d.per_user_sigma) ** 2 == pytest.approx(4.0)
     assert float(d.total_std) ** 2 == pytest.approx(4.0 + 69 * float(d.per_user_sigma) ** 2)
 
 
 def test_ring_histogram():
-    g = float(N.ring_histogram_gamma(n=2000, L=10, eps=0.3, delta=1e-6))
+    g = float(N.ring_histogram_gamma(n=2000, L=10, target_epsilon=0.3, delta=1e-6))
     eps_l = math.log(1 + 10 * (1 - g) / g)
     assert eps_l == pytest.approx(12 * 0.3 * math.sqrt(math.log(1e6) / 2000), rel=1e-12)
-    b = N.ring_histogram_bound(n=2000, K=10, eps_local=0.4, delta=1e-6, delta_prime=1e-6)
+    b = N.ring_histogram_bound(n=2000, steps=10, eps0=0.4, delta=1e-6, delta_prime=1e-6)
     per = 12 * 0.4 * math.sqrt(math.log(1e6) / 1999)
     assert float(b.epsilon) == pytest.approx(math.sqrt(20 * math.log(1e6)) * per + 10 * per * math.expm1(per))
-    f = N.ring_histogram_bound(n=2000, K=10, eps_local=0.4, delta=1e-6, delta_prime=1e-6, form="fmt")
+    f = N.ring_histogram_bound(n=2000, steps=10, eps0=0.4, delta=1e-6, delta_prime=1e-6, form="fmt")
     assert float(f.epsilon) <= float(b.epsilon)
     with pytest.raises(ValueError, match="n > 1000"):
-        N.ring_histogram_bound(n=500, K=10, eps_local=0.4, delta=1e-6, delta_prime=1e-6)
+        N.ring_histogram_bound(n=500, steps=10, eps0=0.4, delta=1e-6, delta_prime=1e-6)
     with pytest.raises(ValueError, match="eps < 1/2"):
-        N.ring_histogram_gamma(n=2000, L=10, eps=0.6, delta=1e-6)
+        N.ring_histogram_gamma(n=2000, L=10, target_epsilon=0.6, delta=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -266,7 +266,7 @@ def test_hist_cycle_sup_is_sound_and_tight(n, eps0):
 
 
 def test_hist_eq11_dominates_fmt_form():
-    kw = dict(T=1e8, delta_prime=1e-7, delta_hat=1e-7)
+    kw = dict(steps=1e8, delta_prime=1e-7, delta_hat=1e-7)
     for n in [5000.0, 1e5, 1e7]:
         for e0 in [0.1, 0.5, 1.0]:
             a = N.complete_graph_histogram_bound(n=n, eps0=e0, delta=1e-6, form="eq11", **kw)
@@ -307,7 +307,7 @@ def test_spotted_lemma2_corrected():
 
 def test_thm4_matches_formula_and_lemma1_is_tighter():
     n, T, eps, delta, dh = 2000, 4_000_000, 0.5, 1e-6, 1e-6
-    b = N.sgd_theorem4_bound(n=n, T=T, eps=eps, delta=delta, delta_hat=dh)
+    b = N.sgd_theorem4_bound(n=n, steps=T, eps0=eps, delta=delta, delta_hat=dh)
     nu = T / n + math.sqrt(3 * T / n * math.log(1 / dh))
     q = max(2 * nu * math.log(n) / n, 2 * math.log(1 / delta))
     ref = math.sqrt(2 * q * math.log(1 / delta)) * eps / math.sqrt(math.log(1.25 / delta))
@@ -353,7 +353,7 @@ def test_central_sgd_against_dp_accounting():
     from dp_accounting.rdp import rdp_privacy_accountant as rdpa
 
     sigma, n, T, delta = np.array([4.0, 1.5]), 2000, 20_000, 1e-6
-    ours = np.asarray(N.central_sgd_epsilon(sigma=sigma, n=n, T=T, delta=delta).epsilon)
+    ours = np.asarray(N.central_sgd_epsilon(sigma=sigma, n=n, steps=T, delta=delta).epsilon)
     for i, sg in enumerate(sigma):
         acc = rdpa.RdpAccountant(orders=list(range(2, 129)),
                                  neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
@@ -379,7 +379,7 @@ def test_central_bassily_route():
         assert gauss_delta(ei, ri) <= di * (1 + 1e-9)
         assert ei == 0.0 or gauss_delta(ei * (1 - 1e-6), ri) > di
     sigma, n, T, delta = np.array([6.0, 30.0]), 2000, 20_000, 1e-6  # shape (2,) as in the calibration tests
-    b = np.asarray(N.central_sgd_bassily_epsilon(sigma=sigma, n=n, T=T, delta=delta).epsilon)
+    b = np.asarray(N.central_sgd_bassily_epsilon(sigma=sigma, n=n, steps=T, delta=delta).epsilon)
     for i, sg in enumerate(sigma):
         d1 = n * delta / (2 * T)
         ratio = 2.0 / sg
@@ -391,39 +391,90 @@ def test_central_bassily_route():
         ref = math.sqrt(2 * T * math.log(2 / delta)) * e2 + T * e2 * math.expm1(e2)
         assert b[i] == pytest.approx(ref, rel=1e-9)
     # far looser than the RDP accountant of the same central algorithm
-    assert np.all(np.asarray(N.central_sgd_epsilon(sigma=sigma, n=n, T=T, delta=delta).epsilon) < b)
+    assert np.all(np.asarray(N.central_sgd_epsilon(sigma=sigma, n=n, steps=T, delta=delta).epsilon) < b)
 
 
-SEC52 = dict(delta=1e-6, n=2000, T=20_000)
+SEC52 = dict(delta=1e-6, n=2000, steps=20_000)
 
 
 @pytest.mark.parametrize("setting", ["network", "local", "central", "central_bassily"])
 def test_calibration_round_trip(setting):
     eps = np.array([1.0, 10.0])
     kw = dict(contributions=12) if setting in ("network", "local") else {}
-    inv = N.calibrate_sgd_sigma(eps=eps, setting=setting, **SEC52, **kw)
+    inv = N.calibrate_sgd_sigma(target_epsilon=eps, setting=setting, **SEC52, **kw)
     assert np.all(np.asarray(inv.status) == 0)
-    s = np.asarray(inv.value)
+    assert isinstance(inv, N.SgdCalibration) and inv._fields == ("sigma", "status", "epsilon")
+    s = np.asarray(inv.sigma)
+    assert np.all(np.asarray(inv.epsilon) <= eps)
     if setting == "network":
         def f(x):
             return np.asarray(N.network_sgd_epsilon(sigma=x, n=2000, contributions=12, delta=1e-6).epsilon)
     elif setting == "local":
         f = lambda x: np.asarray(N.local_sgd_epsilon(sigma=x, contributions=12, delta=1e-6).epsilon)  # noqa: E731
     elif setting == "central":
-        f = lambda x: np.asarray(N.central_sgd_epsilon(sigma=x, n=2000, T=20_000, delta=1e-6).epsilon)  # noqa: E731
+        f = lambda x: np.asarray(N.central_sgd_epsilon(sigma=x, n=2000, steps=20_000, delta=1e-6).epsilon)  # noqa: E731
     else:
         def f(x):
-            return np.asarray(N.central_sgd_bassily_epsilon(sigma=x, n=2000, T=20_000, delta=1e-6).epsilon)
+            return np.asarray(N.central_sgd_bassily_epsilon(sigma=x, n=2000, steps=20_000, delta=1e-6).epsilon)
     assert np.all(f(s) <= eps)
     assert np.all(f(s * (1 - 1e-4)) > eps)
 
 
 def test_calibration_orders_settings():
     eps = np.array([1.0, 10.0])
-    net = np.asarray(N.calibrate_sgd_sigma(eps=eps, setting="network", contributions=12, **SEC52).value)
-    loc = np.asarray(N.calibrate_sgd_sigma(eps=eps, setting="local", contributions=12, **SEC52).value)
-    cen = np.asarray(N.calibrate_sgd_sigma(eps=eps, setting="central", **SEC52).value)
+    net = np.asarray(N.calibrate_sgd_sigma(target_epsilon=eps, setting="network", contributions=12, **SEC52).sigma)
+    loc = np.asarray(N.calibrate_sgd_sigma(target_epsilon=eps, setting="local", contributions=12, **SEC52).sigma)
+    cen = np.asarray(N.calibrate_sgd_sigma(target_epsilon=eps, setting="central", **SEC52).sigma)
     assert np.all(cen < net) and np.all(net < loc)
+
+
+def test_old_spellings_warn_and_still_work():
+    """The names before the registry's vocabulary work for one release: same values, a DeprecationWarning naming
+    the new name; the old and the new name together are a ValueError."""
+    cg = dict(n=10000, eps0=0.5, delta_prime=1e-6, delta_hat=1e-6)
+    cases = [  # (function, positional args, fixed keywords, {old: value}, {new: value}, field compared)
+        (N.advanced_composition_epsilon, (0.1,), dict(delta_prime=1e-6), {"k": 100}, {"steps": 100}, None),
+        (N.kov_homogeneous_epsilon, (), dict(eps0=0.1, delta=1e-5), {"k": 100}, {"steps": 100}, None),
+        (N.contribution_bound, (), dict(n=100, delta_hat=1e-6), {"T": 10000}, {"steps": 10000}, 0),
+        (N.ring_sum_bound, (), dict(eps0=0.5, delta0=1e-7, delta_prime=1e-6), {"K": 10}, {"steps": 10}, "epsilon"),
+        (N.ring_noise, (), dict(n=100, sigma_loc=1.0), {"K": 10}, {"steps": 10}, "total_std"),
+        (N.ring_histogram_gamma, (), dict(n=10000, L=10, delta=1e-5), {"eps": 0.2}, {"target_epsilon": 0.2}, None),
+        (N.ring_histogram_bound, (), dict(n=10000, delta=1e-5, delta_prime=1e-6), {"K": 10, "eps_local": 0.2},
+         {"steps": 10, "eps0": 0.2}, "epsilon"),
+        (N.complete_graph_sum_epsilon, (), cg, {"T": 10**6}, {"steps": 10**6}, None),
+        (N.complete_graph_sum_bound, (), {**cg, "delta0": 1e-8}, {"T": 10**6}, {"steps": 10**6}, "delta"),
+        (N.complete_graph_histogram_bound, (), {**cg, "eps0": 1.0, "delta": 1e-9}, {"T": 10**7}, {"steps": 10**7},
+         "epsilon"),
+        (N.local_sum_bound, (), {**cg, "n": 1000, "delta0": 1e-8}, {"T": 10**5}, {"steps": 10**5}, "epsilon"),
+        (N.sgd_theorem4_bound, (), dict(n=1000, delta=1e-5, delta_hat=1e-6), {"T": 10**5, "eps": 0.5},
+         {"steps": 10**5, "eps0": 0.5}, "epsilon"),
+        (N.central_sgd_epsilon, (), dict(sigma=10.0, n=1000, delta=1e-5), {"T": 10**4}, {"steps": 10**4}, "epsilon"),
+        (N.central_sgd_bassily_epsilon, (), dict(sigma=10.0, n=1000, delta=1e-5), {"T": 10**4}, {"steps": 10**4},
+         "epsilon"),
+        (N.calibrate_sgd_sigma, (), dict(delta=1e-5, n=1000, setting="central"), {"eps": 1.0, "T": 10**4},
+         {"target_epsilon": 1.0, "steps": 10**4}, "sigma"),
+        (N.sample_walks, (0,), dict(n=20, num_walks=2), {"T": 50}, {"steps": 50}, None),
+    ]
+    for fn, args, fixed, old, new, field in cases:
+        ref = fn(*args, **fixed, **new)
+        for name, value in old.items():
+            renamed = fn.__renamed_params__[name]
+            kw = {k: v for k, v in new.items() if k != renamed}
+            with pytest.warns(DeprecationWarning, match=rf"'{name}' is renamed '{renamed}'"):
+                got = fn(*args, **fixed, **kw, **{name: value})
+            pick = (lambda r: r) if field is None else (lambda r: r[field] if isinstance(field, int) else
+                                                        getattr(r, field))
+            np.testing.assert_array_equal(np.asarray(pick(got)), np.asarray(pick(ref)))
+            with pytest.raises(ValueError, match=rf"both {name} and {renamed}"):
+                fn(*args, **fixed, **new, **{name: value})
+    # the calibration's generic field names
+    cal = N.calibrate_sgd_sigma(target_epsilon=1.0, delta=1e-5, n=1000, steps=10**4, setting="central")
+    with pytest.warns(DeprecationWarning, match=r"SgdCalibration.value is renamed .sigma"):
+        assert float(cal.value) == float(cal.sigma)
+    with pytest.warns(DeprecationWarning, match=r"SgdCalibration.achieved is renamed .epsilon"):
+        assert float(cal.achieved) == float(cal.epsilon)
+    sigma, status, eps = cal  # tuple order of amplify_jax.calibrate.Inversion: (value, status, achieved)
+    assert float(sigma) == float(cal.sigma) and int(status) == Status.OK and float(eps) <= 1.0
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -471,7 +522,7 @@ def ref_walk_losses(walk, n, eps0, dt, view, d0=1e-6):
 @pytest.mark.parametrize("view", ["hidden", "receiver_known", "path_known"])
 def test_walk_simulation_matches_loop_reference(view):
     n, T = 6, 80
-    walks = np.asarray(N.sample_walks(3, n=n, T=T, num_walks=2))
+    walks = np.asarray(N.sample_walks(3, n=n, steps=T, num_walks=2))
     res = N.walk_privacy_losses(walks, n=n, eps0=0.4, delta_prime=1e-5, delta_cycle=1e-6, view=view)
     for i in range(2):
         ref = ref_walk_losses(list(walks[i]), n, 0.4, 1e-5, view)
@@ -483,7 +534,7 @@ def test_walk_simulation_matches_loop_reference(view):
 
 def test_ring_simulation_gives_closed_form():
     n, K = 12, 30
-    walks = N.sample_walks(0, n=n, T=n * K, num_walks=1, topology="ring")
+    walks = N.sample_walks(0, n=n, steps=n * K, num_walks=1, topology="ring")
     res = N.walk_privacy_losses(walks, n=n, eps0=0.3, delta_prime=1e-6, delta_cycle=1e-7, view="path_known")
     e = 0.3 / math.sqrt(n - 1)
     # u < v: u is in v's first (partial) cycle of length v, then in each of the K - 1 full cycles
@@ -497,7 +548,7 @@ def test_ring_simulation_gives_closed_form():
 
 def test_walk_simulation_properties():
     n = 6  # the shapes of the loop-reference test: compiled once
-    walks = N.sample_walks(1, n=n, T=80, num_walks=2)
+    walks = N.sample_walks(1, n=n, steps=80, num_walks=2)
     h = N.walk_privacy_losses(walks, n=n, eps0=0.4, delta_prime=1e-7, delta_cycle=1e-7)
     r = N.walk_privacy_losses(walks, n=n, eps0=0.4, delta_prime=1e-7, delta_cycle=1e-7, view="receiver_known")
     net = np.asarray(h.network)
@@ -518,18 +569,20 @@ def test_walk_simulation_properties():
 @pytest.mark.parametrize(
     "call,match",
     [
-        (lambda: N.complete_graph_sum_epsilon(n=1, T=10, eps0=0.1, delta_prime=1e-6, delta_hat=1e-6), "n"),
-        (lambda: N.complete_graph_sum_epsilon(n=10, T=0, eps0=0.1, delta_prime=1e-6, delta_hat=1e-6), "T"),
-        (lambda: N.complete_graph_sum_epsilon(n=10, T=10, eps0=0.0, delta_prime=1e-6, delta_hat=1e-6), "eps0"),
-        (lambda: N.complete_graph_sum_epsilon(n=10, T=10, eps0=1.5, delta_prime=1e-6, delta_hat=1e-6), "eps0 < 1"),
-        (lambda: N.complete_graph_sum_epsilon(n=10, T=10, eps0=0.1, delta_prime=1.0, delta_hat=1e-6), "delta_prime"),
-        (lambda: N.complete_graph_sum_epsilon(n=10, T=10, eps0=0.1, delta_prime=1e-6, delta_hat=0.0), "delta_hat"),
-        (lambda: N.complete_graph_sum_bound(n=10, T=10, eps0=0.1, delta0=0, delta_prime=1e-6, delta_hat=1e-6,
+        (lambda: N.complete_graph_sum_epsilon(n=1, steps=10, eps0=0.1, delta_prime=1e-6, delta_hat=1e-6), "n"),
+        (lambda: N.complete_graph_sum_epsilon(n=10, steps=0, eps0=0.1, delta_prime=1e-6, delta_hat=1e-6), "steps"),
+        (lambda: N.complete_graph_sum_epsilon(n=10, steps=10, eps0=0.0, delta_prime=1e-6, delta_hat=1e-6), "eps0"),
+        (lambda: N.complete_graph_sum_epsilon(n=10, steps=10, eps0=1.5, delta_prime=1e-6, delta_hat=1e-6), "eps0 < 1"),
+        (lambda: N.complete_graph_sum_epsilon(n=10, steps=10, eps0=0.1, delta_prime=1.0, delta_hat=1e-6),
+         "delta_prime"),
+        (lambda: N.complete_graph_sum_epsilon(n=10, steps=10, eps0=0.1, delta_prime=1e-6, delta_hat=0.0), "delta_hat"),
+        (lambda: N.complete_graph_sum_bound(n=10, steps=10, eps0=0.1, delta0=0, delta_prime=1e-6, delta_hat=1e-6,
                                             colluders=10), "colluders"),
-        (lambda: N.sgd_theorem4_bound(n=10, T=10, eps=1.2, delta=1e-6, delta_hat=1e-6), "eps < 1"),
+        (lambda: N.sgd_theorem4_bound(n=10, steps=10, eps0=1.2, delta=1e-6, delta_hat=1e-6), "eps0 < 1"),
         (lambda: N.walk_privacy_losses(np.zeros((1, 5), int), n=3, eps0=1.2, delta_prime=1e-6, delta_cycle=1e-6),
          "eps0"),
-        (lambda: N.calibrate_sgd_sigma(eps=1.0, delta=1e-6, n=10, T=10, setting="local"), "contributions"),
+        (lambda: N.calibrate_sgd_sigma(target_epsilon=1.0, delta=1e-6, n=10, steps=10, setting="local"),
+         "contributions"),
         (lambda: N.kov_composition_epsilon([0.1, -0.1], delta_tilde=1e-6), "eps"),
     ],
 )
@@ -582,7 +635,7 @@ def test_group_delta_table_matches_scipy():
             assert ref * (1 - 1e-10) <= got <= ref + 1e-9
     assert tab[0] == 0.0
     # the paper's per-cycle delta omits the K >= 2 terms: much smaller than the group delta
-    walks = N.sample_walks(0, n=6, T=80, num_walks=2)
+    walks = N.sample_walks(0, n=6, steps=80, num_walks=2)
     kw = dict(n=6, eps0=0.4, delta_prime=1e-5, delta_cycle=1e-6)
     g = N.walk_privacy_losses(walks, **kw)
     p = N.walk_privacy_losses(walks, **kw, cycle_delta="paper")
@@ -699,9 +752,9 @@ def test_registered_kernels_equal_the_direct_calls():
     np.testing.assert_array_equal(r.epsilon, np.asarray(d.epsilon))
     np.testing.assert_array_equal(r.order, np.asarray(d.order))
     r = bounds.evaluate("network.central-sgd", sigma=10.0, n=1000, steps=10000, delta=1e-5)
-    assert float(r.epsilon) == float(N.central_sgd_epsilon(sigma=10.0, n=1000, T=10000, delta=1e-5).epsilon)
+    assert float(r.epsilon) == float(N.central_sgd_epsilon(sigma=10.0, n=1000, steps=10000, delta=1e-5).epsilon)
     # the total delta: delta' is what the family's other terms leave
-    ex = dict(n=10000, T=10**6, eps0=0.5, delta0=1e-8, delta_hat=1e-6)
+    ex = dict(n=10000, steps=10**6, eps0=0.5, delta0=1e-8, delta_hat=1e-6)
     probe = N.complete_graph_sum_bound(**ex, delta_prime=1e-300)
     dp = 1e-2 - (float(probe.delta) - 1e-300)
     direct = N.complete_graph_sum_bound(**ex, delta_prime=dp)
@@ -710,7 +763,7 @@ def test_registered_kernels_equal_the_direct_calls():
     assert float(r.epsilon) == float(direct.epsilon)
     assert float(direct.delta) == pytest.approx(1e-2, rel=1e-12)
     r = bounds.evaluate("network.ring-sum", steps=10, eps0=0.5, delta0=1e-7, delta=1e-5)
-    d = N.ring_sum_bound(K=10, eps0=0.5, delta0=1e-7, delta_prime=1e-5 - 10 * 1e-7)
+    d = N.ring_sum_bound(steps=10, eps0=0.5, delta0=1e-7, delta_prime=1e-5 - 10 * 1e-7)
     assert float(r.epsilon) == float(d.epsilon) and float(d.delta) == pytest.approx(1e-5, rel=1e-12)
     # no budget left: inf, flagged
     r = bounds.evaluate("network.ring-sum", steps=10, eps0=0.5, delta0=2e-6, delta=1e-5)

@@ -21,7 +21,13 @@ What is here (every curve has the orders axis last and broadcasts over its numer
   bounds for shuffled check-in of eps0-LDP discrete randomizers; the strong-composition baseline.
 - Sec. 4.1: the shuffled Gaussian RDP by integer partitions (at most n parts, ERRATA), and the
   "subsampled shuffling conversion" route for (eps0, delta0)-LDP randomizers.
-- Calibration: minimal sigma, largest gamma, most rounds for a target (eps, delta).
+- Calibration: minimal sigma, largest gamma, most rounds (steps) for a target (eps, delta); the results name
+  their answer (``.sigma``, ``.gamma``, ``.steps``).
+
+Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``steps`` is the number of rounds,
+``target_epsilon`` what a calibration must meet, ``delta`` / ``epsilon`` the fixed side of the pair.  The
+previous spellings (``rounds=``, a calibration's ``epsilon=``, ``distributed_gaussian_max_rounds``, a
+calibration result's ``.value``) still work for one release and emit a DeprecationWarning.
 
 Per-k sampling rate.  Conditioned on k participants, the differing client is among them with probability
 exactly k / n (Bin(k-1; n-1, gamma) gamma / Bin(k; n, gamma) = k / n), so the k-participant round is a
@@ -65,8 +71,12 @@ from ._accounting import CALIBRATION_ORDERS as CALIBRATION_ORDERS
 from ._accounting import distributed_gaussian_epsilon as distributed_gaussian_epsilon
 from ._accounting import distributed_gaussian_delta as distributed_gaussian_delta
 from ._accounting import CheckinCalibration as CheckinCalibration
+from ._accounting import SigmaCalibration as SigmaCalibration
+from ._accounting import GammaCalibration as GammaCalibration
+from ._accounting import StepsCalibration as StepsCalibration
 from ._accounting import distributed_gaussian_calibrate_sigma as distributed_gaussian_calibrate_sigma
 from ._accounting import distributed_gaussian_max_gamma as distributed_gaussian_max_gamma
+from ._accounting import distributed_gaussian_max_steps as distributed_gaussian_max_steps
 from ._accounting import distributed_gaussian_max_rounds as distributed_gaussian_max_rounds
 from ._accounting import shuffled_checkin_epsilon as shuffled_checkin_epsilon
 from ._accounting import ApproxEpsilon as ApproxEpsilon
@@ -93,9 +103,13 @@ __all__ = [
     "distributed_gaussian_epsilon",
     "distributed_gaussian_delta",
     "CheckinCalibration",
+    "SigmaCalibration",
+    "GammaCalibration",
+    "StepsCalibration",
     "distributed_gaussian_calibrate_sigma",
     "distributed_gaussian_max_gamma",
-    "distributed_gaussian_max_rounds",
+    "distributed_gaussian_max_steps",
+    "distributed_gaussian_max_rounds",  # deprecated alias of distributed_gaussian_max_steps
     "shuffled_checkin_epsilon",
     "ApproxEpsilon",
     "subsampled_shuffle_checkin_epsilon",

@@ -1,9 +1,11 @@
-"""(eps, delta) after T rounds of the self check-in mechanisms, and the calibrations of distributed check-in
+"""(eps, delta) after ``steps`` rounds of the self check-in mechanisms, and the calibrations of distributed check-in
 (minimal sigma, largest gamma, most rounds) for a target (eps, delta) (the paper's Lemma 2 conversion)."""
 
 from __future__ import annotations
 
+import collections
 import functools
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -11,7 +13,9 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
+from .._compat import renamed_function, renamed_params
 from ..numerics import float64_jit, x64_scope
+from ..status import Status
 from ._distributed import _distributed_gaussian_log_excess, distributed_gaussian_rdp
 from ._shuffled import shuffled_checkin_lower_rdp, shuffled_checkin_upper_rdp
 from ._subsampled_shuffle import subsampled_shuffle_checkin_rdp
@@ -29,65 +33,95 @@ CHECKIN_ORDERS = np.arange(2, 65, dtype=np.float64)
 CALIBRATION_ORDERS = np.array([2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64], dtype=np.float64)
 
 
-def distributed_gaussian_epsilon(*, n, gamma, sigma, rounds, delta, orders=None, method="exact"):
-    """(eps, best order) after ``rounds`` rounds of distributed check-in (Gaussian), at ``delta``.
+@renamed_params(rounds="steps")
+def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, method="exact"):
+    """(eps, best order) after ``steps`` rounds of distributed check-in (Gaussian), at ``delta``.
 
     The per-round curve of :func:`distributed_gaussian_rdp` composed over the rounds (Mironov 2017) and
     converted by :func:`amplify_jax.conversions.epsilon_from_rdp` (Balle et al. 2020; Lemma 2 of the paper)
-    on the integer ``orders`` (default 2..64).  Broadcasts over n, gamma, sigma, rounds, delta.
+    on the integer ``orders`` (default 2..64).  Broadcasts over n, gamma, sigma, steps, delta.
+    (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
     from ..conversions import epsilon_from_rdp
 
     o = CHECKIN_ORDERS if orders is None else orders
-    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    t = V.integer("steps", steps, minimum=1).astype(np.float64)
     rdp = distributed_gaussian_rdp(o, n=n, gamma=gamma, sigma=sigma, method=method)
     d = V.unit_open("delta", delta)
-    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), rounds=t, delta=d)
+    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, delta=d)
     with x64_scope():
         total = jnp.broadcast_to(jnp.asarray(t)[..., None] * rdp, shape + rdp.shape[-1:])
     return epsilon_from_rdp(np.asarray(o, dtype=np.float64), np.asarray(total), delta=np.broadcast_to(d, shape))
 
 
-def distributed_gaussian_delta(*, n, gamma, sigma, rounds, epsilon, orders=None, method="exact"):
-    """(delta, best order) after ``rounds`` rounds of distributed check-in (Gaussian), at ``epsilon``.
+@renamed_params(rounds="steps")
+def distributed_gaussian_delta(*, n, gamma, sigma, steps, epsilon, orders=None, method="exact"):
+    """(delta, best order) after ``steps`` rounds of distributed check-in (Gaussian), at ``epsilon``.
 
     The inverse conversion of :func:`distributed_gaussian_epsilon`
-    (:func:`amplify_jax.conversions.delta_from_rdp`).  Broadcasts over n, gamma, sigma, rounds, epsilon.
+    (:func:`amplify_jax.conversions.delta_from_rdp`).  Broadcasts over n, gamma, sigma, steps, epsilon.
+    (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
     from ..conversions import delta_from_rdp
 
     o = CHECKIN_ORDERS if orders is None else orders
-    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    t = V.integer("steps", steps, minimum=1).astype(np.float64)
     rdp = distributed_gaussian_rdp(o, n=n, gamma=gamma, sigma=sigma, method=method)
     e = V.nonnegative("epsilon", epsilon)
-    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), rounds=t, epsilon=e)
+    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, epsilon=e)
     total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
     return delta_from_rdp(np.asarray(o, dtype=np.float64), total, epsilon=np.broadcast_to(e, shape))
 
 
-class CheckinCalibration(NamedTuple):
-    """A calibrated parameter (minimal sigma, largest gamma or most rounds) with the eps it achieves."""
+class CheckinCalibration(tuple):
+    """Base of the calibration results: :class:`SigmaCalibration`, :class:`GammaCalibration`,
+    :class:`StepsCalibration`, each a named tuple (answer, epsilon, status) whose first field is named after the
+    parameter it holds (``.sigma``, ``.gamma``, ``.steps``); ``epsilon`` is the eps after the rounds at that
+    value, re-computed; ``status`` holds :class:`amplify_jax.status.Status` codes (ok, infeasible, at_limit,
+    not_monotone, max_iter).  ``.value`` is the deprecated generic name of the answer (warns)."""
 
-    value: jax.Array  #: the parameter on the feasible side
-    epsilon: jax.Array  #: eps after the rounds at that value, re-computed
-    status: jax.Array  #: amplify_jax.calibrate status (0 ok, 1 infeasible, 2 at the limit, 3 not monotone)
+    __slots__ = ()
+
+    @property
+    def value(self) -> jax.Array:
+        warnings.warn(f"{type(self).__name__}.value is renamed .{self._fields[0]}; the old name goes in the next "
+                      "release.", DeprecationWarning, stacklevel=2)
+        return self[0]
 
 
-def _dg_epsilon_jnp(n, gamma, sigma, rounds, log_delta, *, alpha_int, width):
+class SigmaCalibration(CheckinCalibration, collections.namedtuple("SigmaCalibration", "sigma epsilon status")):
+    """Minimal sigma (on the feasible side) with the eps it achieves and the status."""
+
+    __slots__ = ()
+
+
+class GammaCalibration(CheckinCalibration, collections.namedtuple("GammaCalibration", "gamma epsilon status")):
+    """Largest check-in rate gamma (on the feasible side) with the eps it achieves and the status."""
+
+    __slots__ = ()
+
+
+class StepsCalibration(CheckinCalibration, collections.namedtuple("StepsCalibration", "steps epsilon status")):
+    """Most rounds (steps) with the eps they achieve and the status."""
+
+    __slots__ = ()
+
+
+def _dg_epsilon_jnp(n, gamma, sigma, steps, log_delta, *, alpha_int, width):
     from ..conversions import rdp_epsilon_terms
 
     alpha = jnp.asarray(alpha_int, dtype=jnp.float64)
     rdp = _finish_rdp(_distributed_gaussian_log_excess(n, gamma, sigma, alpha_int, width), alpha)
-    e = rdp_epsilon_terms(alpha, rounds[..., None] * rdp, log_delta[..., None], "balle2020")
+    e = rdp_epsilon_terms(alpha, steps[..., None] * rdp, log_delta[..., None], "balle2020")
     return jnp.min(e, axis=-1)
 
 
-def _cal_sigma_fn(x, n, gamma, rounds, log_delta, *, alpha_int, width):
-    return _dg_epsilon_jnp(n, gamma, x, rounds, log_delta, alpha_int=alpha_int, width=width)
+def _cal_sigma_fn(x, n, gamma, steps, log_delta, *, alpha_int, width):
+    return _dg_epsilon_jnp(n, gamma, x, steps, log_delta, alpha_int=alpha_int, width=width)
 
 
-def _cal_gamma_fn(x, n, sigma, rounds, log_delta, *, alpha_int, width):
-    return _dg_epsilon_jnp(n, x, sigma, rounds, log_delta, alpha_int=alpha_int, width=width)
+def _cal_gamma_fn(x, n, sigma, steps, log_delta, *, alpha_int, width):
+    return _dg_epsilon_jnp(n, x, sigma, steps, log_delta, alpha_int=alpha_int, width=width)
 
 
 @functools.lru_cache(maxsize=None)
@@ -96,33 +130,35 @@ def _cal_fn(which, alpha_int, width):
     return functools.partial(f, alpha_int=alpha_int, width=width)
 
 
-def _cal_common(epsilon, delta, rounds, orders):
+def _cal_common(target_epsilon, delta, steps, orders):
     alpha_int = _int_orders(CHECKIN_ORDERS if orders is None else orders)
-    e = V.positive("epsilon", epsilon)
+    e = V.positive("target_epsilon", target_epsilon)
     d = V.unit_open("delta", delta)
-    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    t = V.integer("steps", steps, minimum=1).astype(np.float64)
     return alpha_int, e, d, t
 
 
-def distributed_gaussian_calibrate_sigma(*, n, gamma, rounds, epsilon, delta, orders=None, sigma_lo=0.05,
-                                         sigma_hi=1000.0, rtol=1e-6, tail_tol=DEFAULT_TAIL_TOL):
-    """Minimal sigma with eps(T rounds) <= epsilon at delta, for distributed check-in (Gaussian), batched.
+@renamed_params(rounds="steps", epsilon="target_epsilon")
+def distributed_gaussian_calibrate_sigma(*, n, gamma, steps, target_epsilon, delta, orders=None, sigma_lo=0.05,
+                                         sigma_hi=1000.0, rtol=1e-6, tail_tol=DEFAULT_TAIL_TOL) -> SigmaCalibration:
+    """Minimal sigma with eps(steps rounds) <= target_epsilon at delta for distributed check-in (Gaussian), batched.
 
     Bisection by :func:`amplify_jax.calibrate.invert_monotone` on the exact Eq. 10 sum (the RDP decreases in
     sigma); the returned sigma is on the feasible side and re-checked (``epsilon`` in the result).
-    Default orders: :data:`CALIBRATION_ORDERS`.
+    Default orders: :data:`CALIBRATION_ORDERS`.  Returns :class:`SigmaCalibration` ``(sigma, epsilon, status)``.
+    (``rounds=`` and ``epsilon=`` are the deprecated spellings of ``steps=`` and ``target_epsilon=``.)
     """
     from ..calibrate import invert_monotone
 
-    alpha_int, e, d, t = _cal_common(epsilon, delta, rounds, CALIBRATION_ORDERS if orders is None else orders)
+    alpha_int, e, d, t = _cal_common(target_epsilon, delta, steps, CALIBRATION_ORDERS if orders is None else orders)
     nn = V.integer("n", n, minimum=1).astype(np.float64)
     _check_n_max(nn)
     g = V.probability("gamma", gamma)
-    shape = V.broadcastable(n=nn, gamma=g, rounds=t, epsilon=e, delta=d)
+    shape = V.broadcastable(n=nn, gamma=g, steps=t, target_epsilon=e, delta=d)
     width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), tail_tol)
     inv = invert_monotone(_cal_fn("sigma", alpha_int, width), e, args=(nn, g, t, np.log(d)),
                           lo=sigma_lo, hi=sigma_hi, feasible="above", rtol=rtol)
-    return CheckinCalibration(inv.value, inv.achieved, inv.status)
+    return SigmaCalibration(inv.value, inv.achieved, inv.status)
 
 
 def _variance_cap(glo, ghi):
@@ -130,22 +166,24 @@ def _variance_cap(glo, ghi):
     return np.clip(0.5, glo, ghi)
 
 
-def _eps_on_points(gam, n, sigma, rounds, log_delta, alpha_int, tol):
+def _eps_on_points(gam, n, sigma, steps, log_delta, alpha_int, tol):
     """eps after the rounds at every point (arrays of one shape), with one window for all (one compile)."""
     width = _sum_plan(n, gam, tol)
     with x64_scope():
-        return np.asarray(_points_eps_kernel(*(jnp.asarray(x) for x in (gam, n, sigma, rounds, log_delta)),
+        return np.asarray(_points_eps_kernel(*(jnp.asarray(x) for x in (gam, n, sigma, steps, log_delta)),
                                              _cal_fn("gamma", alpha_int, width)))
 
 
 @float64_jit(static_argnames=("fn",))
-def _points_eps_kernel(gam, n, sigma, rounds, log_delta, fn):
-    return fn(gam, n, sigma, rounds, log_delta)
+def _points_eps_kernel(gam, n, sigma, steps, log_delta, fn):
+    return fn(gam, n, sigma, steps, log_delta)
 
 
-def distributed_gaussian_max_gamma(*, n, sigma, rounds, epsilon, delta, orders=None, gamma_lo=None,
-                                   gamma_hi=1.0, grid_points=17, rtol=1e-6, tail_tol=DEFAULT_TAIL_TOL):
-    """Largest check-in rate gamma <= gamma_hi with eps(T rounds) <= epsilon at delta, batched.
+@renamed_params(rounds="steps", epsilon="target_epsilon")
+def distributed_gaussian_max_gamma(*, n, sigma, steps, target_epsilon, delta, orders=None, gamma_lo=None,
+                                   gamma_hi=1.0, grid_points=17, rtol=1e-6,
+                                   tail_tol=DEFAULT_TAIL_TOL) -> GammaCalibration:
+    """Largest check-in rate gamma <= gamma_hi with eps(steps rounds) <= target_epsilon at delta, batched.
 
     eps is *not* monotone in gamma for distributed check-in: very small rates leave rounds with a handful of
     participants, whose mean is barely noised (base RDP 2 lambda / (k sigma^2)), so eps first falls as
@@ -154,17 +192,19 @@ def distributed_gaussian_max_gamma(*, n, sigma, rounds, epsilon, delta, orders=N
     and the next one, refined by :func:`amplify_jax.calibrate.invert_monotone` (``feasible="below"``).  The
     answer is feasible (re-checked) and the largest up to the grid's resolution.  status 1 where no grid
     rate is feasible (value: the grid's first rate).  Default orders: :data:`CALIBRATION_ORDERS`.
+    Returns :class:`GammaCalibration` ``(gamma, epsilon, status)``.  (``rounds=`` and ``epsilon=`` are the
+    deprecated spellings of ``steps=`` and ``target_epsilon=``.)
     """
     from ..calibrate import invert_monotone
 
-    alpha_int, e, d, t = _cal_common(epsilon, delta, rounds, CALIBRATION_ORDERS if orders is None else orders)
+    alpha_int, e, d, t = _cal_common(target_epsilon, delta, steps, CALIBRATION_ORDERS if orders is None else orders)
     nn = V.integer("n", n, minimum=1).astype(np.float64)
     _check_n_max(nn)
     s = V.positive("sigma", sigma)
     ghi = V.probability("gamma_hi", gamma_hi)
     if np.any(ghi <= 0):
         raise ValueError(f"Expected gamma_hi > 0, got gamma_hi={np.min(ghi)!r}.")
-    shape = V.broadcastable(n=nn, sigma=s, rounds=t, epsilon=e, delta=d, gamma_hi=ghi)
+    shape = V.broadcastable(n=nn, sigma=s, steps=t, target_epsilon=e, delta=d, gamma_hi=ghi)
     b = lambda x: np.broadcast_to(np.asarray(x, dtype=np.float64), shape)  # noqa: E731
     if gamma_lo is not None:
         lo = b(V.unit_open("gamma_lo", gamma_lo))
@@ -184,11 +224,11 @@ def distributed_gaussian_max_gamma(*, n, sigma, rounds, epsilon, delta, orders=N
     width = _sum_plan(b(nn), _variance_cap(lo, hi), tail_tol)
     inv = invert_monotone(_cal_fn("gamma", alpha_int, width), e, args=(b(nn), b(s), b(t), np.log(b(d))),
                           lo=lo, hi=hi, feasible="below", rtol=rtol)
-    return CheckinCalibration(inv.value, inv.achieved, inv.status)
+    return GammaCalibration(inv.value, inv.achieved, inv.status)
 
 
 @float64_jit
-def _max_rounds_kernel(alpha, rdp, epsilon, log_delta):
+def _max_steps_kernel(alpha, rdp, epsilon, log_delta):
     from ..conversions import rdp_epsilon_terms
 
     e0 = rdp_epsilon_terms(alpha, 0.0 * rdp, log_delta[..., None], "balle2020")  # the conversion's offset
@@ -205,49 +245,59 @@ def _max_rounds_kernel(alpha, rdp, epsilon, log_delta):
     return t, eps_at(jnp.maximum(t, 1.0))
 
 
-def distributed_gaussian_max_rounds(*, n, gamma, sigma, epsilon, delta, orders=None, method="exact"):
-    """Most rounds T with eps(T rounds) <= epsilon at delta (distributed check-in, Gaussian), batched.
+@renamed_params(epsilon="target_epsilon")
+def distributed_gaussian_max_steps(*, n, gamma, sigma, target_epsilon, delta, orders=None,
+                                   method="exact") -> StepsCalibration:
+    """Most rounds (steps) with eps <= target_epsilon at delta after them (distributed check-in, Gaussian), batched.
 
-    The composed curve is linear in T, so per order T_alpha = floor((epsilon - c_alpha) / rdp(alpha)) with
-    c_alpha the conversion's offset (Balle et al. 2020), and T = max over orders: exact, no bisection.  The
-    value is re-checked.  status 1 (infeasible) where not even one round fits (value 0); status 2 where the
-    round has zero RDP (gamma = 0: any number of rounds, value 2^53).
+    The composed curve is linear in the number of rounds T, so per order T_alpha =
+    floor((target_epsilon - c_alpha) / rdp(alpha)) with c_alpha the conversion's offset (Balle et al. 2020), and
+    T = max over orders: exact, no bisection.  The value is re-checked.  Returns :class:`StepsCalibration`
+    ``(steps, epsilon, status)``: status infeasible where not even one round fits (steps 0); at_limit where the
+    round has zero RDP (gamma = 0: any number of rounds, steps 2^53).  (``epsilon=`` is the deprecated spelling
+    of ``target_epsilon=``; ``distributed_gaussian_max_rounds`` the deprecated name of this function.)
     """
-    alpha_int, e, d, _ = _cal_common(epsilon, delta, 1, orders)
+    alpha_int, e, d, _ = _cal_common(target_epsilon, delta, 1, orders)
     rdp = distributed_gaussian_rdp(alpha_int, n=n, gamma=gamma, sigma=sigma, method=method)
-    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), epsilon=e, delta=d)
+    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), target_epsilon=e, delta=d)
     with x64_scope():
         alpha = jnp.asarray(alpha_int, dtype=jnp.float64)
         r = jnp.broadcast_to(rdp, shape + rdp.shape[-1:])
-        t, ach = _max_rounds_kernel(alpha, r, jnp.broadcast_to(jnp.asarray(e), shape),
-                                    jnp.broadcast_to(jnp.log(jnp.asarray(d)), shape))
-        status = jnp.where(t < 1, 1, jnp.where(t >= 2.0 ** 53, 2, 0)).astype(jnp.int32)
-    return CheckinCalibration(t, ach, status)
+        t, ach = _max_steps_kernel(alpha, r, jnp.broadcast_to(jnp.asarray(e), shape),
+                                   jnp.broadcast_to(jnp.log(jnp.asarray(d)), shape))
+        status = jnp.where(t < 1, int(Status.INFEASIBLE),
+                           jnp.where(t >= 2.0 ** 53, int(Status.AT_LIMIT), int(Status.OK))).astype(jnp.int32)
+    return StepsCalibration(t, ach, status)
+
+
+distributed_gaussian_max_rounds = renamed_function(distributed_gaussian_max_steps, "distributed_gaussian_max_rounds")
 
 
 # ----------------------------------------------------------------------------------------------------------
 # (eps, delta) after T rounds of shuffled check-in
 
 
-def shuffled_checkin_epsilon(*, n, gamma, eps0, rounds, delta, bound="upper", method="exact", orders=None):
-    """(eps, best order) after ``rounds`` rounds of shuffled check-in with eps0-LDP randomizers, at ``delta``.
+@renamed_params(rounds="steps")
+def shuffled_checkin_epsilon(*, n, gamma, eps0, steps, delta, bound="upper", method="exact", orders=None):
+    """(eps, best order) after ``steps`` rounds of shuffled check-in with eps0-LDP randomizers, at ``delta``.
 
     ``bound="upper"``: Thm 2 (:func:`shuffled_checkin_upper_rdp`, ``method`` "exact" or "eq7"), a valid
     (eps, delta)-DP guarantee.  ``bound="lower"``: the same conversion applied to Thm 3's lower bound on the
     RDP (what Figure 1 plots as the lower bound): the best any RDP accounting of this mechanism can give
     through Eq. 3, *not* a DP guarantee and not a lower bound on the true eps.  Orders default to 2..64.
+    (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
     from ..conversions import epsilon_from_rdp
 
     V.one_of("bound", bound, ("upper", "lower"))
     o = CHECKIN_ORDERS if orders is None else orders
-    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    t = V.integer("steps", steps, minimum=1).astype(np.float64)
     if bound == "upper":
         rdp = shuffled_checkin_upper_rdp(o, n=n, gamma=gamma, eps0=eps0, method=method)
     else:
         rdp = shuffled_checkin_lower_rdp(o, n=n, gamma=gamma, eps0=eps0)
     d = V.unit_open("delta", delta)
-    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), rounds=t, delta=d)
+    shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, delta=d)
     total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
     return epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
 
@@ -261,24 +311,26 @@ class ApproxEpsilon(NamedTuple):
     fallback: jax.Array
 
 
-def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, rounds, delta, shuffle_delta, delta0=0.0,
+@renamed_params(rounds="steps")
+def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, steps, delta, shuffle_delta, delta0=0.0,
                                        orders=None) -> ApproxEpsilon:
-    """eps after T rounds of the Sec. 4.1 route (:func:`subsampled_shuffle_checkin_rdp`), at total ``delta``.
+    """eps after ``steps`` rounds of the Sec. 4.1 route (:func:`subsampled_shuffle_checkin_rdp`), at total ``delta``.
 
     The rounds compose as approximate RDP (curves and deltas add); the RDP curve is converted at
     delta - T delta_round (Balle et al. 2020).  Where T delta_round >= delta no guarantee follows:
     ``valid`` is False and epsilon is +inf (never silently).  Orders default to
-    :data:`amplify_jax.rdp.DEFAULT_ORDERS` (any orders > 1 work on this route).
+    :data:`amplify_jax.rdp.DEFAULT_ORDERS` (any orders > 1 work on this route).  (``rounds=`` is the deprecated
+    spelling of ``steps=``.)
     """
     from ..conversions import epsilon_from_rdp
     from ..rdp import DEFAULT_ORDERS
 
     o = DEFAULT_ORDERS if orders is None else orders
-    t = V.integer("rounds", rounds, minimum=1).astype(np.float64)
+    t = V.integer("steps", steps, minimum=1).astype(np.float64)
     d = V.unit_open("delta", delta)
     r = subsampled_shuffle_checkin_rdp(o, n=n, gamma=gamma, eps0=eps0, delta0=delta0,
                                        shuffle_delta=shuffle_delta)
-    shape = V.broadcastable(rdp=np.empty(r.rdp.shape[:-1]), rounds=t, delta=d)
+    shape = V.broadcastable(rdp=np.empty(r.rdp.shape[:-1]), steps=t, delta=d)
     spent = np.broadcast_to(t * np.asarray(r.delta), shape)
     left = np.broadcast_to(d, shape) - spent
     valid = left > 0

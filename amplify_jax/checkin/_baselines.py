@@ -8,6 +8,7 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..approx_dp import advanced_composition, analytic_gaussian_epsilon, fmt_closed_form, subsampled_epsilon
 from ..numerics import float64_jit, x64_scope
 from ._weighted import _check_n_max
@@ -34,20 +35,20 @@ _SPLIT_F1 = np.array([0.1, 0.25, 0.5, 0.75, 0.9])
 _SPLIT_F2 = np.array([0.01, 0.1, 0.3, 0.5])
 
 
-def _baseline_eps(per_round, n, gamma, rounds, log_delta):
+def _baseline_eps(per_round, n, gamma, steps, log_delta):
     """min over budget splits of the strong composition of a per-round (eps(l1, l2, log_dm), dm + d1 + d2)."""
     f1 = jnp.asarray(np.repeat(_SPLIT_F1, _SPLIT_F2.size))
     f2 = jnp.asarray(np.tile(_SPLIT_F2, _SPLIT_F1.size))
     ex = lambda x: x[..., None]  # noqa: E731
     mu = ex(n * gamma)
     log_dp = jnp.log(f1) + ex(log_delta)
-    log_round = jnp.log1p(-f1) + ex(log_delta) - ex(jnp.log(rounds))
+    log_round = jnp.log1p(-f1) + ex(log_delta) - ex(jnp.log(steps))
     log_d12 = jnp.log(f2 / 2.0) + log_round
     log_dm = jnp.log1p(-f2) + log_round
     l1, l2 = _count_bounds(mu, log_d12, log_d12)
     q = jnp.minimum(l2 / ex(n), 1.0)
     e_round = per_round(l1, q, log_dm)
-    return jnp.min(advanced_composition(e_round, ex(rounds), -log_dp), axis=-1)
+    return jnp.min(advanced_composition(e_round, ex(steps), -log_dp), axis=-1)
 
 
 def _shuffle_round(eps0):
@@ -69,27 +70,28 @@ def _gauss_round(sigma):
 
 
 @float64_jit
-def _sc_shuffle_kernel(n, gamma, eps0, rounds, log_delta):
-    return _baseline_eps(_shuffle_round(eps0), n, gamma, rounds, log_delta)
+def _sc_shuffle_kernel(n, gamma, eps0, steps, log_delta):
+    return _baseline_eps(_shuffle_round(eps0), n, gamma, steps, log_delta)
 
 
 @float64_jit
-def _sc_gauss_kernel(n, gamma, sigma, rounds, log_delta):
-    return _baseline_eps(_gauss_round(sigma), n, gamma, rounds, log_delta)
+def _sc_gauss_kernel(n, gamma, sigma, steps, log_delta):
+    return _baseline_eps(_gauss_round(sigma), n, gamma, steps, log_delta)
 
 
-def _baseline_args(n, gamma, rounds, delta, **extra):
+def _baseline_args(n, gamma, steps, delta, **extra):
     nn = V.integer("n", n, minimum=1)
     _check_n_max(nn)
     g = V.unit_open("gamma", gamma)
-    t = V.integer("rounds", rounds, minimum=1)
+    t = V.integer("steps", steps, minimum=1)
     d = V.unit_open("delta", delta)
-    shape = V.broadcastable(n=nn, gamma=g, rounds=t, delta=d, **extra)
+    shape = V.broadcastable(n=nn, gamma=g, steps=t, delta=d, **extra)
     b = lambda x: jnp.asarray(np.broadcast_to(np.asarray(x, dtype=np.float64), shape))  # noqa: E731
     return b, b(nn), b(g), b(t), b(np.log(d))
 
 
-def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, rounds, delta):
+@renamed_params(rounds="steps")
+def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, steps, delta):
     """Strong-composition baseline for shuffled check-in (the approach of Girgis, Data, Diggavi 2021c).
 
     Girgis et al. 2021c state this accounting only up to constants; this instantiation is ours and sound:
@@ -98,24 +100,27 @@ def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, rounds, delta
     l1 users (footnote 3's fallback eps0 outside its condition), the differing client is in the round with
     probability k/n <= l2/n (Balle et al. 2018 Thm 9 subsampling); the T rounds compose by Dwork-Rothblum-
     Vadhan strong composition: eps = sqrt(2 T ln(1/delta')) eps_r + T eps_r (e^eps_r - 1), and
-    delta = T (q delta_s + d1 + d2) + delta'.  The split of ``delta`` is optimised over a small grid.
+    delta = T (q delta_s + d1 + d2) + delta', T = ``steps``.  The split of ``delta`` is optimised over a small
+    grid.  (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
     e0 = V.nonnegative("eps0", eps0)
-    b, nn, g, t, ld = _baseline_args(n, gamma, rounds, delta, eps0=e0)
+    b, nn, g, t, ld = _baseline_args(n, gamma, steps, delta, eps0=e0)
     with x64_scope():
         return _sc_shuffle_kernel(nn, g, b(e0), t, ld)
 
 
-def distributed_gaussian_strong_composition_epsilon(*, n, gamma, sigma, rounds, delta):
+@renamed_params(rounds="steps")
+def distributed_gaussian_strong_composition_epsilon(*, n, gamma, sigma, steps, delta):
     """Strong-composition baseline for distributed check-in with the Gaussian mechanism (Sec. 5.1).
 
     As described in Sec. 5.1: with probability >= 1 - d1 at least l1 clients check in, so the mean carries
     Gaussian noise of std >= sigma / sqrt(l1) for sensitivity 2 / k <= ... i.e. sensitivity/std <=
     2 / (sigma sqrt(l1)); with probability >= 1 - d2 the rate is <= l2 / n.  The Gaussian mechanism's exact
     (eps, delta) (Balle & Wang 2018) is subsampled (Balle et al. 2018 Thm 9) and composed over T rounds by
-    strong composition; delta = T (q delta_g + d1 + d2) + delta', the split optimised over a small grid.
+    strong composition; delta = T (q delta_g + d1 + d2) + delta' (T = ``steps``), the split optimised over a
+    small grid.  (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
     s = V.positive("sigma", sigma)
-    b, nn, g, t, ld = _baseline_args(n, gamma, rounds, delta, sigma=s)
+    b, nn, g, t, ld = _baseline_args(n, gamma, steps, delta, sigma=s)
     with x64_scope():
         return _sc_gauss_kernel(nn, g, b(s), t, ld)

@@ -26,7 +26,7 @@ import numpy as np
 from ..bounds import DECREASING, INCREASING, Bound, Integer, Orders, Param, Real, register
 from ..status import Status
 from ._accounting import (CHECKIN_ORDERS, distributed_gaussian_calibrate_sigma, distributed_gaussian_delta,
-                          distributed_gaussian_epsilon, distributed_gaussian_max_rounds, shuffled_checkin_epsilon,
+                          distributed_gaussian_epsilon, distributed_gaussian_max_steps, shuffled_checkin_epsilon,
                           subsampled_shuffle_checkin_epsilon)
 from ._baselines import distributed_gaussian_strong_composition_epsilon, shuffled_checkin_strong_composition_epsilon
 from ._distributed import distributed_gaussian_rdp
@@ -66,16 +66,16 @@ def _eps(res):
 
 
 def _dg(n, gamma, sigma, steps, delta):
-    return _eps(distributed_gaussian_epsilon(n=n, gamma=gamma, sigma=sigma, rounds=steps, delta=delta))
+    return _eps(distributed_gaussian_epsilon(n=n, gamma=gamma, sigma=sigma, steps=steps, delta=delta))
 
 
 def _dg_sigma(target, lo, hi, rtol, *, n, gamma, steps, delta):
     """The family's compiled calibration on the same orders (2..64) as the bound: bisection, feasible end,
     re-checked, amplify_jax.status codes."""
-    cal = distributed_gaussian_calibrate_sigma(n=n, gamma=gamma, rounds=steps, epsilon=target, delta=delta,
+    cal = distributed_gaussian_calibrate_sigma(n=n, gamma=gamma, steps=steps, target_epsilon=target, delta=delta,
                                                orders=CHECKIN_ORDERS, sigma_lo=float(np.min(lo)),
                                                sigma_hi=float(np.max(hi)), rtol=rtol)
-    return cal.value, cal.epsilon, cal.status
+    return cal.sigma, cal.epsilon, cal.status
 
 
 def _dg_steps(target, lo, hi, rtol, *, n, gamma, sigma, delta):
@@ -85,12 +85,12 @@ def _dg_steps(target, lo, hi, rtol, *, n, gamma, sigma, delta):
     del rtol
     lo = np.asarray(lo, np.float64)
     hi = np.asarray(hi, np.float64)
-    cal = distributed_gaussian_max_rounds(n=n, gamma=gamma, sigma=sigma, epsilon=target, delta=delta,
-                                          orders=CHECKIN_ORDERS)
-    t = np.clip(np.asarray(cal.value, np.float64), lo, hi)
+    cal = distributed_gaussian_max_steps(n=n, gamma=gamma, sigma=sigma, target_epsilon=target, delta=delta,
+                                         orders=CHECKIN_ORDERS)
+    t = np.clip(np.asarray(cal.steps, np.float64), lo, hi)
 
     def eps_at(x):
-        return np.asarray(distributed_gaussian_epsilon(n=n, gamma=gamma, sigma=sigma, rounds=x,
+        return np.asarray(distributed_gaussian_epsilon(n=n, gamma=gamma, sigma=sigma, steps=x,
                                                        delta=delta).epsilon, np.float64)
 
     e = eps_at(t)
@@ -127,7 +127,7 @@ register(Bound(
 
 
 def _dg_delta(n, gamma, sigma, steps, epsilon):
-    res = distributed_gaussian_delta(n=n, gamma=gamma, sigma=sigma, rounds=steps, epsilon=epsilon)
+    res = distributed_gaussian_delta(n=n, gamma=gamma, sigma=sigma, steps=steps, epsilon=epsilon)
     return {"delta": res.delta, "order": res.order}
 
 
@@ -151,7 +151,7 @@ register(Bound(
 
 
 def _dg_sc(n, gamma, sigma, steps, delta):
-    eps = np.asarray(distributed_gaussian_strong_composition_epsilon(n=n, gamma=gamma, sigma=sigma, rounds=steps,
+    eps = np.asarray(distributed_gaussian_strong_composition_epsilon(n=n, gamma=gamma, sigma=sigma, steps=steps,
                                                                      delta=delta))
     return {"epsilon": eps, "status": np.where(np.isfinite(eps), Status.OK, Status.FALLBACK)}
 
@@ -172,7 +172,7 @@ register(Bound(
 
 
 def _sh_upper(n, gamma, eps0, steps, delta):
-    return _eps(shuffled_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, rounds=steps, delta=delta, bound="upper"))
+    return _eps(shuffled_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, steps=steps, delta=delta, bound="upper"))
 
 
 register(Bound(
@@ -185,7 +185,7 @@ register(Bound(
 
 
 def _sh_lower(n, gamma, eps0, steps, delta):
-    return _eps(shuffled_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, rounds=steps, delta=delta, bound="lower"))
+    return _eps(shuffled_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, steps=steps, delta=delta, bound="lower"))
 
 
 register(Bound(
@@ -221,7 +221,7 @@ register(Bound(
 
 
 def _sh_sc(n, gamma, eps0, steps, delta):
-    eps = np.asarray(shuffled_checkin_strong_composition_epsilon(n=n, gamma=gamma, eps0=eps0, rounds=steps,
+    eps = np.asarray(shuffled_checkin_strong_composition_epsilon(n=n, gamma=gamma, eps0=eps0, steps=steps,
                                                                  delta=delta))
     return {"epsilon": eps, "status": np.where(np.isfinite(eps), Status.OK, Status.FALLBACK)}
 
@@ -271,7 +271,7 @@ SEC41 = ("Sec. 4.1 subsampled shuffling conversion: FMT 2021 Thm 3.1 per k (cond
 
 
 def _ss(n, gamma, eps0, steps, delta, shuffle_delta, delta0):
-    r = subsampled_shuffle_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, rounds=steps, delta=delta,
+    r = subsampled_shuffle_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, steps=steps, delta=delta,
                                            shuffle_delta=shuffle_delta, delta0=delta0)
     bad = np.asarray(r.fallback) | ~np.asarray(r.valid)
     return {"epsilon": r.epsilon, "order": r.order, "status": np.where(bad, Status.FALLBACK, Status.OK)}

@@ -47,6 +47,12 @@ Where each section lives (private files; this ``__init__`` is the one list of wh
 
 The approximate-DP building blocks (advanced composition, the analytic Gaussian, subsampling, the FMT closed
 form) come from :mod:`amplify_jax.approx_dp`.
+
+Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``steps`` is the number of compositions
+(the walk's length T, the ring's visits K, advanced composition's k), ``eps0`` the local guarantee of one
+contribution, ``target_epsilon`` what a calibration must meet; ``contributions`` (T_u) keeps its name.  The
+previous spellings (``T=``, ``K=``, ``k=``, ``eps=``, ``eps_local=``, a calibration's ``.value`` /
+``.achieved``) still work for one release and emit a DeprecationWarning.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from ._common import NetworkBound as NetworkBound
 from ._common import SpottedBound as SpottedBound
 from ._common import RingNoise as RingNoise
 from ._common import SgdEpsilon as SgdEpsilon
+from ._common import SgdCalibration as SgdCalibration
 from ._composition import advanced_composition_epsilon as advanced_composition_epsilon
 from ._composition import kov_composition_epsilon as kov_composition_epsilon
 from ._composition import kov_composition_delta as kov_composition_delta
@@ -89,6 +96,7 @@ __all__ = [
     "SpottedBound",
     "RingNoise",
     "SgdEpsilon",
+    "SgdCalibration",
     "WalkLosses",
     "WalkSummary",
     # composition

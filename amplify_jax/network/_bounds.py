@@ -91,7 +91,7 @@ def _with_budget(fn, delta, **params):
 def _advanced(eps0, steps, delta, delta0):
     dp = delta - steps * delta0
     left = dp > 0
-    eps = np.asarray(advanced_composition_epsilon(eps0, k=steps, delta_prime=np.where(left, dp, 0.5)))
+    eps = np.asarray(advanced_composition_epsilon(eps0, steps=steps, delta_prime=np.where(left, dp, 0.5)))
     return {"epsilon": np.where(left, eps, np.inf), "status": _status(left)}
 
 
@@ -110,7 +110,7 @@ register(Bound(
 
 
 def _kov(eps0, steps, delta):
-    return {"epsilon": kov_homogeneous_epsilon(eps0=eps0, k=steps, delta=delta)}
+    return {"epsilon": kov_homogeneous_epsilon(eps0=eps0, steps=steps, delta=delta)}
 
 
 register(Bound(
@@ -134,7 +134,7 @@ STEPS_K = Param("steps", Integer(1, 10**9), "K: number of visits of the token to
 def _ring_sum(steps, eps0, delta0, delta):
     dp = delta - steps * delta0
     left = dp > 0
-    r = ring_sum_bound(K=steps, eps0=eps0, delta0=delta0, delta_prime=np.where(left, dp, 0.5))
+    r = ring_sum_bound(steps=steps, eps0=eps0, delta0=delta0, delta_prime=np.where(left, dp, 0.5))
     return {"epsilon": np.where(left, np.asarray(r.epsilon), np.inf), "status": _status(left)}
 
 
@@ -160,7 +160,7 @@ def _ring_hist(form):
             # Erlingsson et al.'s Cor. 9 needs delta < 1/100: a larger per-visit delta is spent as 0.0099
             # (a guarantee at a smaller delta holds at the larger one)
             ds = np.minimum(ds, 0.0099)
-        r = ring_histogram_bound(n=n, K=steps, eps_local=eps0, delta=np.where(left, ds, 1e-3),
+        r = ring_histogram_bound(n=n, steps=steps, eps0=eps0, delta=np.where(left, ds, 1e-3),
                                  delta_prime=delta_prime, form=form)
         return {"epsilon": np.where(left, np.asarray(r.epsilon), np.inf), "status": _status(left & np.asarray(r.valid))}
 
@@ -197,7 +197,7 @@ register(Bound(
 
 def _cg_sum(fixed):
     def kernel(n, steps, eps0, delta0, delta, colluders, cycle_delta, delta_hat=0.5):
-        return _with_budget(complete_graph_sum_bound, delta, n=n, T=steps, eps0=eps0, delta0=delta0,
+        return _with_budget(complete_graph_sum_bound, delta, n=n, steps=steps, eps0=eps0, delta0=delta0,
                             delta_hat=delta_hat, colluders=colluders, fixed_contributions=fixed,
                             cycle_delta=cycle_delta)
 
@@ -226,7 +226,7 @@ register(Bound(
 
 def _cg_hist(form):
     def kernel(n, steps, eps0, shuffle_delta, delta, delta_hat, colluders, cycle_delta):
-        kw = dict(n=n, T=steps, eps0=eps0, delta_hat=delta_hat, colluders=colluders, cycle_delta=cycle_delta)
+        kw = dict(n=n, steps=steps, eps0=eps0, delta_hat=delta_hat, colluders=colluders, cycle_delta=cycle_delta)
         out = _with_budget(lambda **k: complete_graph_histogram_bound(**k, delta=shuffle_delta, form="fmt"), delta,
                            **kw)
         if form == "eq11":
@@ -274,7 +274,7 @@ register(Bound(
 
 def _local_sum(fixed):
     def kernel(n, steps, eps0, delta0, delta, delta_hat=0.5):
-        return _with_budget(local_sum_bound, delta, n=n, T=steps, eps0=eps0, delta0=delta0, delta_hat=delta_hat,
+        return _with_budget(local_sum_bound, delta, n=n, steps=steps, eps0=eps0, delta0=delta0, delta_hat=delta_hat,
                             fixed_contributions=fixed)
 
     return kernel
@@ -328,7 +328,7 @@ register(Bound(
 def _thm4(n, steps, eps0, delta, delta_hat, colluders):
     ds = delta - delta_hat
     left = ds > 0
-    r = sgd_theorem4_bound(n=n, T=steps, eps=eps0, delta=np.where(left, ds, 0.25), delta_hat=delta_hat,
+    r = sgd_theorem4_bound(n=n, steps=steps, eps0=eps0, delta=np.where(left, ds, 0.25), delta_hat=delta_hat,
                            colluders=colluders)
     return {"epsilon": np.where(left, np.asarray(r.epsilon), np.inf), "status": _status(left & np.asarray(r.valid))}
 
@@ -379,7 +379,7 @@ register(Bound(
 
 
 def _central_sgd(sigma, n, steps, delta, lipschitz):
-    r = central_sgd_epsilon(sigma=sigma, n=n, T=steps, delta=delta, lipschitz=lipschitz)
+    r = central_sgd_epsilon(sigma=sigma, n=n, steps=steps, delta=delta, lipschitz=lipschitz)
     return {"epsilon": r.epsilon, "order": r.order}
 
 
@@ -400,7 +400,7 @@ def _bassily(sigma, n, steps, delta, lipschitz):
     # a smaller delta holds at the larger one (status fallback there)
     cap = steps / n
     d = np.minimum(delta, cap)
-    r = central_sgd_bassily_epsilon(sigma=sigma, n=n, T=steps, delta=d, lipschitz=lipschitz)
+    r = central_sgd_bassily_epsilon(sigma=sigma, n=n, steps=steps, delta=d, lipschitz=lipschitz)
     return {"epsilon": r.epsilon, "status": _status(np.asarray(r.valid) & (delta <= cap))}
 
 

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..approx_dp import advanced_composition, fmt_closed_form, subsampled_epsilon
 from ..numerics import float64_jit
 from ._common import NetworkBound, SpottedBound, _b, _colluders, _n
@@ -60,9 +61,9 @@ def _thm3_as_printed(*, n, T, eps0, delta_prime, delta_hat):
     return np.sqrt((4.0 * T / n + 2.0 * r) * np.log(1.0 / delta_prime)) * ec + (2.0 * T / n + r) * eps0 * np.expm1(ec)
 
 
-def _thm3_inputs(n, T, eps0, delta_prime, delta_hat):
+def _thm3_inputs(n, steps, eps0, delta_prime, delta_hat):
     nn = _n("n", n)
-    tt = V.integer("T", T, minimum=1).astype(np.float64)
+    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
     e = V.positive("eps0", eps0)
     if np.any(e >= 1):
         raise ValueError(f"Theorem 3 requires eps0 < 1 (the Gaussian aggregation step e^(eps0/sqrt(m)) - 1 <= "
@@ -72,10 +73,11 @@ def _thm3_inputs(n, T, eps0, delta_prime, delta_hat):
     return nn, tt, e, dp, dh
 
 
-def complete_graph_sum_epsilon(*, n, T, eps0, delta_prime, delta_hat):
+@renamed_params(T="steps")
+def complete_graph_sum_epsilon(*, n, steps, eps0, delta_prime, delta_hat):
     """Epsilon of Cyffers & Bellet Thm 3 in its full non-asymptotic form (App. D), CORRECTED per ERRATA.
 
-    Real summation by a T-step random walk on the complete graph of n users, each contribution
+    Real summation by a T-step random walk (T = ``steps``) on the complete graph of n users, each contribution
     (eps0, delta0)-LDP by Gaussian noise (eps0 < 1).  v's visits are bounded by the Chernoff bound
     N_v = T/n + sqrt(3 T/n ln(1/delta_hat)) (probability 1 - delta_hat), plus at most T/n fictive observations;
     each cycle of length m <= n costs at most eps_c = 3 eps0 / sqrt(n) (Eq. 10 with e^x - 1 <= 2x and
@@ -86,16 +88,20 @@ def complete_graph_sum_epsilon(*, n, T, eps0, delta_prime, delta_hat):
     The printed App. D has eps instead of eps_c in the second term (ERRATA).  The delta is
     (N_v + T/n) delta0 + delta' + delta_hat (:func:`complete_graph_sum_bound`).  Where T/n < 3 ln(1/delta_hat)
     the paper's Chernoff form does not hold and the general one is used (``valid`` in
-    :func:`complete_graph_sum_bound`).  Broadcasts over all arguments; eps0 >= 1 is refused.
+    :func:`complete_graph_sum_bound`).  Broadcasts over all arguments; eps0 >= 1 is refused.  (``T=`` is the
+    deprecated spelling of ``steps=``.)
     """
-    nn, tt, e, dp, dh = _thm3_inputs(n, T, eps0, delta_prime, delta_hat)
-    shape = V.broadcastable(n=nn, T=tt, eps0=e, delta_prime=dp, delta_hat=dh)
+    nn, tt, e, dp, dh = _thm3_inputs(n, steps, eps0, delta_prime, delta_hat)
+    shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta_prime=dp, delta_hat=dh)
     return _thm3_kernel(*_b(shape, nn, tt, e, dp, dh))[0]
 
 
-def complete_graph_sum_bound(*, n, T, eps0, delta0, delta_prime, delta_hat, colluders=1, fixed_contributions=False,
-                             cycle_delta="group"):
+@renamed_params(T="steps")
+def complete_graph_sum_bound(*, n, steps, eps0, delta0, delta_prime, delta_hat, colluders=1,
+                             fixed_contributions=False, cycle_delta="group"):
     """Thm 3 / App. D as a full (epsilon, delta, valid) bound, with collusions and the fixed-contribution variant.
+
+    T = ``steps`` is the length of the walk (``T=`` is its deprecated spelling).
 
     ``colluders`` = c: Sec. 4.3, c colluding users act as one node of a graph with n / c users (the visits to
     the coalition are Binomial(T, c/n) and cycles Geometric(c/n)), so the bound is evaluated at n / c.
@@ -106,10 +112,10 @@ def complete_graph_sum_bound(*, n, T, eps0, delta0, delta_prime, delta_hat, coll
     paper omits (module docstring).  The epsilon is the same either way.
     """
     V.one_of("cycle_delta", cycle_delta, ("group", "paper"))
-    nn, tt, e, dp, dh = _thm3_inputs(n, T, eps0, delta_prime, delta_hat)
+    nn, tt, e, dp, dh = _thm3_inputs(n, steps, eps0, delta_prime, delta_hat)
     d0 = V.probability("delta0", delta0)
     cc = _colluders(nn, colluders)
-    shape = V.broadcastable(n=nn, T=tt, eps0=e, delta0=d0, delta_prime=dp, delta_hat=dh, colluders=cc)
+    shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta0=d0, delta_prime=dp, delta_hat=dh, colluders=cc)
     nb, tb, eb, d0b, dpb, dhb, cb = _b(shape, nn, tt, e, d0, dp, dh, cc)
     if cycle_delta == "group" and np.any(d0 <= 0):
         raise ValueError(f"Expected delta0 > 0 with cycle_delta='group' (the Gaussian's calibration), got "
@@ -209,11 +215,13 @@ def _hist_kernel(n, T, eps0, delta, dp, dh, use_fmt, group):
     return NetworkBound(advanced_composition(ec, k, -jnp.log(dp)), jnp.minimum(k * dc + dp + dh, 1.0), ok)
 
 
-def complete_graph_histogram_bound(*, n, T, eps0, delta, delta_prime, delta_hat, form="fmt", colluders=1,
+@renamed_params(T="steps")
+def complete_graph_histogram_bound(*, n, steps, eps0, delta, delta_prime, delta_hat, form="fmt", colluders=1,
                                    cycle_delta="group"):
     """Histograms on the complete graph, Cyffers & Bellet Thm 6 / App. E (Algorithm 5, RR with eps0-LDP).
 
-    Same fictive walk as App. D; a cycle of length m shuffles the m reports it aggregates:
+    Same fictive walk as App. D (T = ``steps`` steps; ``T=`` is the deprecated spelling); a cycle of length m
+    shuffles the m reports it aggregates:
 
     * ``form="fmt"`` (App. E's "complete formula", Remark 4): eps_c = sup_{1 <= m <= n} Eq. 10 with
       eps_A(m) = min(eps0, FMT(eps0, m, delta)) (FMT Thm 3.1, eps0 where its condition fails), computed
@@ -236,7 +244,7 @@ def complete_graph_histogram_bound(*, n, T, eps0, delta, delta_prime, delta_hat,
     V.one_of("form", form, ("fmt", "eq11"))
     V.one_of("cycle_delta", cycle_delta, ("group", "paper"))
     nn = _n("n", n)
-    tt = V.integer("T", T, minimum=1).astype(np.float64)
+    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
     e = V.positive("eps0", eps0)
     d = V.unit_open("delta", delta)
     dp = V.unit_open("delta_prime", delta_prime)
@@ -249,7 +257,7 @@ def complete_graph_histogram_bound(*, n, T, eps0, delta, delta_prime, delta_hat,
         if np.any(bad):
             raise ValueError(f"Theorem 6 (Eq. 11) requires n >= 14^2 ln(4/delta), got n={np.min(nn)!r}, "
                              f"delta={np.min(d)!r}; use form='fmt'.")
-    shape = V.broadcastable(n=nn, T=tt, eps0=e, delta=d, delta_prime=dp, delta_hat=dh, colluders=cc)
+    shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta=d, delta_prime=dp, delta_hat=dh, colluders=cc)
     nb, tb, eb, db, dpb, dhb, cb = _b(shape, nn, tt, e, d, dp, dh, cc)
     return _hist_kernel(nb / cb, tb, eb, db, dpb, dhb, jnp.asarray(form == "fmt"), jnp.asarray(cycle_delta == "group"))
 

@@ -9,6 +9,7 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..approx_dp import advanced_composition
 from ..numerics import float64_jit, log_comb, x64_scope
 from ._common import _b, _f64, _n
@@ -19,17 +20,18 @@ def _advanced_kernel(eps, k, dp):
     return advanced_composition(eps, k, -jnp.log(dp))
 
 
-def advanced_composition_epsilon(eps, *, k, delta_prime):
+@renamed_params(k="steps")
+def advanced_composition_epsilon(eps, *, steps, delta_prime):
     """Advanced composition (Dwork, Rothblum, Vadhan 2010, Thm III.3), the form used throughout Cyffers & Bellet.
 
-    k-fold adaptive composition of (eps, delta)-DP mechanisms is
-    (sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1), k delta + delta')-DP.  Returns the epsilon; ``k`` may be
-    real (a high-probability bound on a count).  Broadcasts.
+    k-fold adaptive composition of (eps, delta)-DP mechanisms (k = ``steps``) is
+    (sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1), k delta + delta')-DP.  Returns the epsilon; ``steps`` may be
+    real (a high-probability bound on a count).  Broadcasts.  (``k=`` is the deprecated spelling of ``steps=``.)
     """
     e = V.nonnegative("eps", eps)
-    kk = V.nonnegative("k", k)
+    kk = V.nonnegative("steps", steps)
     d = V.unit_open("delta_prime", delta_prime)
-    shape = V.broadcastable(eps=e, k=kk, delta_prime=d)
+    shape = V.broadcastable(eps=e, steps=kk, delta_prime=d)
     return _advanced_kernel(*_b(shape, e, kk, d))
 
 
@@ -122,19 +124,20 @@ def _kov_homog_kernel(eps0, k, log_delta, kmax):
     return jnp.minimum(best, k * eps0)
 
 
-def kov_homogeneous_epsilon(*, eps0, k, delta):
+@renamed_params(k="steps")
+def kov_homogeneous_epsilon(*, eps0, steps, delta):
     """Exact optimal k-fold composition of eps0-DP mechanisms (Kairouz, Oh, Viswanath 2015, Thm 3.3), at atoms.
 
-    Returns the smallest eps in {(k - 2i) eps0 : i = 0..floor(k/2)} (and 0) such that the composition is
-    (eps, delta)-DP; no composition theorem can give a smaller eps at these atoms.  ``k`` is an integer
-    (at most 4096 here: the kernel is O(k^2)).
+    Returns the smallest eps in {(k - 2i) eps0 : i = 0..floor(k/2)} (and 0), k = ``steps``, such that the
+    composition is (eps, delta)-DP; no composition theorem can give a smaller eps at these atoms.  ``steps`` is
+    an integer (at most 4096 here: the kernel is O(k^2)).  (``k=`` is the deprecated spelling of ``steps=``.)
     """
     e = V.positive("eps0", eps0)
-    kk = V.integer("k", k, minimum=0)
+    kk = V.integer("steps", steps, minimum=0)
     d = V.unit_open("delta", delta)
     if np.max(kk) > 4096:
-        raise ValueError(f"Expected k <= 4096 for the exact optimal composition, got k={np.max(kk)}.")
-    shape = V.broadcastable(eps0=e, k=kk, delta=d)
+        raise ValueError(f"Expected steps <= 4096 for the exact optimal composition, got steps={np.max(kk)}.")
+    shape = V.broadcastable(eps0=e, steps=kk, delta=d)
     kmax = int(max(np.max(kk), 1))
     eb, kb, db = _b(shape, e, kk.astype(np.float64), d)
     return _kov_homog_kernel(eb, kb, jnp.log(db), kmax)
@@ -158,15 +161,17 @@ def _contrib_kernel(n, T, dh):
     return _chernoff_count(T / n, -jnp.log(dh))
 
 
-def contribution_bound(*, n, T, delta_hat):
+@renamed_params(T="steps")
+def contribution_bound(*, n, steps, delta_hat):
     """Bound on a user's number of contributions (or visits) in a T-step random walk on the complete graph.
 
-    The count is Binomial(T, 1/n); App. D's Chernoff bound gives N_v = T/n + sqrt(3 T/n ln(1/delta_hat)) with
-    probability 1 - delta_hat, valid when T/n >= 3 ln(1/delta_hat); otherwise the general multiplicative bound
-    is used (see :func:`_chernoff_count`).  Returns (N, paper_form_valid).
+    T = ``steps``.  The count is Binomial(T, 1/n); App. D's Chernoff bound gives
+    N_v = T/n + sqrt(3 T/n ln(1/delta_hat)) with probability 1 - delta_hat, valid when T/n >= 3 ln(1/delta_hat);
+    otherwise the general multiplicative bound is used (see :func:`_chernoff_count`).  Returns
+    (N, paper_form_valid).  (``T=`` is the deprecated spelling of ``steps=``.)
     """
     nn = _n("n", n)
-    tt = V.integer("T", T, minimum=1).astype(np.float64)
+    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
     dh = V.unit_open("delta_hat", delta_hat)
-    shape = V.broadcastable(n=nn, T=tt, delta_hat=dh)
+    shape = V.broadcastable(n=nn, steps=tt, delta_hat=dh)
     return _contrib_kernel(*_b(shape, nn, tt, dh))

@@ -6,6 +6,7 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..approx_dp import advanced_composition, fmt_closed_form
 from ..numerics import float64_jit, x64_scope
 from ._common import NetworkBound, RingNoise, _b, _f64, _n
@@ -16,19 +17,21 @@ def _ring_sum_kernel(K, eps0, delta0, dp):
     return advanced_composition(eps0, K, -jnp.log(dp)), K * delta0 + dp
 
 
-def ring_sum_bound(*, K, eps0, delta0, delta_prime):
+@renamed_params(K="steps")
+def ring_sum_bound(*, steps, eps0, delta0, delta_prime):
     """Real summation on the ring, Cyffers & Bellet Thm 1 (Algorithm 1, and Remark 1's distributed variant).
 
     Perturb(.; sigma_loc) is (eps0, delta0)-LDP and noise is added once every n - 1 hops; every window between
-    two visits of v contains one full sigma_loc, so each of the K visits costs (eps0, delta0) and advanced
-    composition gives (sqrt(2K ln(1/delta')) eps0 + K eps0 (e^eps0 - 1), K delta0 + delta')-network DP.
-    Remark 1's distributed noise gives the same guarantee (see :func:`ring_noise`).
+    two visits of v contains one full sigma_loc, so each of the K visits (K = ``steps``) costs (eps0, delta0) and
+    advanced composition gives (sqrt(2K ln(1/delta')) eps0 + K eps0 (e^eps0 - 1), K delta0 + delta')-network DP.
+    Remark 1's distributed noise gives the same guarantee (see :func:`ring_noise`).  (``K=`` is the deprecated
+    spelling of ``steps=``.)
     """
-    k = V.integer("K", K, minimum=1).astype(np.float64)
+    k = V.integer("steps", steps, minimum=1).astype(np.float64)
     e = V.positive("eps0", eps0)
     d0 = V.unit_open("delta0", delta0)
     dp = V.unit_open("delta_prime", delta_prime)
-    shape = V.broadcastable(K=k, eps0=e, delta0=d0, delta_prime=dp)
+    shape = V.broadcastable(steps=k, eps0=e, delta0=d0, delta_prime=dp)
     eps, delta = _ring_sum_kernel(*_b(shape, k, e, d0, dp))
     return NetworkBound(eps, delta, jnp.ones(shape, bool))
 
@@ -41,27 +44,30 @@ def _ring_noise_kernel(n, K, sigma, distributed):
     return RingNoise(jnp.where(distributed, per, sigma), sigma, jnp.where(distributed, dist, alg1))
 
 
-def ring_noise(*, n, K, sigma_loc, distributed=False):
-    """Noise of the ring protocols (Cyffers & Bellet Thm 1 utility, Remark 1).
+@renamed_params(K="steps")
+def ring_noise(*, n, steps, sigma_loc, distributed=False):
+    """Noise of the ring protocols (Cyffers & Bellet Thm 1 utility, Remark 1), over K = ``steps`` rounds of the ring.
 
     Algorithm 1 (``distributed=False``): sigma_loc once every n - 1 hops, total std
     sqrt(floor(K n / (n - 1))) sigma_loc (local DP needs sqrt(K n) sigma_loc).
     Remark 1 (``distributed=True``): the first user adds sigma_loc, every other contribution
     sigma_loc / sqrt(n - 1) -- corrected from the printed sigma_loc / sqrt(n), which leaves each window of
     n - 1 contributions with only (n - 1)/n sigma_loc^2 of variance -- total std
-    sigma_loc sqrt(1 + (K n - 1)/(n - 1)).
+    sigma_loc sqrt(1 + (K n - 1)/(n - 1)).  (``K=`` is the deprecated spelling of ``steps=``.)
     """
     nn = _n("n", n)
-    k = V.integer("K", K, minimum=1).astype(np.float64)
+    k = V.integer("steps", steps, minimum=1).astype(np.float64)
     s = V.positive("sigma_loc", sigma_loc)
-    shape = V.broadcastable(n=nn, K=k, sigma_loc=s)
+    shape = V.broadcastable(n=nn, steps=k, sigma_loc=s)
     nb, kb, sb = _b(shape, nn, k, s)
     return _ring_noise_kernel(nb, kb, sb, jnp.asarray(bool(distributed)))
 
 
-def ring_histogram_gamma(*, n, L, eps, delta):
+@renamed_params(eps="target_epsilon")
+def ring_histogram_gamma(*, n, L, target_epsilon, delta):
     """The randomized-response parameter of Cyffers & Bellet Thm 2 as printed:
-    gamma = L / (exp(12 eps sqrt(ln(1/delta)/n)) + L - 1).
+    gamma = L / (exp(12 eps sqrt(ln(1/delta)/n)) + L - 1), eps = ``target_epsilon`` (the per-visit guarantee
+    the theorem calibrates gamma for; ``eps=`` is its deprecated spelling).
 
     RR_gamma over L values is eps_l-LDP with eps_l = ln(1 + L (1 - gamma)/gamma); the printed gamma gives
     eps_l = 12 eps sqrt(ln(1/delta)/n).  Note (not in ERRATA): Erlingsson et al.'s Cor. 9 maps an eps_l-LDP
@@ -71,10 +77,10 @@ def ring_histogram_gamma(*, n, L, eps, delta):
     """
     nn = _n("n", n)
     ll = V.integer("L", L, minimum=2).astype(np.float64)
-    e = V.positive("eps", eps)
+    e = V.positive("target_epsilon", target_epsilon)
     d = V.unit_open("delta", delta)
     if np.any(e >= 0.5):
-        raise ValueError(f"Theorem 2 requires eps < 1/2, got eps={np.max(e)!r}.")
+        raise ValueError(f"Theorem 2 requires eps < 1/2, got target_epsilon={np.max(e)!r}.")
     if np.any(d >= 0.01):
         raise ValueError(f"Theorem 2 requires delta < 1/100, got delta={np.max(d)!r}.")
     if np.any(nn <= 1000):
@@ -93,34 +99,36 @@ def _ring_hist_kernel(n, K, eps_l, delta, dp, use_fmt):
     return advanced_composition(per, K, -jnp.log(dp)), K * delta + dp, valid
 
 
-def ring_histogram_bound(*, n, K, eps_local, delta, delta_prime, form="erlingsson"):
+@renamed_params(K="steps", eps_local="eps0")
+def ring_histogram_bound(*, n, steps, eps0, delta, delta_prime, form="erlingsson"):
     """Histograms on the ring, Cyffers & Bellet Thm 2 (Algorithm 2) and its general form (Remark 2).
 
     Between two visits of v the token gains a histogram of the other users' RR_gamma reports, i.e. their
-    shuffle; ``eps_local`` is the LDP level of RR_gamma (ln(1 + L (1 - gamma)/gamma)).  Per visit:
+    shuffle; ``eps0`` is the LDP level of RR_gamma (ln(1 + L (1 - gamma)/gamma)).  Per visit:
 
-    * ``form="erlingsson"`` (Thm 2, Erlingsson et al. 2019 Cor. 9): 12 eps_local sqrt(ln(1/delta)/(n - 1)),
-      refused outside the stated conditions eps_local < 1/2, delta < 1/100, n > 1000;
-    * ``form="fmt"`` (Remark 2, Feldman-McMillan-Talwar Thm 3.1): min(eps_local, FMT(eps_local, n - 1, delta)),
-      and eps_local itself where FMT's condition fails (``valid`` False there).
+    * ``form="erlingsson"`` (Thm 2, Erlingsson et al. 2019 Cor. 9): 12 eps0 sqrt(ln(1/delta)/(n - 1)),
+      refused outside the stated conditions eps0 < 1/2, delta < 1/100, n > 1000;
+    * ``form="fmt"`` (Remark 2, Feldman-McMillan-Talwar Thm 3.1): min(eps0, FMT(eps0, n - 1, delta)),
+      and eps0 itself where FMT's condition fails (``valid`` False there).
 
-    We shuffle n - 1 reports (v's own is known to v; the paper writes n).  Advanced composition over K
-    visits: (sqrt(2K ln(1/delta')) e + K e (e^e - 1), K delta + delta').
+    We shuffle n - 1 reports (v's own is known to v; the paper writes n).  Advanced composition over K = ``steps``
+    visits: (sqrt(2K ln(1/delta')) e + K e (e^e - 1), K delta + delta').  (``K=`` and ``eps_local=`` are the
+    deprecated spellings of ``steps=`` and ``eps0=``.)
     """
     V.one_of("form", form, ("erlingsson", "fmt"))
     nn = _n("n", n)
-    k = V.integer("K", K, minimum=1).astype(np.float64)
-    e = V.positive("eps_local", eps_local)
+    k = V.integer("steps", steps, minimum=1).astype(np.float64)
+    e = V.positive("eps0", eps0)
     d = V.unit_open("delta", delta)
     dp = V.unit_open("delta_prime", delta_prime)
     if form == "erlingsson":
         if np.any(e >= 0.5):
-            raise ValueError(f"Theorem 2 (Erlingsson et al.) requires eps_local < 1/2, got eps_local={np.max(e)!r}; "
+            raise ValueError(f"Theorem 2 (Erlingsson et al.) requires eps0 < 1/2, got eps0={np.max(e)!r}; "
                              "use form='fmt'.")
         if np.any(d >= 0.01):
             raise ValueError(f"Theorem 2 requires delta < 1/100, got delta={np.max(d)!r}; use form='fmt'.")
         if np.any(nn <= 1000):
             raise ValueError(f"Theorem 2 requires n > 1000, got n={np.min(nn)!r}; use form='fmt'.")
-    shape = V.broadcastable(n=nn, K=k, eps_local=e, delta=d, delta_prime=dp)
+    shape = V.broadcastable(n=nn, steps=k, eps0=e, delta=d, delta_prime=dp)
     eps, delta_t, valid = _ring_hist_kernel(*_b(shape, nn, k, e, d, dp), jnp.asarray(form == "fmt"))
     return NetworkBound(eps, delta_t, valid)

@@ -8,9 +8,10 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..approx_dp import advanced_composition, analytic_gaussian_epsilon, subsampled_epsilon
 from ..numerics import float64_jit, x64_scope
-from ._common import NetworkBound, SgdEpsilon, _b, _colluders, _n
+from ._common import NetworkBound, SgdCalibration, SgdEpsilon, _b, _colluders, _n
 from ._composition import _chernoff_count
 
 
@@ -28,27 +29,29 @@ def _thm4_kernel(n, T, eps, delta, dh):
     return NetworkBound(out, delta + dh, ok & cond)
 
 
-def sgd_theorem4_bound(*, n, T, eps, delta, delta_hat, colluders=1):
+@renamed_params(T="steps", eps="eps0")
+def sgd_theorem4_bound(*, n, steps, eps0, delta, delta_hat, colluders=1):
     """Network DP of private SGD on the complete graph, Cyffers & Bellet Thm 4 (Eq. 7), closed form.
 
-    Each step adds N(0, 8 L^2 ln(1.25/delta) / eps^2) noise (eps-LDP per step, sensitivity 2L).  With
-    N_u = T/n + sqrt(3 T/n ln(1/delta_hat)) and q = max(2 N_u ln n / n, 2 ln(1/delta)),
-    eps' = sqrt(2 q ln(1/delta)) eps / sqrt(ln(1.25/delta)) and the guarantee is (eps', delta + delta_hat).
-    Requires eps < 1 and delta < 1/2 (refused otherwise).  ``valid`` is False where App. F's order
+    T = ``steps`` steps; each adds N(0, 8 L^2 ln(1.25/delta) / eps0^2) noise (eps0-LDP per step, the paper's eps,
+    sensitivity 2L).  With N_u = T/n + sqrt(3 T/n ln(1/delta_hat)) and q = max(2 N_u ln n / n, 2 ln(1/delta)),
+    eps' = sqrt(2 q ln(1/delta)) eps0 / sqrt(ln(1.25/delta)) and the guarantee is (eps', delta + delta_hat).
+    Requires eps0 < 1 and delta < 1/2 (refused otherwise).  ``valid`` is False where App. F's order
     alpha = sigma sqrt(ln(1/delta)) / (L sqrt q) misses alpha >= 2 or Lemma 1's constraint, or where the
     Chernoff form is replaced by the general one; use :func:`network_sgd_epsilon` there (Remark 5).
+    (``T=`` and ``eps=`` are the deprecated spellings of ``steps=`` and ``eps0=``.)
     """
     nn = _n("n", n)
-    tt = V.integer("T", T, minimum=1).astype(np.float64)
-    e = V.positive("eps", eps)
+    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
+    e = V.positive("eps0", eps0)
     if np.any(e >= 1):
-        raise ValueError(f"Theorem 4 requires eps < 1, got eps={np.max(e)!r}.")
+        raise ValueError(f"Theorem 4 requires eps0 < 1, got eps0={np.max(e)!r}.")
     d = V.unit_open("delta", delta)
     if np.any(d >= 0.5):
         raise ValueError(f"Theorem 4 requires delta < 1/2, got delta={np.max(d)!r}.")
     dh = V.unit_open("delta_hat", delta_hat)
     cc = _colluders(nn, colluders)
-    shape = V.broadcastable(n=nn, T=tt, eps=e, delta=d, delta_hat=dh, colluders=cc)
+    shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta=d, delta_hat=dh, colluders=cc)
     nb, tb, eb, db, dhb, cb = _b(shape, nn, tt, e, d, dh, cc)
     return _thm4_kernel(nb / cb, tb, eb, db, dhb)
 
@@ -244,27 +247,28 @@ def _central_sgd_kernel(sigma, n, T, delta, L):
     return SgdEpsilon(*_central_sgd_eps(sigma, n, T, delta, L))
 
 
-def _central_inputs(sigma, n, T, delta, lipschitz):
+def _central_inputs(sigma, n, steps, delta, lipschitz):
     """Validated, broadcast inputs of the central DP-SGD baselines."""
     s = V.positive("sigma", sigma)
     nn = _n("n", n)
-    tt = V.integer("T", T, minimum=1).astype(np.float64)
+    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
     d = V.unit_open("delta", delta)
     L = V.positive("lipschitz", lipschitz)
-    shape = V.broadcastable(sigma=s, n=nn, T=tt, delta=d, lipschitz=L)
+    shape = V.broadcastable(sigma=s, n=nn, steps=tt, delta=d, lipschitz=L)
     return _b(shape, s, nn, tt, d, L)
 
 
-def central_sgd_epsilon(*, sigma, n, T, delta, lipschitz=1.0):
+@renamed_params(T="steps")
+def central_sgd_epsilon(*, sigma, n, steps, delta, lipschitz=1.0):
     """Central DP-SGD baseline (Bassily, Smith, Thakurta 2014; Cyffers & Bellet Sec. 5.2 "Centralized DP-SGD").
 
-    A trusted curator runs T steps; each samples one user uniformly (sampling without replacement of size 1,
-    q = 1/n) and adds N(0, sigma^2) to the gradient (sensitivity 2L under replace-one).  Accounting: RDP of the
+    A trusted curator runs T = ``steps`` steps (``T=`` is the deprecated spelling); each samples one user
+    uniformly (sampling without replacement of size 1, q = 1/n) and adds N(0, sigma^2) to the gradient (sensitivity 2L under replace-one).  Accounting: RDP of the
     subsampled Gaussian by Wang, Balle, Kasiviswanathan 2019 Thm 9 (``amplify_jax.rdp``) at integer orders
     2..128, composed over T steps and converted (Balle et al. 2020).  This replaces Bassily et al.'s
     amplification + advanced composition by the tighter RDP accountant for the same algorithm.
     """
-    return _central_sgd_kernel(*_central_inputs(sigma, n, T, delta, lipschitz))
+    return _central_sgd_kernel(*_central_inputs(sigma, n, steps, delta, lipschitz))
 
 
 def _bassily(sigma, n, T, delta, L):
@@ -283,8 +287,11 @@ def _bassily_kernel(sigma, n, T, delta, L):
     return NetworkBound(eps, delta, valid)
 
 
-def central_sgd_bassily_epsilon(*, sigma, n, T, delta, lipschitz=1.0):
+@renamed_params(T="steps")
+def central_sgd_bassily_epsilon(*, sigma, n, steps, delta, lipschitz=1.0):
     """Central DP-SGD accounted as in Bassily, Smith, Thakurta 2014 (the paper's "Centralized DP-SGD").
+
+    T = ``steps`` (``T=`` is the deprecated spelling).
 
     Per step the noisy gradient (sensitivity 2L) is (e1, delta1)-DP with e1 the exact (analytic) Gaussian
     epsilon (Balle & Wang 2018; the classical sqrt(2 ln(1.25/delta1)) form would need e1 < 1); sampling one
@@ -295,7 +302,7 @@ def central_sgd_bassily_epsilon(*, sigma, n, T, delta, lipschitz=1.0):
     epsilon inf) only where delta1 = n delta / (2T) >= 1.
     Much looser than :func:`central_sgd_epsilon` (RDP); kept to reproduce the paper's comparison.
     """
-    return _bassily_kernel(*_central_inputs(sigma, n, T, delta, lipschitz))
+    return _bassily_kernel(*_central_inputs(sigma, n, steps, delta, lipschitz))
 
 
 def _central_bassily_for_sigma(sigma, n, T, delta, L):
@@ -314,23 +321,27 @@ def _central_eps_for_sigma(sigma, n, T, delta, L):
     return _central_sgd_eps(sigma, n, T, delta, L)[0]
 
 
-def calibrate_sgd_sigma(*, eps, delta, n, T, setting, contributions=None, lipschitz=1.0, rtol=1e-6):
-    """Minimal per-step noise std sigma meeting (eps, delta) for network, local or central DP-SGD (Sec. 5.2).
+@renamed_params(eps="target_epsilon", T="steps")
+def calibrate_sgd_sigma(*, target_epsilon, delta, n, steps, setting, contributions=None, lipschitz=1.0,
+                        rtol=1e-6) -> SgdCalibration:
+    """Minimal per-step noise std sigma meeting (target_epsilon, delta) for network, local or central DP-SGD
+    (Sec. 5.2).
 
     ``setting``: ``"network"`` (Lemma 1 + Remark 5, :func:`network_sgd_epsilon`), ``"local"``
     (:func:`local_sgd_epsilon`), ``"central"`` (:func:`central_sgd_epsilon`, RDP) or ``"central_bassily"``
     (:func:`central_sgd_bassily_epsilon`, the paper's baseline).  ``contributions`` (T_u) is
-    required for network and local (Sec. 5.2 enforces T_u = c T / n); central uses ``T``.  Batched through
-    :func:`amplify_jax.calibrate.invert_monotone` (bisection on log sigma, feasible endpoint re-checked):
-    returns its ``Inversion(value, status, achieved)`` with achieved = eps(value) <= eps when status is 0.
+    required for network and local (Sec. 5.2 enforces T_u = c T / n); central uses ``steps`` (T).  Batched
+    through :func:`amplify_jax.calibrate.invert_monotone` (bisection on log sigma, feasible endpoint re-checked):
+    returns :class:`SgdCalibration` ``(sigma, status, epsilon)`` with epsilon = eps(sigma) <= target_epsilon
+    when status is ok.  (``eps=`` and ``T=`` are the deprecated spellings of ``target_epsilon=`` and ``steps=``.)
     """
     from ..calibrate import invert_monotone
 
     V.one_of("setting", setting, ("network", "local", "central", "central_bassily"))
-    e = V.positive("eps", eps)
+    e = V.positive("target_epsilon", target_epsilon)
     d = V.unit_open("delta", delta)
     nn = _n("n", n)
-    tt = V.integer("T", T, minimum=1).astype(np.float64)
+    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
     L = V.positive("lipschitz", lipschitz)
     if setting in ("central", "central_bassily"):
         fn = _central_eps_for_sigma if setting == "central" else _central_bassily_for_sigma
@@ -341,4 +352,5 @@ def calibrate_sgd_sigma(*, eps, delta, n, T, setting, contributions=None, lipsch
         tu = V.positive("contributions", contributions)
         fn = _net_eps_for_sigma if setting == "network" else _local_eps_for_sigma
         args = (nn, tu, d, L)
-    return invert_monotone(fn, e, args=args, lo=1e-3, hi=1e6, feasible="above", rtol=rtol)
+    inv = invert_monotone(fn, e, args=args, lo=1e-3, hi=1e6, feasible="above", rtol=rtol)
+    return SgdCalibration(inv.value, inv.status, inv.achieved)

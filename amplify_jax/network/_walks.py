@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..approx_dp import analytic_gaussian_log_delta, fmt_closed_form
 from ..numerics import float64_jit, x64_scope
 from ._common import _f64
@@ -31,15 +32,17 @@ class WalkSummary(NamedTuple):
     max: jax.Array
 
 
-def sample_walks(seed, *, n, T, num_walks=10, topology="complete"):
-    """Token paths of Algorithm 3: ``num_walks`` independent walks of T steps (shape (num_walks, T), int32).
+@renamed_params(T="steps")
+def sample_walks(seed, *, n, steps, num_walks=10, topology="complete"):
+    """Token paths of Algorithm 3: ``num_walks`` independent walks of ``steps`` steps (shape (num_walks, steps),
+    int32; ``T=`` is the deprecated spelling of ``steps=``).
 
     ``topology="complete"``: every step draws the next user uniformly in {0..n-1} (the walk may stay);
     ``"ring"``: the deterministic directed ring t mod n.
     """
     V.one_of("topology", topology, ("complete", "ring"))
     nn = int(V.integer("n", n, minimum=2))
-    tt = int(V.integer("T", T, minimum=1))
+    tt = int(V.integer("steps", steps, minimum=1))
     w = int(V.integer("num_walks", num_walks, minimum=1))
     if topology == "ring":
         return jnp.broadcast_to(jnp.arange(tt, dtype=jnp.int32) % nn, (w, tt))
