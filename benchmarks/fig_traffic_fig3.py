@@ -31,7 +31,7 @@ def main():
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
     sig = np.linspace(0.01, 1.0, 200)
     for T in (2, 5, 10, 20, 50, 100):
-        e = np.asarray(tr.local_epsilon(targets=T, sampling=sig, dummies=0).eps)
+        e = np.asarray(tr.local_epsilon(targets=T, sampling=sig, dummies=0).epsilon)
         a.plot(sig, e, label=f"T = {T}")
     a.axhline(math.log(3), ls=":", c="k", lw=1, label="ln 3")
     a.set_xlabel("sampling rate sigma")
@@ -41,7 +41,7 @@ def main():
     a.legend(fontsize=7)
     d = np.arange(0, 20)
     for s in (0.1, 0.3, 0.5, 0.7, 0.9):
-        e = np.asarray(tr.local_epsilon(targets=20, sampling=s, dummies=d).eps)
+        e = np.asarray(tr.local_epsilon(targets=20, sampling=s, dummies=d).epsilon)
         b.plot(d, e, marker="o", ms=3, label=f"sigma = {s}")
     b.axhline(math.log(3), ls=":", c="k", lw=1)
     b.set_xlabel("number of dummies d per source")

@@ -32,7 +32,7 @@ OUT = os.path.join(os.path.dirname(__file__), "..", "figures", "traffic_fig5.png
 
 def _local_same_total(s, n, d):
     dl = np.minimum(np.floor(np.asarray(d, float) / np.asarray(n, float)), T - 1)
-    return np.asarray(tr.local_epsilon(targets=T, sampling=s, dummies=dl.astype(int)).eps)
+    return np.asarray(tr.local_epsilon(targets=T, sampling=s, dummies=dl.astype(int)).epsilon)
 
 
 def main():
@@ -45,7 +45,7 @@ def main():
         r = tr.scrambler_pure_epsilon(targets=T, n=100, sampling=sig, dummies=d)
         ax.plot(sig, np.asarray(r.printed), c=c, label=f"Thm 3 printed, d = {d}")
         ax.plot(sig, _local_same_total(sig, 100, d), c=c, ls=":", lw=1)
-    ax.plot(sig, np.asarray(r.eps), c="grey", ls="--", label="reported (local, sound)")
+    ax.plot(sig, np.asarray(r.epsilon), c="grey", ls="--", label="reported (local, sound)")
     ax.set_xlabel("sampling rate sigma")
     ax.set_title("(a) varying sigma (n = 100)", fontsize=9)
     # (b)
@@ -54,7 +54,7 @@ def main():
     for c, s in zip(colors, (0.1, 0.3, 0.5)):
         r = tr.scrambler_pure_epsilon(targets=T, n=100, sampling=s, dummies=d)
         ax.plot(d, np.asarray(r.printed), c=c, label=f"Thm 3 printed, sigma = {s}")
-        ax.plot(d, np.asarray(r.eps), c=c, ls="--", lw=1)
+        ax.plot(d, np.asarray(r.epsilon), c=c, ls="--", lw=1)
         ax.plot(d, _local_same_total(s, 100, d), c=c, ls=":", lw=1)
     ax.set_xlabel("number of dummies d per scrambler")
     ax.set_title("(b) varying d (n = 100)", fontsize=9)
@@ -64,7 +64,7 @@ def main():
     for c, s in zip(colors, (0.1, 0.3, 0.5)):
         r = tr.scrambler_pure_epsilon(targets=T, n=n, sampling=s, dummies=50)
         ax.plot(n, np.asarray(r.printed), c=c, label=f"Thm 3 printed, sigma = {s}")
-        ax.plot(n, np.asarray(r.eps), c=c, ls="--", lw=1)
+        ax.plot(n, np.asarray(r.epsilon), c=c, ls="--", lw=1)
         ax.plot(n, _local_same_total(s, n, 50), c=c, ls=":", lw=1)
     ax.set_xlabel("messages per scrambler n")
     ax.set_title("(c) varying n (d = 50)", fontsize=9)

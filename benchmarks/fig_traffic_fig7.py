@@ -58,12 +58,12 @@ def main():
         full = {k: np.broadcast_to(np.asarray(v), x.shape) for k, v in kw.items()}
         for method, (c, label) in STYLE.items():
             r = tr.scrambler_epsilon(DELTA, targets=T, method=method, **full)
-            ax.plot(x, np.asarray(r.eps), c=c, marker="o", ms=3, label=label)
+            ax.plot(x, np.asarray(r.epsilon), c=c, marker="o", ms=3, label=label)
         sel = {k: v[mc_idx] for k, v in full.items()}
         key, sub = jax.random.split(key)
         r = tr.scrambler_epsilon(DELTA, targets=T, method="monte_carlo", key=sub, samples=MC_SAMPLES,
                                  confidence=MC_CONF, **sel)
-        ax.plot(x[mc_idx], np.asarray(r.eps), c="tab:green", marker="s", ls="--", ms=5,
+        ax.plot(x[mc_idx], np.asarray(r.epsilon), c="tab:green", marker="s", ls="--", ms=5,
                 label=f"Monte Carlo, {int(MC_CONF * 100)}% UCB, R = 2^21")
         p = tr.scrambler_pure_epsilon(targets=T, n=full["n"], sampling=full["sampling"], dummies=full["dummies"])
         ax.plot(x, np.asarray(p.printed), c="grey", ls=":", label="pure eps, Thm 3 as printed (not sound)")

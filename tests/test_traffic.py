@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from amplify_jax import traffic as tr
+from amplify_jax.status import Status
 
 from _references import scipy_lemma2
 
@@ -48,15 +49,15 @@ def test_local_epsilon_matches_enumeration_and_proof(T, sigma, d):
     # App. B: ((1 - sigma)(T - d - 1)/(T - 1) + sigma P) / (sigma P), P = (d + 1)(T - d - 1) / (T (T - 1))
     P = (d + 1) * (T - d - 1) / (T * (T - 1))
     proof = ((1 - sigma) * (T - d - 1) / (T - 1) + sigma * P) / (sigma * P)
-    assert float(got.eps) == pytest.approx(math.log(proof), rel=1e-12)
-    assert float(got.eps) == pytest.approx(math.log(_local_ratio_bruteforce(T, sigma, d)), rel=1e-12)
+    assert float(got.epsilon) == pytest.approx(math.log(proof), rel=1e-12)
+    assert float(got.epsilon) == pytest.approx(math.log(_local_ratio_bruteforce(T, sigma, d)), rel=1e-12)
 
 
 def test_local_epsilon_edges():
     e = tr.local_epsilon(targets=20, sampling=[0.0, 0.5, 0.5], dummies=[3, 19, 0])
-    assert np.isinf(e.eps[0]) and not bool(e.valid[0])
-    assert float(e.eps[1]) == 0.0  # broadcast
-    assert float(e.eps[2]) == pytest.approx(math.log(1 + 0.5 * 20 / 0.5))
+    assert np.isinf(e.epsilon[0]) and not bool(e.valid[0])
+    assert float(e.epsilon[1]) == 0.0  # broadcast
+    assert float(e.epsilon[2]) == pytest.approx(math.log(1 + 0.5 * 20 / 0.5))
     with pytest.raises(ValueError, match="dummies"):
         tr.local_epsilon(targets=5, sampling=0.5, dummies=5)
 
@@ -82,7 +83,7 @@ def test_thm3_printed_formula_in_log_space(T, n, sigma, d):
     ref = _thm3_printed_mpmath(T, n, sigma, d)
     local = math.log((1 - sigma) * (T - 1) / sigma)
     assert float(got.printed) == pytest.approx(min(ref, local), rel=1e-10)
-    assert float(got.eps) == pytest.approx(local, rel=1e-12)
+    assert float(got.epsilon) == pytest.approx(local, rel=1e-12)
 
 
 @pytest.mark.parametrize("T,n,sigma,d", [(3, 3, 0.3, 1), (3, 4, 0.5, 2), (4, 3, 0.4, 2)])
@@ -90,7 +91,7 @@ def test_thm3_as_printed_underreports_but_reported_eps_is_sound(T, n, sigma, d):
     exact = tr.scrambler_pure_epsilon_exact(targets=T, n=n, sampling=sigma, dummies=d)
     got = tr.scrambler_pure_epsilon(targets=T, n=n, sampling=sigma, dummies=d)
     assert float(got.printed) < exact - 1e-3  # the printed formula is below the true worst case
-    assert float(got.eps) >= exact  # what we report is not
+    assert float(got.epsilon) >= exact  # what we report is not
 
 
 def test_thm3_hand_computed_counterexample():
@@ -253,9 +254,10 @@ def test_epsilon_round_trip():
     delta = np.array([1e-4, 1e-6, 1e-4])
     kw = dict(targets=20, n=[500, 300, 100], sampling=[0.2, 0.3, 0.0], dummies=[50, 100, 50])
     inv = tr.scrambler_epsilon(delta, **kw)
-    # sigma = 0 with few dummies: no finite eps reaches delta (floor (1 - 1/T)^d): status 1, eps = inf
-    assert list(np.asarray(inv.status)) == [0, 0, 1] and np.isinf(float(inv.eps[2]))
-    eps = np.where(np.isfinite(inv.eps), inv.eps, 60.0)
+    # sigma = 0 with few dummies: no finite eps reaches delta (floor (1 - 1/T)^d): fallback, eps = inf
+    assert list(np.asarray(inv.status)) == [Status.OK, Status.OK, Status.FALLBACK]
+    assert np.isinf(float(inv.epsilon[2]))
+    eps = np.where(np.isfinite(inv.epsilon), inv.epsilon, 60.0)
     at = np.asarray(tr.scrambler_delta(eps, **kw).delta)
     below = np.asarray(tr.scrambler_delta(eps * (1 - 1e-5), **kw).delta)
     assert np.all(at[:2] <= delta[:2]) and np.all(below[:2] > delta[:2])
@@ -268,23 +270,23 @@ def test_epsilon_round_trip():
 
 def test_plans():
     agg = tr.aggregate_plan(3)
-    p = tr.plan_privacy(agg, eps=0.4, delta=1e-5)
-    assert float(p.eps) == pytest.approx(1.2) and float(p.eps) >= 1.2
+    p = tr.plan_privacy(agg, epsilon=0.4, delta=1e-5)
+    assert float(p.epsilon) == pytest.approx(1.2) and float(p.epsilon) >= 1.2
     assert float(p.delta) == pytest.approx(3e-5)
     km = tr.kmeans_plan(10)
-    p = tr.plan_privacy(km, eps={f"S{i}": 0.1 * i for i in range(1, 11)}, delta={"S1": 1e-6})
-    assert float(p.eps) == pytest.approx(5.5) and float(p.delta) == pytest.approx(1e-6)
+    p = tr.plan_privacy(km, epsilon={f"S{i}": 0.1 * i for i in range(1, 11)}, delta={"S1": 1e-6})
+    assert float(p.epsilon) == pytest.approx(5.5) and float(p.delta) == pytest.approx(1e-6)
     # Example 6: items choose one branch -> max, not sum; eps and delta worst cases taken separately
     ex6 = tr.ExecutionPlan([("a", "S1"), ("S1", "C1"), ("b", "S2"), ("S2", "C2")], protected=["S1", "S2"])
-    p = tr.plan_privacy(ex6, eps={"S1": 0.5, "S2": [0.7, 0.2]}, delta={"S1": 2e-5, "S2": 1e-6})
-    np.testing.assert_allclose(p.eps, [0.7, 0.5])
+    p = tr.plan_privacy(ex6, epsilon={"S1": 0.5, "S2": [0.7, 0.2]}, delta={"S1": 2e-5, "S2": 1e-6})
+    np.testing.assert_allclose(p.epsilon, [0.7, 0.5])
     assert float(p.delta) == pytest.approx(2e-5)
     with pytest.raises(ValueError, match="cycle"):
         tr.ExecutionPlan([("S1", "C1"), ("C1", "S1")])
     with pytest.raises(ValueError, match="eps"):
-        tr.plan_privacy(agg, eps=-1.0, delta=0.0)
+        tr.plan_privacy(agg, epsilon=-1.0, delta=0.0)
     with pytest.raises(ValueError, match="delta"):
-        tr.plan_privacy(agg, eps=1.0, delta=1.5)
+        tr.plan_privacy(agg, epsilon=1.0, delta=1.5)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -305,8 +307,8 @@ def test_costs_closed_forms():
 def test_fewest_dummies_round_trip():
     r = tr.fewest_dummies(1.0, 1e-4, targets=20, n=100, sampling=0.2, sources=10_000,
                           max_messages=[40_000, 10_000_000], method="bennett")
-    assert list(np.asarray(r.status)) == [1, 0]
-    d = float(r.value[1])
+    assert list(np.asarray(r.status)) == [Status.INFEASIBLE, Status.OK]
+    d = float(r.dummies[1])
     assert float(r.delta[1]) <= 1e-4
     before = float(tr.scrambler_delta(1.0, targets=20, n=100, sampling=0.2, dummies=d - 1, method="bennett").delta)
     assert before > 1e-4
@@ -317,12 +319,12 @@ def test_fewest_dummies_round_trip():
 @pytest.mark.slow
 def test_smallest_sampling_and_messages_per_scrambler():
     r = tr.smallest_sampling(1.0, 1e-4, targets=20, n=100, dummies=50, method="bennett")
-    s = float(r.value)
-    assert int(r.status) == 0 and float(r.delta) <= 1e-4
+    s = float(r.sampling)
+    assert int(r.status) == Status.OK and float(r.delta) <= 1e-4
     assert float(tr.scrambler_delta(1.0, targets=20, n=100, sampling=s * (1 - 1e-4), dummies=50, method="bennett").delta) > 1e-4
     m = tr.messages_per_scrambler(1.0, 1e-4, targets=20, sampling=0.2, dummies=50, max_channels=[200, 5000], method="bennett")
-    assert list(np.asarray(m.status)) == [1, 0]
-    n_min = float(m.value[1])
+    assert list(np.asarray(m.status)) == [Status.INFEASIBLE, Status.OK]
+    n_min = float(m.n[1])
     assert float(m.delta[1]) <= 1e-4 and float(m.limit[1]) == 4980
     assert float(tr.scrambler_delta(1.0, targets=20, n=n_min - 1, sampling=0.2, dummies=50, method="bennett").delta) > 1e-4
 
@@ -339,14 +341,14 @@ def test_smallest_sampling_and_messages_per_scrambler():
         (dict(sampling=1.5), "sampling"),
         (dict(sampling=-0.1), "sampling"),
         (dict(n=0), "n"),
-        (dict(eps=-0.5), "eps"),
+        (dict(epsilon=-0.5), "epsilon"),
         (dict(method="chebyshev"), "method"),
     ],
 )
 def test_bad_input(kw, name):
-    args = dict(eps=1.0, targets=20, n=10, sampling=0.2, dummies=5, method="hoeffding")
+    args = dict(epsilon=1.0, targets=20, n=10, sampling=0.2, dummies=5, method="hoeffding")
     args.update(kw)
-    eps = args.pop("eps")
+    eps = args.pop("epsilon")
     with pytest.raises(ValueError, match=name):
         tr.scrambler_delta(eps, **args)
 
@@ -403,3 +405,104 @@ def test_registered_local_and_pure_bounds():
     x = bounds.evaluate("traffic.scrambler-pure-exact", targets=3, n=3, sampling=0.3, dummies=1)
     assert float(p.printed) < float(x.epsilon) <= float(p.epsilon)  # printed Thm 3 under-reports; the answer holds
     assert int(p.status) == Status.FALLBACK
+
+
+# ------------------------------------------------------------------------------------------------------
+# renamed names (one release): epsilon, target_epsilon / target_delta, results named after their answer
+
+
+def test_renamed_params_are_declared():
+    at = {"eps": "epsilon"}
+    target = {"eps": "target_epsilon", "delta": "target_delta"}
+    declared = {f: getattr(tr, f).__renamed_params__ for f in (
+        "scrambler_delta", "amplification_variable_bounds", "plan_privacy", "fewest_dummies", "smallest_sampling",
+        "messages_per_scrambler")}
+    assert declared == {"scrambler_delta": at, "amplification_variable_bounds": at, "plan_privacy": at,
+                        "fewest_dummies": target, "smallest_sampling": target, "messages_per_scrambler": target}
+    assert not hasattr(tr.scrambler_epsilon, "__renamed_params__")  # eps at a fixed delta: keeps delta
+
+
+def test_old_spellings_still_work_and_warn():
+    import warnings
+
+    kw = dict(targets=20, n=100, sampling=0.2, dummies=50, method="hoeffding")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        new = tr.scrambler_delta(epsilon=1.0, **kw)
+        bounds_new = tr.amplification_variable_bounds(epsilon=[0.5, 1.0], targets=20, sampling=0.2)
+        plan_new = tr.plan_privacy(tr.aggregate_plan(2), epsilon=0.4, delta=1e-6)
+    with pytest.warns(DeprecationWarning, match="scrambler_delta: 'eps' is renamed 'epsilon'"):
+        old = tr.scrambler_delta(eps=1.0, **kw)
+    with pytest.warns(DeprecationWarning, match="'eps' is renamed 'epsilon'"):
+        bounds_old = tr.amplification_variable_bounds(eps=[0.5, 1.0], targets=20, sampling=0.2)
+    with pytest.warns(DeprecationWarning, match="'eps' is renamed 'epsilon'"):
+        plan_old = tr.plan_privacy(tr.aggregate_plan(2), eps=0.4, delta=1e-6)
+    for a, b in zip((*new, *bounds_new, *plan_new), (*old, *bounds_old, *plan_old)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # a deployment search with the old target keywords (the arguments of test_fewest_dummies_round_trip)
+    dkw = dict(targets=20, n=100, sampling=0.2, sources=10_000, max_messages=[40_000, 10_000_000], method="bennett")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        dnew = tr.fewest_dummies(target_epsilon=1.0, target_delta=1e-4, **dkw)
+    with pytest.warns(DeprecationWarning, match="'delta' is renamed 'target_delta'"):
+        with pytest.warns(DeprecationWarning, match="fewest_dummies: 'eps' is renamed 'target_epsilon'"):
+            dold = tr.fewest_dummies(eps=1.0, delta=1e-4, **dkw)
+    assert type(dold) is type(dnew) is tr.DummiesDeployment
+    for a, b in zip(dnew, dold):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tr.scrambler_delta(eps=1.0, epsilon=1.0, targets=20, n=10, sampling=0.2, dummies=5),
+    lambda: tr.amplification_variable_bounds(eps=1.0, epsilon=1.0, targets=20, sampling=0.2),
+    lambda: tr.plan_privacy(tr.aggregate_plan(1), eps=1.0, epsilon=1.0, delta=0.0),
+    lambda: tr.fewest_dummies(eps=1.0, target_epsilon=1.0, target_delta=1e-4, targets=20, n=10, sampling=0.2),
+    lambda: tr.smallest_sampling(1.0, delta=1e-4, target_delta=1e-4, targets=20, n=10, dummies=5),
+    lambda: tr.messages_per_scrambler(eps=1.0, target_epsilon=1.0, target_delta=1e-4, targets=20, sampling=0.2,
+                                      dummies=5),
+])
+def test_old_and_new_names_together_raise(call):
+    with pytest.raises(ValueError, match="got both"):
+        call()
+
+
+def test_results_name_their_answer_and_keep_old_fields():
+    import warnings
+
+    z, st_ = np.zeros(2), np.array([Status.OK, Status.INFEASIBLE], np.int32)
+    for cls, field in ((tr.DummiesDeployment, "dummies"), (tr.SamplingDeployment, "sampling"),
+                       (tr.ScramblerSizeDeployment, "n")):
+        r = cls(z + 3.0, st_, z, z, z)
+        assert isinstance(r, tr.Deployment) and isinstance(r, tuple) and r._fields[0] == field
+        assert r._fields[1:] == ("status", "delta", "limit", "messages")
+        with pytest.warns(DeprecationWarning, match=rf"{cls.__name__}.value is renamed .{field}"):
+            assert r.value is getattr(r, field)
+        value, status, *_ = r  # unpacking order unchanged
+        assert value is r[0] and status is st_
+    pure = tr.local_epsilon(targets=10, sampling=0.5, dummies=2)
+    capped = tr.scrambler_pure_epsilon(targets=3, n=3, sampling=0.3, dummies=1)
+    plan = tr.plan_privacy(tr.aggregate_plan(2), epsilon=0.4, delta=1e-6)
+    inv = tr.EpsilonInversion(np.array(0.5), np.array(Status.OK, np.int32), np.array(1e-6))
+    for r, name in ((pure, "PureEpsilon"), (capped, "ScramblerPureEpsilon"), (plan, "PlanPrivacy"),
+                    (inv, "EpsilonInversion")):
+        assert r._fields[0] == "epsilon" and r[0] is r.epsilon
+        with pytest.warns(DeprecationWarning, match=rf"{name}.eps is renamed .epsilon"):
+            assert r.eps is r.epsilon
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        e, valid = pure  # unpacking order unchanged, no warning
+    assert e is pure.epsilon and valid is pure.valid
+
+
+def test_epsilon_inversion_status_is_status_codes():
+    """scrambler_epsilon: Status.OK where found below the local guarantee, Status.FALLBACK (was 1) where the
+    local guarantee is returned; the registered bound passes the family's codes through."""
+    from amplify_jax import bounds
+
+    kw = dict(targets=20, n=[500, 100], sampling=[0.2, 0.0], dummies=[50, 50], method="hoeffding")
+    inv = tr.scrambler_epsilon(1e-4, **kw)
+    assert np.asarray(inv.status).dtype == np.int32
+    assert list(np.asarray(inv.status)) == [Status.OK, Status.FALLBACK] and np.isinf(float(inv.epsilon[1]))
+    reg = bounds.evaluate("traffic.scrambler", delta=1e-4, **kw)
+    np.testing.assert_array_equal(reg.status, np.asarray(inv.status))
+    np.testing.assert_array_equal(reg.epsilon, np.asarray(inv.epsilon))

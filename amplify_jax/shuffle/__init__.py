@@ -26,6 +26,11 @@ ERRATA corrections (``shared/papers/ERRATA.md``) applied here: the FMT condition
 Bellet and Liew et al. quote ln(2/delta)); Ladjel Thm 4/5's a = e^eps - 1 (printed 1 - e^eps) and range
 b = (1 - sigma) T (1 + e^eps); Lemma 5's upper end of L with the sign of sigma (1 - e^eps) corrected; the
 Bennett bound of Lemma 3 in its corrected form (see :mod:`amplify_jax.shuffle.blanket`).
+
+Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``epsilon`` is the eps at which a delta is
+computed (:func:`erlingsson_delta`, :func:`clones_delta`, :func:`blanket_delta`, :func:`blanket_properties`,
+``blanket.rr_delta``, ``blanket.rr_delta_traced``), ``delta`` the one at which an eps is.  The previous
+spelling ``eps=`` still works for one release and emits a DeprecationWarning.
 """
 
 from ._closed_forms import ClosedForm as ClosedForm

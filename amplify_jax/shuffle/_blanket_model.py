@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
+from .._compat import renamed_params
 from ..calibrate import INFEASIBLE, NOT_MONOTONE
 from ..numerics import float64_jit
 
@@ -176,11 +177,13 @@ def _props_kernel(kind, eps, eps0, k, sigma):
     return BlanketProperties(gamma + 0.0 * eps, 1.0 - jnp.exp(eps) + 0.0 * gamma, l_max, l_min, l_max - l_min, c)
 
 
-def blanket_properties(eps, *, randomizer) -> BlanketProperties:
-    """gamma and the bounds on L (max, min, range, second moment) of a randomizer at eps (broadcasts)."""
+@renamed_params(eps="epsilon")
+def blanket_properties(epsilon, *, randomizer) -> BlanketProperties:
+    """gamma and the bounds on L (max, min, range, second moment) of a randomizer at ``epsilon`` (broadcasts;
+    ``eps=`` is the deprecated spelling, warns)."""
     r = _check_randomizer(randomizer)
-    eps = _validate.nonnegative("eps", eps)
-    _validate.broadcastable(eps=eps, eps0=r.eps0, k=r.k, sigma=r.sigma)
+    eps = _validate.nonnegative("epsilon", epsilon)
+    _validate.broadcastable(epsilon=eps, eps0=r.eps0, k=r.k, sigma=r.sigma)
     return _props_kernel(r.kind, eps, r.eps0, r.k, r.sigma)
 
 

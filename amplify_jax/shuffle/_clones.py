@@ -62,6 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
+from .._compat import renamed_params
 from ..numerics import float64_jit, x64_scope
 from . import _binomial as B
 from ._blanket_concentration import _bucket
@@ -569,11 +570,13 @@ def _clones_delta_kernel(eps, eps0, n, *, W, L, z_lo):
     return ClonesDelta(up, lo, lo, lo, up, up)
 
 
-def clones_delta(eps, *, eps0, n, tail_sd=None) -> ClonesDelta:
-    """delta(eps) of the clone pair (upper and lower bounds; both directions are equal), broadcasting."""
-    eps = _validate.nonnegative("eps", eps)
+@renamed_params(eps="epsilon")
+def clones_delta(epsilon, *, eps0, n, tail_sd=None) -> ClonesDelta:
+    """delta(epsilon) of the clone pair (upper and lower bounds; both directions are equal), broadcasting.
+    ``eps=`` is the deprecated spelling of ``epsilon=`` (warns)."""
+    eps = _validate.nonnegative("epsilon", epsilon)
     eps0, n, _ = _check(eps0, n, 0.5)
-    shape = _validate.broadcastable(eps=eps, eps0=eps0, n=n)
+    shape = _validate.broadcastable(epsilon=eps, eps0=eps0, n=n)
     eps, eps0, n = (np.broadcast_to(x, shape).astype(np.float64) for x in (eps, eps0, n))
     W, L, z_lo = _windows(eps0, n, np.array([1e-12]), tail_sd)
     with x64_scope():

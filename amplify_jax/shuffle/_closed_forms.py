@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
+from .._compat import renamed_params
 from ..approx_dp import fmt_closed_form
 from ..numerics import float64_jit
 
@@ -73,16 +74,18 @@ def _erlingsson_delta_kernel(eps, eps0, n):
     return delta, valid
 
 
-def erlingsson_delta(eps, *, eps0, n):
-    """The delta of Erlingsson et al. 2019 at a given eps: exp(-n (eps / (12 eps0))^2) (the inverse form).
+@renamed_params(eps="epsilon")
+def erlingsson_delta(epsilon, *, eps0, n):
+    """The delta of Erlingsson et al. 2019 at a given eps: exp(-n (epsilon / (12 eps0))^2) (the inverse form).
 
-    Returns (delta, valid); valid as in :func:`erlingsson_epsilon` (delta < 1/100 included).
+    Returns (delta, valid); valid as in :func:`erlingsson_epsilon` (delta < 1/100 included).  ``eps=`` is the
+    deprecated spelling of ``epsilon=`` (warns).
     """
-    eps = _validate.nonnegative("eps", eps)
+    epsilon = _validate.nonnegative("epsilon", epsilon)
     eps0 = _validate.positive("eps0", eps0)
     n = np.asarray(_validate.integer("n", n, minimum=1), dtype=np.float64)
-    _validate.broadcastable(eps=eps, eps0=eps0, n=n)
-    return _erlingsson_delta_kernel(eps, eps0, n)
+    _validate.broadcastable(epsilon=epsilon, eps0=eps0, n=n)
+    return _erlingsson_delta_kernel(epsilon, eps0, n)
 
 
 @float64_jit

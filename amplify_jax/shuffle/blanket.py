@@ -88,6 +88,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
+from .._compat import renamed_params
 from ..numerics import x64_scope
 from ._blanket_concentration import _conc_eps_kernel, _conc_kernel, _conc_window
 from ._blanket_exact import EXACT_MAX_M as EXACT_MAX_M
@@ -166,13 +167,14 @@ def _to_jnp(shape, *xs):
         return [jnp.asarray(np.asarray(x, np.float64).reshape(shape)) for x in xs]
 
 
-def rr_delta(method, eps, n, d, T, sigma, *, key=None, confidence=0.95, samples=5000,
+@renamed_params(eps="epsilon")
+def rr_delta(method, epsilon, n, d, T, sigma, *, key=None, confidence=0.95, samples=5000,
              tail_sd=DEFAULT_TAIL_SD):
-    """delta of Lemma 2 for the target randomizer (validated numpy inputs that broadcast) as numpy arrays
-    (delta, estimate) of the broadcast shape; the shared engine of :func:`blanket_delta` and
-    ``amplify_jax.traffic.scrambler_delta``."""
-    shape = np.broadcast_shapes(*(np.shape(x) for x in (eps, n, d, T, sigma)))
-    fe, fn, fd, fT, fs = _flat(shape, eps, n, d, T, sigma)
+    """delta of Lemma 2 for the target randomizer at ``epsilon`` (validated numpy inputs that broadcast) as
+    numpy arrays (delta, estimate) of the broadcast shape; the shared engine of :func:`blanket_delta` and
+    ``amplify_jax.traffic.scrambler_delta``.  ``eps=`` is the deprecated spelling of ``epsilon=`` (warns)."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (epsilon, n, d, T, sigma)))
+    fe, fn, fd, fT, fs = _flat(shape, epsilon, n, d, T, sigma)
     if method == "monte_carlo":
         alpha = np.full(fe.shape, 1.0 - float(confidence))
         ucb, mean = _mc_planned(_as_key(key), fe, fn, fd, fT, fs, alpha, tail_sd, int(samples))
@@ -181,18 +183,20 @@ def rr_delta(method, eps, n, d, T, sigma, *, key=None, confidence=0.95, samples=
     return delta.reshape(shape), delta.reshape(shape)
 
 
-def blanket_delta(eps, *, n, randomizer, dummies=0, method="hoeffding", key=None, confidence=0.95,
+@renamed_params(eps="epsilon")
+def blanket_delta(epsilon, *, n, randomizer, dummies=0, method="hoeffding", key=None, confidence=0.95,
                   samples=5000, tail_sd=DEFAULT_TAIL_SD) -> BlanketDelta:
-    """delta(eps) of the shuffle model with d dummies (Ladjel Lemma 2 / Thm 5; Balle et al. 2019 at d = 0).
+    """delta(epsilon) of the shuffle model with d dummies (Ladjel Lemma 2 / Thm 5; Balle et al. 2019 at d = 0).
 
-    eps, n, dummies and the randomizer's numeric fields broadcast.  ``method`` in
+    epsilon, n, dummies and the randomizer's numeric fields broadcast (``eps=`` is the deprecated spelling of
+    ``epsilon=``, warns).  ``method`` in
     {"hoeffding", "bennett", "exact", "monte_carlo"} (see the module docstring; "exact" and "monte_carlo"
     need a randomized-response or target randomizer).  Monte Carlo needs ``key`` (a PRNG key) and returns
     the one-sided upper confidence bound at ``confidence`` in ``delta`` and the point estimate in
     ``estimate``; ``samples`` draws per point.  ``tail_sd``: half-width of the binomial windows.
     """
-    eps = _validate.nonnegative("eps", eps)
-    r, n, d, shape, tail_sd = _prepare("eps", eps, n, dummies, randomizer, method, tail_sd)
+    eps = _validate.nonnegative("epsilon", epsilon)
+    r, n, d, shape, tail_sd = _prepare("epsilon", eps, n, dummies, randomizer, method, tail_sd)
     if method == "monte_carlo":
         confidence = float(_validate.unit_open("confidence", confidence))
         samples = int(_validate.integer("samples", samples, minimum=2))

@@ -22,7 +22,9 @@ What is implemented, by the paper's numbering, and which private file holds it:
 * Sec. II-E, III-C and IV-D -- utility and efficiency metrics (``_costs.py``): :func:`local_costs`,
   :func:`scrambler_costs`.
 * Sec. IV-C, IV-D, V-B -- deployment inversions (``_deployment.py``): :func:`fewest_dummies`,
-  :func:`smallest_sampling`, :func:`messages_per_scrambler`.
+  :func:`smallest_sampling`, :func:`messages_per_scrambler` (results :class:`DummiesDeployment`,
+  :class:`SamplingDeployment`, :class:`ScramblerSizeDeployment`, named after their answer; base
+  :class:`Deployment`).
 * App. D -- the empirical simulation behind Figure 6 (``_simulation.py``): :func:`simulate_scrambler_outputs`.
 * ``_common.py``: helpers the sections share; ``_bounds.py``: the family's bounds, declared for the registry.
 
@@ -53,6 +55,13 @@ Relation to amplify_jax.shuffle: the Lemma 2 sum is evaluated by the privacy bla
 (``rr_delta`` / ``rr_epsilon``, the code behind ``shuffle.blanket_delta`` with ``target_randomizer``;
 ``rr_delta_traced`` inside the deployment inversions, where d, sigma or n are traced); the tests check it
 against mpmath and direct enumeration.
+
+Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``epsilon`` is the eps at which a delta is
+computed (and a plan's clusters' eps), ``target_epsilon`` / ``target_delta`` what a deployment search must
+meet, ``delta`` the fixed side of :func:`scrambler_epsilon`; results name their answer (``.epsilon``;
+``.dummies``, ``.sampling``, ``.n`` for the deployments) and their ``status`` holds
+:class:`amplify_jax.status.Status` codes.  The previous spellings (``eps=``, a deployment's ``eps=`` /
+``delta=``, ``.eps`` and a deployment's ``.value``) still work for one release and emit a DeprecationWarning.
 """
 
 from ._plans import ExecutionPlan as ExecutionPlan
@@ -75,6 +84,9 @@ from ._costs import Costs as Costs
 from ._costs import local_costs as local_costs
 from ._costs import scrambler_costs as scrambler_costs
 from ._deployment import Deployment as Deployment
+from ._deployment import DummiesDeployment as DummiesDeployment
+from ._deployment import SamplingDeployment as SamplingDeployment
+from ._deployment import ScramblerSizeDeployment as ScramblerSizeDeployment
 from ._deployment import fewest_dummies as fewest_dummies
 from ._deployment import messages_per_scrambler as messages_per_scrambler
 from ._deployment import smallest_sampling as smallest_sampling
@@ -87,6 +99,9 @@ __all__ = [
     "EpsilonInversion",
     "Costs",
     "Deployment",
+    "DummiesDeployment",
+    "SamplingDeployment",
+    "ScramblerSizeDeployment",
     "PlanPrivacy",
     "ExecutionPlan",
     "METHODS",

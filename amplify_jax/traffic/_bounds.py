@@ -53,9 +53,8 @@ THM4_NOTES = ("ERRATA: Thm 4's a = e^eps - 1 (printed 1 - e^eps) and b = (1 - si
 def _scrambler(targets, n, sampling, dummies, method, delta):
     exact_table_check(method, n, dummies, targets, sampling)
     r = scrambler_epsilon(delta, targets=targets, n=n, sampling=sampling, dummies=dummies, method=method)
-    st = np.asarray(r.status)
-    return {"epsilon": np.asarray(r.eps), "achieved_delta": np.asarray(r.achieved),
-            "status": np.where(st == 0, Status.OK, Status.FALLBACK).astype(np.int32)}
+    return {"epsilon": np.asarray(r.epsilon), "achieved_delta": np.asarray(r.achieved),
+            "status": np.asarray(r.status, np.int32)}  # Status.OK / Status.FALLBACK, the family's own codes
 
 
 register(Bound(
@@ -94,7 +93,7 @@ register(Bound(
 def _local(targets, sampling, dummies, delta):
     d = np.minimum(dummies, targets - 1.0)  # d >= T - 1 floods every target: a broadcast
     r = local_epsilon(targets=targets, sampling=sampling, dummies=d)
-    return {"epsilon": np.asarray(r.eps), "status": np.where(np.asarray(r.valid), Status.OK, Status.FALLBACK)
+    return {"epsilon": np.asarray(r.epsilon), "status": np.where(np.asarray(r.valid), Status.OK, Status.FALLBACK)
             .astype(np.int32)}
 
 
@@ -116,7 +115,7 @@ register(Bound(
 
 def _scrambler_pure(targets, n, sampling, dummies, delta):
     r = scrambler_pure_epsilon(targets=targets, n=n, sampling=sampling, dummies=dummies)
-    eps = np.asarray(r.eps)
+    eps = np.asarray(r.epsilon)
     return {"epsilon": eps, "printed": np.asarray(r.printed), "valid": np.asarray(r.valid),
             "status": np.full(eps.shape, Status.FALLBACK, np.int32)}
 

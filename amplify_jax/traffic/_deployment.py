@@ -1,16 +1,19 @@
 """Sec. IV-C, IV-D and V-B of Ladjel, Anciaux, Bellet, Scerri: deployment inversions of Thm 4 -- the fewest
-dummies, the smallest sampling rate and the messages per scrambler that reach a target (eps, delta), under a
-network-load or individual-load budget."""
+dummies, the smallest sampling rate and the messages per scrambler that reach a target (target_epsilon,
+target_delta), under a network-load or individual-load budget."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import collections
+import warnings
 
 import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..calibrate import invert_monotone
+from ..status import Status
 from ..shuffle.blanket import rr_delta_traced
 from ._common import _check_common
 from ._costs import scrambler_costs
@@ -22,19 +25,48 @@ from ._scrambler_delta import scrambler_delta
 # ---------------------------------------------------------------------------------------------------------
 
 
-class Deployment(NamedTuple):
-    """Result of a deployment inversion.  ``status`` uses the core's codes (amplify_jax.calibrate): 0 ok,
-    1 infeasible within the budget (``value`` is then the budget's end and ``delta`` what it gives), 2 the
-    least costly end is already private enough, 3 the re-check failed (not monotone; do not use ``value``).
-    ``delta`` is re-computed at ``value`` by :func:`scrambler_delta`; ``limit`` is the budget's end of the
-    parameter range; ``messages`` the network load (:func:`scrambler_costs`) at ``value`` when ``sources`` is
-    given (else NaN-free zeros)."""
+class Deployment(tuple):
+    """Base of the results of the deployment inversions: :class:`DummiesDeployment` (:func:`fewest_dummies`),
+    :class:`SamplingDeployment` (:func:`smallest_sampling`), :class:`ScramblerSizeDeployment`
+    (:func:`messages_per_scrambler`), each a named tuple (answer, status, delta, limit, messages) whose first
+    field is named after the parameter it holds (``.dummies``, ``.sampling``, ``.n``).
 
-    value: np.ndarray
-    status: np.ndarray
-    delta: np.ndarray
-    limit: np.ndarray
-    messages: np.ndarray
+    ``status`` holds :class:`amplify_jax.status.Status` codes: OK; INFEASIBLE within the budget (the answer is
+    then the budget's end and ``delta`` what it gives); AT_LIMIT, the least costly end is already private
+    enough; NOT_MONOTONE, the re-check failed (do not use the answer); MAX_ITER, feasible but the bracket did
+    not reach rtol.  ``delta`` is re-computed at the answer by :func:`scrambler_delta`; ``limit`` is the
+    budget's end of the parameter range; ``messages`` the network load (:func:`scrambler_costs`) at the answer
+    when ``sources`` is given (else zeros).  ``.value`` is the deprecated generic name of the answer (warns)."""
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> np.ndarray:
+        warnings.warn(f"{type(self).__name__}.value is renamed .{self._fields[0]}; the old name goes in the next "
+                      "release.", DeprecationWarning, stacklevel=2)
+        return self[0]
+
+
+class DummiesDeployment(Deployment,
+                        collections.namedtuple("DummiesDeployment", "dummies status delta limit messages")):
+    """The fewest dummies per scrambler (:func:`fewest_dummies`), with its status, delta, limit and load."""
+
+    __slots__ = ()
+
+
+class SamplingDeployment(Deployment,
+                         collections.namedtuple("SamplingDeployment", "sampling status delta limit messages")):
+    """The smallest local sampling rate (:func:`smallest_sampling`), with its status, delta, limit and load."""
+
+    __slots__ = ()
+
+
+class ScramblerSizeDeployment(Deployment,
+                              collections.namedtuple("ScramblerSizeDeployment", "n status delta limit messages")):
+    """The fewest messages per scrambler n (:func:`messages_per_scrambler`), with its status, delta, limit and
+    load."""
+
+    __slots__ = ()
 
 
 def _delta_traced(eps, T, n, sigma, d, method):
@@ -74,36 +106,41 @@ def _deploy_method(method):
     return method
 
 
-def _target(eps, delta):
-    return V.nonnegative("eps", eps), V.unit_open("delta", delta)
+def _target(target_epsilon, target_delta):
+    return V.nonnegative("target_epsilon", target_epsilon), V.unit_open("target_delta", target_delta)
 
 
-def _finish_deploy(value, status, limit, eps, delta, T, n, sigma, d, method, sources):
+def _finish_deploy(result, value, status, limit, eps, delta, T, n, sigma, d, method, sources):
     chk = scrambler_delta(eps, targets=T, n=n, sampling=sigma, dummies=d, method=method).delta
     chk = np.asarray(chk)
-    status = np.asarray(status).copy()
-    failed = (chk > delta) & ((status == 0) | (status == 2))
-    status[failed] = 3
+    status = np.asarray(status).astype(np.int32)  # Status codes (IntEnum members would widen to int64)
+    failed = (chk > delta) & ((status == Status.OK) | (status == Status.AT_LIMIT))
+    status[failed] = Status.NOT_MONOTONE
     if sources is None:
         msgs = np.zeros(np.shape(value))
     else:
         msgs = scrambler_costs(sources=sources, targets=T, n=n, sampling=sigma, dummies=d).messages
-    return Deployment(np.asarray(value), status, chk, np.asarray(limit), np.asarray(msgs))
+    return result(np.asarray(value), status, chk, np.asarray(limit), np.asarray(msgs))
 
 
+@renamed_params(eps="target_epsilon", delta="target_delta")
 def fewest_dummies(
-    eps, delta, *, targets, n, sampling, sources=None, max_messages=None, max_dummies=100_000, method="exact"
-) -> Deployment:
-    """Fewest dummies per scrambler d with ``scrambler_delta(eps) <= delta`` (Ladjel et al. §IV-C, §V-B),
+    target_epsilon, target_delta, *, targets, n, sampling, sources=None, max_messages=None, max_dummies=100_000,
+    method="exact"
+) -> DummiesDeployment:
+    """Fewest dummies per scrambler d with ``scrambler_delta(target_epsilon) <= target_delta`` (Ladjel et al.
+    §IV-C, §V-B),
     under a network-load budget: ``max_messages`` bounds the total volume S_t + SF (n + d) of
     :func:`scrambler_costs` (needs ``sources`` = S, the real contributions to keep), which caps d at
     floor((max_messages - S_t - SF n) / SF); without a budget d <= ``max_dummies``.  Integer bisection by
-    amplify_jax.calibrate.invert_monotone (delta is non-increasing in d), feasible endpoint re-checked."""
+    amplify_jax.calibrate.invert_monotone (delta is non-increasing in d), feasible endpoint re-checked.
+    ``eps=``, ``delta=`` are the deprecated spellings of ``target_epsilon=``, ``target_delta=`` (warn)."""
     method = _deploy_method(method)
-    eps, delta = _target(eps, delta)
+    eps, delta = _target(target_epsilon, target_delta)
     _, T, n_, sigma, _ = _check_common(0.0, targets, n, sampling, 0)
     dmax = V.integer("max_dummies", max_dummies, minimum=1).astype(np.float64)
-    shape = V.broadcastable(eps=eps, delta=delta, targets=T, n=n_, sampling=sigma, max_dummies=dmax)
+    shape = V.broadcastable(target_epsilon=eps, target_delta=delta, targets=T, n=n_, sampling=sigma,
+                            max_dummies=dmax)
     if max_messages is not None:
         if sources is None:
             raise ValueError("Expected sources (S) when max_messages is given, got sources=None.")
@@ -121,27 +158,33 @@ def fewest_dummies(
     inv = invert_monotone(_bound_fn(_delta_in_dummies, method), delta, args=(eps, T, n_, sigma), lo=1.0, hi=hi,
                           feasible="above", integer=True)
     value = np.asarray(inv.value)
-    status = np.where(np.asarray(inv.status) == 2, 0, np.asarray(inv.status))  # d = 1 suffices (d = 0 did not)
+    # d = 1 suffices (d = 0 did not)
+    status = np.where(np.asarray(inv.status) == Status.AT_LIMIT, Status.OK, np.asarray(inv.status))
     value = np.where(at0, 0.0, value)
-    status = np.where(at0, 2, status)
+    status = np.where(at0, Status.AT_LIMIT, status)
     over = (value > limit) & ~at0  # only possible through hi = max(limit, 2)
-    status = np.where(over | (limit < 0), 1, status)
-    value = np.where(status == 1, np.maximum(limit, 0.0), value)
-    return _finish_deploy(value, status, limit, eps, delta, T, n_, sigma, value, method, sources)
+    status = np.where(over | (limit < 0), Status.INFEASIBLE, status)
+    value = np.where(status == Status.INFEASIBLE, np.maximum(limit, 0.0), value)
+    return _finish_deploy(DummiesDeployment, value, status, limit, eps, delta, T, n_, sigma, value, method,
+                          sources)
 
 
+@renamed_params(eps="target_epsilon", delta="target_delta")
 def smallest_sampling(
-    eps, delta, *, targets, n, dummies, sources=None, max_messages=None, rtol=1e-6, method="exact"
-) -> Deployment:
-    """Smallest local sampling rate sigma with ``scrambler_delta(eps) <= delta`` (§IV-C, §V-B: sampling costs
+    target_epsilon, target_delta, *, targets, n, dummies, sources=None, max_messages=None, rtol=1e-6,
+    method="exact"
+) -> SamplingDeployment:
+    """Smallest local sampling rate sigma with ``scrambler_delta(target_epsilon) <= target_delta`` (§IV-C, §V-B:
+    sampling costs
     utility, or consents S_t = S / (1 - sigma) at fixed utility), under a network-load budget ``max_messages``
     on the volume S_t + SF (n + d) (needs ``sources``), which caps sigma.  Bisection by
     amplify_jax.calibrate.invert_monotone (delta is non-increasing in sigma), feasible endpoint re-checked;
-    sigma = 0 is tried first (status 2 when it suffices)."""
+    sigma = 0 is tried first (status AT_LIMIT when it suffices).  ``eps=``, ``delta=`` are the deprecated
+    spellings of ``target_epsilon=``, ``target_delta=`` (warn)."""
     method = _deploy_method(method)
-    eps, delta = _target(eps, delta)
+    eps, delta = _target(target_epsilon, target_delta)
     _, T, n_, _, d = _check_common(0.0, targets, n, 0.0, dummies)
-    shape = V.broadcastable(eps=eps, delta=delta, targets=T, n=n_, dummies=d)
+    shape = V.broadcastable(target_epsilon=eps, target_delta=delta, targets=T, n=n_, dummies=d)
     if max_messages is not None:
         if sources is None:
             raise ValueError("Expected sources (S) when max_messages is given, got sources=None.")
@@ -167,26 +210,32 @@ def smallest_sampling(
     inv = invert_monotone(_bound_fn(_delta_in_sampling, method), delta, args=(eps, T, n_, d), lo=1e-9, hi=hi,
                           feasible="above", rtol=rtol)
     value = np.where(at0, 0.0, np.asarray(inv.value))
-    status = np.where(np.asarray(inv.status) == 2, 0, np.asarray(inv.status))  # sigma = 1e-9 suffices, 0 did not
-    status = np.where(at0, 2, status)
-    status = np.where((limit < 0) & ~at0, 1, status)
-    value = np.where(status == 1, np.maximum(limit, 0.0), value)
-    return _finish_deploy(value, status, limit, eps, delta, T, n_, value, d, method, sources)
+    # sigma = 1e-9 suffices, 0 did not
+    status = np.where(np.asarray(inv.status) == Status.AT_LIMIT, Status.OK, np.asarray(inv.status))
+    status = np.where(at0, Status.AT_LIMIT, status)
+    status = np.where((limit < 0) & ~at0, Status.INFEASIBLE, status)
+    value = np.where(status == Status.INFEASIBLE, np.maximum(limit, 0.0), value)
+    return _finish_deploy(SamplingDeployment, value, status, limit, eps, delta, T, n_, value, d, method, sources)
 
 
+@renamed_params(eps="target_epsilon", delta="target_delta")
 def messages_per_scrambler(
-    eps, delta, *, targets, sampling, dummies, max_channels=None, max_n=100_000, sources=None, method="exact"
-) -> Deployment:
-    """Messages per scrambler n for a target (eps, delta) under an individual-load budget (§IV-D, §V-B: a
-    scrambler opens n + T secure channels).  ``limit`` is the most messages per scrambler the budget allows,
-    ``max_channels - T`` (or ``max_n``); ``value`` is the fewest n with ``scrambler_delta(eps) <= delta``
-    (integer bisection by amplify_jax.calibrate.invert_monotone, re-checked; delta is non-increasing in n).
-    Every n in [value, limit] meets the target; status 1 when even ``limit`` does not."""
+    target_epsilon, target_delta, *, targets, sampling, dummies, max_channels=None, max_n=100_000, sources=None,
+    method="exact"
+) -> ScramblerSizeDeployment:
+    """Messages per scrambler n for a target (target_epsilon, target_delta) under an individual-load budget
+    (§IV-D, §V-B: a scrambler opens n + T secure channels).  ``limit`` is the most messages per scrambler the
+    budget allows, ``max_channels - T`` (or ``max_n``); ``n`` is the fewest n with
+    ``scrambler_delta(target_epsilon) <= target_delta`` (integer bisection by
+    amplify_jax.calibrate.invert_monotone, re-checked; delta is non-increasing in n).  Every n in [n, limit]
+    meets the target; status INFEASIBLE when even ``limit`` does not.  ``eps=``, ``delta=`` are the deprecated
+    spellings of ``target_epsilon=``, ``target_delta=`` (warn)."""
     method = _deploy_method(method)
-    eps, delta = _target(eps, delta)
+    eps, delta = _target(target_epsilon, target_delta)
     _, T, _, sigma, d = _check_common(0.0, targets, 1, sampling, dummies)
     nmax = V.integer("max_n", max_n, minimum=1).astype(np.float64)
-    shape = V.broadcastable(eps=eps, delta=delta, targets=T, sampling=sigma, dummies=d, max_n=nmax)
+    shape = V.broadcastable(target_epsilon=eps, target_delta=delta, targets=T, sampling=sigma, dummies=d,
+                            max_n=nmax)
     if max_channels is not None:
         ch = V.integer("max_channels", max_channels, minimum=1).astype(np.float64)
         shape = np.broadcast_shapes(shape, np.shape(ch))
@@ -199,6 +248,7 @@ def messages_per_scrambler(
                           feasible="above", integer=True)
     value = np.asarray(inv.value)
     status = np.asarray(inv.status).copy()
-    status = np.where((value > limit) | (limit < 1), 1, status)
-    value = np.where(status == 1, np.maximum(limit, 1.0), value)
-    return _finish_deploy(value, status, limit, eps, delta, T, value, sigma, d, method, sources)
+    status = np.where((value > limit) | (limit < 1), Status.INFEASIBLE, status)
+    value = np.where(status == Status.INFEASIBLE, np.maximum(limit, 1.0), value)
+    return _finish_deploy(ScramblerSizeDeployment, value, status, limit, eps, delta, T, value, sigma, d, method,
+                          sources)

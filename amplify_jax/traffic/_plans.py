@@ -10,6 +10,8 @@ from typing import Mapping, NamedTuple
 import numpy as np
 
 from .. import _validate as V
+from .._compat import renamed_params
+from ._common import _renamed_field
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -18,12 +20,18 @@ from .. import _validate as V
 
 
 class PlanPrivacy(NamedTuple):
-    """(eps, delta) of a whole execution plan (Thm 1) and the data entry points that attain them."""
+    """(epsilon, delta) of a whole execution plan (Thm 1) and the data entry points that attain them.  ``.eps``
+    is the deprecated name of ``.epsilon`` (warns)."""
 
-    eps: np.ndarray
+    epsilon: np.ndarray
     delta: np.ndarray
     worst_eps_root: str
     worst_delta_root: str
+
+    @property
+    def eps(self) -> np.ndarray:
+        _renamed_field("PlanPrivacy", "eps", "epsilon")
+        return self.epsilon
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,10 +132,12 @@ def _per_cluster(name, values, plan: ExecutionPlan, check):
     return {c: v for c in plan.protected}
 
 
-def plan_privacy(plan: ExecutionPlan, *, eps, delta) -> PlanPrivacy:
+@renamed_params(eps="epsilon")
+def plan_privacy(plan: ExecutionPlan, *, epsilon, delta) -> PlanPrivacy:
     """Privacy of an execution plan from the guarantees of its clusters (Ladjel et al., Thm 1).
 
-    ``eps`` and ``delta`` are either mappings cluster -> value (array-likes that broadcast; clusters not named
+    ``epsilon`` and ``delta`` (the clusters' guarantees; ``eps=`` is the deprecated spelling of ``epsilon=``,
+    warns) are either mappings cluster -> value (array-likes that broadcast; clusters not named
     are data-independent, 0) or one value applied to every ``plan.protected`` cluster.  Result: the worst,
     over data entry points, of the sums of eps_i and of delta_i over the item's data path (each cluster counted
     once: a valid plan's cluster sees an item in at most one of its nodes).  As in the theorem the worst eps and
@@ -135,14 +145,14 @@ def plan_privacy(plan: ExecutionPlan, *, eps, delta) -> PlanPrivacy:
     """
     if not isinstance(plan, ExecutionPlan):
         raise ValueError(f"Expected plan to be an ExecutionPlan, got plan={plan!r}.")
-    e = _per_cluster("eps", eps, plan, V.nonnegative)
+    e = _per_cluster("epsilon", epsilon, plan, V.nonnegative)
 
     def _delta_check(nm, x):
         a = V.probability(nm, x)
         return a
 
     dl = _per_cluster("delta", delta, plan, _delta_check)
-    V.broadcastable(**{f"eps_{k}": v for k, v in e.items()}, **{f"delta_{k}": v for k, v in dl.items()})
+    V.broadcastable(**{f"epsilon_{k}": v for k, v in e.items()}, **{f"delta_{k}": v for k, v in dl.items()})
     best_e = best_d = None
     root_e = root_d = ""
     for r in plan.roots:

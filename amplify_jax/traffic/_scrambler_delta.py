@@ -14,9 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
+from .._compat import renamed_params
 from ..numerics import float64_jit
 from ..shuffle.blanket import rr_delta, rr_epsilon
-from ._common import _check_common, _f64
+from ..status import Status
+from ._common import _check_common, _f64, _renamed_field
 
 METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
 
@@ -35,13 +37,21 @@ class DeltaBound(NamedTuple):
 
 
 class EpsilonInversion(NamedTuple):
-    """Smallest eps with delta(eps) <= target.  ``status``: 0 found below the local guarantee, 1 no eps
-    below the local guarantee reaches delta, so ``eps`` is the local guarantee (Thm 2 with d = 0; +inf
-    when sigma = 0, where no finite eps exists).  ``achieved`` is delta re-evaluated at ``eps``."""
+    """Smallest eps with delta(eps) <= target, in ``epsilon``.  ``status`` holds
+    :class:`amplify_jax.status.Status` codes: ``Status.OK`` (0) where it was found below the local guarantee,
+    ``Status.FALLBACK`` (5) where no eps below the local guarantee reaches delta, so ``epsilon`` is the local
+    guarantee (Thm 2 with d = 0; +inf when sigma = 0, where no finite eps exists).  (Before the naming scheme
+    the fallback was coded 1.)  ``achieved`` is delta re-evaluated at ``epsilon``.  ``.eps`` is the deprecated
+    name of ``.epsilon`` (warns)."""
 
-    eps: jax.Array
+    epsilon: jax.Array
     status: jax.Array
     achieved: jax.Array
+
+    @property
+    def eps(self) -> jax.Array:
+        _renamed_field("EpsilonInversion", "eps", "epsilon")
+        return self.epsilon
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -77,13 +87,15 @@ def _l_stats(eps, T, sigma) -> _LStats:
 _l_stats_kernel = float64_jit(lambda e, t, s: _l_stats(e, t, s))
 
 
-def amplification_variable_bounds(eps, *, targets, sampling):
-    """(a, b_minus, b_plus, c): -E[L], the range and E[L^2] of Ladjel's privacy amplification variable (Eq. 2,
-    Lemma 5 with the ERRATA sign correction of the upper end), T convention.  Broadcasts."""
-    eps = V.nonnegative("eps", eps)
+@renamed_params(eps="epsilon")
+def amplification_variable_bounds(epsilon, *, targets, sampling):
+    """(a, b_minus, b_plus, c) at ``epsilon``: -E[L], the range and E[L^2] of Ladjel's privacy amplification
+    variable (Eq. 2, Lemma 5 with the ERRATA sign correction of the upper end), T convention.  Broadcasts.
+    ``eps=`` is the deprecated spelling of ``epsilon=`` (warns)."""
+    eps = V.nonnegative("epsilon", epsilon)
     T = V.integer("targets", targets, minimum=2)
     sigma = V.probability("sampling", sampling)
-    V.broadcastable(eps=eps, targets=T, sampling=sigma)
+    V.broadcastable(epsilon=eps, targets=T, sampling=sigma)
     st = _l_stats_kernel(*_f64(eps, T, sigma))
     return st.a, st.b_minus, st.b_plus, st.c
 
@@ -113,8 +125,9 @@ def _to_jax(*xs):
         return tuple(jnp.asarray(x) for x in xs)
 
 
+@renamed_params(eps="epsilon")
 def scrambler_delta(
-    eps,
+    epsilon,
     *,
     targets,
     n,
@@ -125,7 +138,8 @@ def scrambler_delta(
     confidence=_DEFAULT_CONFIDENCE,
     samples=_DEFAULT_SAMPLES,
 ) -> DeltaBound:
-    """delta(eps) of the scrambler algorithm ``A_sigma^{n,d}`` (Ladjel et al., Thm 4 and App. E).
+    """delta(epsilon) of the scrambler algorithm ``A_sigma^{n,d}`` (Ladjel et al., Thm 4 and App. E).
+    ``eps=`` is the deprecated spelling of ``epsilon=`` (warns).
 
     ``n`` messages are locally sampled at rate ``sigma`` (T convention: a sampled message goes to a target
     drawn uniformly among all T targets; blanket mass gamma = sigma), the scrambler adds ``d`` dummies drawn
@@ -150,10 +164,10 @@ def scrambler_delta(
     Every method is capped by E[L_+] per term and delta by 1; delta = 0 where eps >= ln(1 + (1 - sigma) T /
     sigma), the local guarantee (``local`` flag).  Numeric arguments broadcast.
 
-    Raises ValueError for eps < 0, targets < 2, n < 1, sampling outside [0, 1], dummies < 0, an unknown method.
+    Raises ValueError for epsilon < 0, targets < 2, n < 1, sampling outside [0, 1], dummies < 0, an unknown method.
     """
     V.one_of("method", method, METHODS)
-    eps, T, n_, sigma, d = _check_common(eps, targets, n, sampling, dummies)
+    eps, T, n_, sigma, d = _check_common(epsilon, targets, n, sampling, dummies)
     kw = _mc_options(method, key, confidence, samples)
     T, n_, sigma, d = (np.asarray(x, np.float64) for x in (T, n_, sigma, d))
     delta, est = rr_delta(method, eps, n_, d, T, sigma, **kw)
@@ -185,7 +199,7 @@ def scrambler_epsilon(
     ``rtol``).
 
     Where no eps below the local guarantee ``ln(1 + (1 - sigma) T / sigma)`` reaches delta, that guarantee is
-    returned with ``status = 1`` (+inf for sigma = 0, where no finite eps exists; then ``achieved`` is the
+    returned with ``status = Status.FALLBACK`` (+inf for sigma = 0, where no finite eps exists; then ``achieved`` is the
     bound at eps = 50).  For Monte Carlo the draws are shared by every eps tried (common random numbers; the
     upper confidence bound is monotone in eps, so the returned eps holds with probability >= ``confidence``;
     see ``shuffle.blanket.rr_epsilon``).
@@ -202,5 +216,5 @@ def scrambler_epsilon(
     eps = np.where(fallback, np.broadcast_to(eps0, eps.shape), eps)
     amplified = ~fallback & (eps < eps0)
     achieved = np.where(fallback & np.isfinite(np.broadcast_to(eps0, eps.shape)), 0.0, achieved)
-    status = np.where(amplified, 0, 1).astype(np.int32)
+    status = np.where(amplified, Status.OK, Status.FALLBACK).astype(np.int32)
     return EpsilonInversion(*_to_jax(eps, status, achieved))

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _validate as V
 from ..numerics import float64_jit, log_comb, logsumexp
-from ._common import _f64
+from ._common import _f64, _renamed_field
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -58,15 +58,21 @@ def _pure_epsilon_kernel(T, n, sigma, d):
 
 
 class ScramblerPureEpsilon(NamedTuple):
-    """Pure eps of the capped scrambler.  ``eps``: the sound guarantee we report, the local guarantee of the
+    """Pure eps of the capped scrambler.  ``epsilon``: the sound guarantee we report, the local guarantee of the
     T - 1 convention randomizer (post-processing; Thm 3 as printed is not sound, see
     :func:`scrambler_pure_epsilon`).  ``printed``: Thm 3's formula as printed (where its hypotheses hold, capped
     by the local guarantee; elsewhere the local guarantee) -- for reproducing Figure 5 only, it can be smaller
-    than the true eps.  ``valid``: the theorem's hypotheses hold."""
+    than the true eps.  ``valid``: the theorem's hypotheses hold.  ``.eps`` is the deprecated name of
+    ``.epsilon`` (warns)."""
 
-    eps: jax.Array
+    epsilon: jax.Array
     printed: jax.Array
     valid: jax.Array
+
+    @property
+    def eps(self) -> jax.Array:
+        _renamed_field("ScramblerPureEpsilon", "eps", "epsilon")
+        return self.epsilon
 
 
 def scrambler_pure_epsilon(*, targets, n, sampling, dummies) -> ScramblerPureEpsilon:
@@ -84,7 +90,7 @@ def scrambler_pure_epsilon(*, targets, n, sampling, dummies) -> ScramblerPureEps
     App. C identifies (inputs {1, n-1, 0} / {0, n-1, 1}, output {n, d, 0}).  By hand, at that configuration
     P(O | G) = sbar R^2 / 2 + (2 sbar^2 R + R^3) / 3: the formula drops the dummy probabilities (1/T before t
     is capped, 1/(T - 1) after), which differ between its k terms, and counts 2 R^3 instead of R^3.  So
-    ``eps`` reports the sound local guarantee ``ln((1 - sigma)(T - 1) / sigma)`` (the scrambler post-processes
+    ``epsilon`` reports the sound local guarantee ``ln((1 - sigma)(T - 1) / sigma)`` (the scrambler post-processes
     the locally randomized messages), and ``printed`` keeps the formula for Figure 5.  +inf where the local
     guarantee is infinite (sigma = 0 or 1).
     """
