@@ -189,11 +189,12 @@ def test_bound_sweep_resume_and_mismatch(tmp_path):
 
 
 # The kill test sweeps shuffle.clones when run with -m slow (each of its chunks takes seconds); by default the
-# cheap gaussian bound over the same 6 x 5 x 2 layout.
+# cheap gaussian bound over 300 one-point chunks, so that a run killed a few chunks after it made progress is
+# always cut short (its chunks take milliseconds).
 KILL = {
-    "gaussian": {"sweep": {"bound": "gaussian", "chunk_size": 2},
-                 "grid": {"sigma": {"start": 0.5, "stop": 4.0, "num": 6, "scale": "log"},
-                          "steps": [1, 3, 10, 30, 100], "delta": [1e-5, 1e-8]}},
+    "gaussian": {"sweep": {"bound": "gaussian", "chunk_size": 1},
+                 "grid": {"sigma": {"start": 0.5, "stop": 4.0, "num": 10, "scale": "log"},
+                          "steps": [1, 2, 3, 5, 10, 20, 30, 50, 100, 200], "delta": [1e-5, 1e-8, 1e-10]}},
     "shuffle.clones": {"sweep": {"bound": "shuffle.clones", "chunk_size": 4},
                        "grid": {"eps0": {"start": 0.5, "stop": 4.0, "num": 6, "scale": "log"},
                                 "n": [1000, 3000, 10000, 30000, 100000], "delta": [1e-6, 1e-8]}},
@@ -225,11 +226,11 @@ def test_sigkill_at_random_moments_then_resume(tmp_path, bound):
         before = len(os.listdir(done)) if done.exists() else 0
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
-        while proc.poll() is None and time.monotonic() < deadline:  # wait for progress, then kill at random
-            if done.exists() and len(os.listdir(done)) > before:
+        wait_for = before + rng.randint(1, 3)  # a random moment: a few chunks after the run made progress
+        while proc.poll() is None and time.monotonic() < deadline:
+            if done.exists() and len(os.listdir(done)) >= wait_for:
                 break
-            time.sleep(0.02)
-        time.sleep(rng.uniform(0.0, 0.3))
+            time.sleep(0.002)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
