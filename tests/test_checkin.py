@@ -23,6 +23,7 @@ from amplify_jax.numerics import x64_scope
 from amplify_jax.rdp import pure_dp_rdp, without_replacement_rdp
 from amplify_jax.shuffle import fmt_closed_form_epsilon
 from amplify_jax.status import Status
+from _monotone import assert_declared_monotone
 
 ORDERS = (2, 3, 4, 5, 6, 8)
 OA = np.array(ORDERS, dtype=float)
@@ -524,44 +525,6 @@ def test_effective_rate_and_zero_rate():
 # monotone direction holds on a grid (tests/test_bounds.py only checks one step around the example)
 
 
-def _monotone_grid(p, points=8):
-    """``points`` values of a monotone parameter across its search range (fixed length: one compile per bound)."""
-    from amplify_jax.bounds import Integer
-
-    d = p.domain
-    lo, hi = p.search if p.search is not None else (d.lo, d.hi)
-    if isinstance(d, Integer):
-        return np.round(np.geomspace(max(float(lo), 1.0), min(float(hi), 1e7), points))
-    lo = max(float(lo), 1e-12)
-    hi = float(hi) * (1 - 1e-9) if d.hi_open else float(hi)
-    return np.geomspace(lo, hi, points)
-
-
-def _assert_declared_monotone(bound, base, rtol=1e-12):
-    """Every declared direction on its grid, all the monotone parameters in ONE batched call (one compile per
-    bound): block i of the batch moves parameter i along its grid, the others stay at ``base``."""
-    from amplify_jax import bounds
-
-    mono = [p for p in bound.params if p.monotone]
-    if not mono:
-        return
-    grids = [_monotone_grid(p) for p in mono]
-    batch = {}
-    for i, p in enumerate(mono):
-        col = np.full((len(mono), len(grids[i])), float(base.get(p.name, p.default)))
-        col[i] = grids[i]
-        batch[p.name] = col.reshape(-1)
-    v = np.asarray(bounds.evaluate(bound.id, **{**base, **batch}).value, dtype=float)
-    v = v.reshape(len(mono), len(grids[0]), -1)
-    for i, p in enumerate(mono):
-        a, b = v[i, :-1], v[i, 1:]
-        both_inf = np.isinf(a) & np.isinf(b)
-        with np.errstate(invalid="ignore"):
-            step = (b - a) * p.monotone
-        bad = ~both_inf & (step < -rtol * np.abs(a))
-        assert not bad.any(), (bound.id, p.name, grids[i], v[i])
-
-
 def _checkin_bounds():
     from amplify_jax import bounds
 
@@ -570,7 +533,7 @@ def _checkin_bounds():
 
 @pytest.mark.parametrize("bound", _checkin_bounds(), ids=lambda b: b.id)
 def test_registered_monotone_directions_hold_on_a_grid(bound):
-    _assert_declared_monotone(bound, bound.example)
+    assert_declared_monotone(bound, bound.example)
 
 
 def test_registered_kernels_equal_the_direct_calls():
