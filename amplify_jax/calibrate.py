@@ -192,6 +192,12 @@ def _search_result(s, target, far, near):
     return Inversion(value, status, achieved)
 
 
+def _check_options(feasible, method):
+    """The static options every inversion takes (checked even when its inputs are traced)."""
+    V.one_of("feasible", feasible, ("above", "below"))
+    V.one_of("method", method, ("bisection", "illinois"))
+
+
 def _check_inputs(target, args, lo, hi, rtol, integer):
     """Boundary checks of the inversions: (target, lo, hi, rtol, broadcast shape) as numpy arrays."""
     t = V.finite("target", target)
@@ -238,8 +244,7 @@ def invert_monotone(
     ``method="illinois"`` (continuous parameters) uses safeguarded regula-falsi steps: fewer evaluations
     of a smooth bound, the same guarantees.
     """
-    V.one_of("feasible", feasible, ("above", "below"))
-    V.one_of("method", method, ("bisection", "illinois"))
+    _check_options(feasible, method)
     t, lo_, hi_, r, shape = _check_inputs(target, args, lo, hi, rtol, integer)
     with x64_scope():
         b = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=jnp.float64), shape)  # noqa: E731
@@ -280,8 +285,7 @@ def invert_monotone_host(
     their current point (the batch keeps its shape); ``fn`` must act elementwise.  ``target``, ``lo`` and
     ``hi`` broadcast; ``value`` is re-checked (``achieved`` is ``fn`` at it).
     """
-    V.one_of("feasible", feasible, ("above", "below"))
-    V.one_of("method", method, ("bisection", "illinois"))
+    _check_options(feasible, method)
     t, lo_, hi_, r, shape = _check_inputs(target, (), lo, hi, rtol, integer)
     illinois = method == "illinois" and not integer
     with x64_scope():
@@ -416,8 +420,7 @@ def invert_monotone_differentiable(
             dsigma_deps = jax.grad(lambda t: invert_monotone_differentiable(fn, t, args=(d,), lo=0.1,
                                                                             hi=100.0).value)(1.0)
     """
-    V.one_of("feasible", feasible, ("above", "below"))
-    V.one_of("method", method, ("bisection", "illinois"))
+    _check_options(feasible, method)
     if _is_concrete(target, args, lo, hi, rtol):
         target, lo, hi, rtol, _ = _check_inputs(target, args, lo, hi, rtol, integer)
     with x64_scope():
