@@ -545,7 +545,8 @@ def _probe_values(x, size):
     return np.resize(u, size), every  # padded by repetition to the fixed size
 
 
-def choose_n_panels(sigma, alpha, q=None, *, margin=_PROBE_MARGIN):
+def choose_n_panels(sigma, alpha, q=None, *, margin=_PROBE_MARGIN, alpha_probe=_PROBE_SIZE,
+                    alpha_exhaustive=True):
     """A static ``n_panels`` for concrete inputs: the probed maximum of :func:`fractional_panels_needed`.
 
     sigma, alpha and q (optional) are concrete array-likes of any shapes; every combination of their values
@@ -555,12 +556,15 @@ def choose_n_panels(sigma, alpha, q=None, *, margin=_PROBE_MARGIN):
     ``margin`` panels are added (2 by default: one panel short still gives ~2e-11; but the need can rise
     sharply with q near alpha ~ 4 sigma^2, so callers should verify it, as
     :func:`log_a_minus_one_fractional_auto` does, or use ``DEFAULT_N_PANELS``), and the count is
-    rounded up to a bucket (6, 7, ..., 12, 14, 16, 20, 24, ...) to limit recompilation.
+    rounded up to a bucket (6, 7, ..., 12, 14, 16, 20, 24, ...) to limit recompilation.  ``alpha_probe`` sets
+    how many alpha values are probed (a fixed size per caller: one compilation each); with
+    ``alpha_exhaustive=False`` the alpha values given are a sample of the orders that will be evaluated, so the
+    margin is kept even when all of them were probed.
     """
     from .numerics import x64_scope
 
     s, s_all = _probe_values(sigma, _PROBE_SIZE)
-    a, a_all = _probe_values(alpha, _PROBE_SIZE)
+    a, a_all = _probe_values(alpha, alpha_probe)
     if q is None:
         qq, q_all = _Q_PROBE, False
     else:
@@ -569,7 +573,7 @@ def choose_n_panels(sigma, alpha, q=None, *, margin=_PROBE_MARGIN):
     with x64_scope():
         need = _needed_jit(qq[:, None, None], s[None, :, None], a[None, None, :])
         need = float(np.max(np.asarray(need)))
-    margin = 0 if (s_all and a_all and q_all) else margin  # exact when every value was probed
+    margin = 0 if (s_all and a_all and alpha_exhaustive and q_all) else margin  # exact when every value was probed
     return _bucket(max(need + margin, 3.0))
 
 

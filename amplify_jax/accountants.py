@@ -89,16 +89,28 @@ def _n_panels(sigma, orders, q=None):
     """Static quadrature panel count for the fractional orders, probed at the given sigma, orders and q.
 
     The continuous order search may evaluate any order between the grid's neighbours (and up to 4x its top),
-    so the probe includes the extremes.  A point given fewer panels than it needs falls back to a valid but
-    loose bound (see :mod:`amplify_jax._subsampled_gaussian`): sound either way.
+    and the panels a fractional order needs peak between grid orders (e.g. 10 near alpha = 78 at sigma = 2.39,
+    q = 1e-3, where the integer grid orders 64 and 80 need at most 7), so the probe is the grid plus a dense
+    log-spaced set of ``ORDER_PROBE`` orders over the whole range the search can reach: a point's answer does
+    not depend on the other points of its batch.  A point given fewer panels than it needs still falls back to
+    a valid but loose bound (see :mod:`amplify_jax._subsampled_gaussian`): sound either way.
     """
     from ._subsampled_gaussian import choose_n_panels
 
     s = np.unique(np.asarray(sigma, dtype=np.float64).ravel())
     a = np.asarray(orders, dtype=np.float64).ravel()
-    a = np.unique(np.concatenate([a, [a.min(), min(1 + 4 * (a.max() - 1), 4096.0)]]))
+    top = min(1 + 4 * (a.max() - 1), 4096.0)
+    dense = np.geomspace(a.min(), top, ORDER_PROBE) if top > a.min() else a[:1]
+    a = np.unique(np.concatenate([a, dense, [top]]))
     qq = None if q is None else np.unique(np.asarray(q, dtype=np.float64).ravel())
-    return choose_n_panels(s, a, qq)
+    return choose_n_panels(s, a, qq, alpha_probe=ORDER_PROBE_SIZE, alpha_exhaustive=False)
+
+
+#: Log-spaced orders added to the panel probe (about 3.3% apart over [1.01, 4096]; the margin of
+#: ``choose_n_panels`` covers the need between them), and the probe's fixed size (the grid's orders and these,
+#: or quantiles of them beyond it).
+ORDER_PROBE = 256
+ORDER_PROBE_SIZE = 448
 
 
 #: Flat budgets (per batch point, on average) of the fractional grid orders evaluated exactly after pruning:
