@@ -82,9 +82,10 @@ def fmt_closed_form(eps0, n, delta):
         eps = ln(1 + (1 - e^-eps0) / (1 + e^-(eps0 + e1)) (a + c)),
         a = 8 sqrt(e^eps0 ln(4/delta) / n),  c = 8 e^eps0 / n,  e1 = ln(1 + a + c),
 
-    valid for eps0 <= ln(n / (16 ln(4/delta))).  ERRATA: Cyffers & Bellet (Thm 7) and Liew et al.
-    (footnote 3) quote the condition with ln(2/delta); the source and its authors' code use ln(4/delta). The
-    factor is the authors' code's, >= the printed (e^eps0 - 1)/(e^eps0 + 1) (the safe one of the two).
+    valid for eps0 <= ln(n / (16 ln(4/delta))).  Corrected: Cyffers & Bellet (Thm 7) and Liew et al.
+    (footnote 3) quote the condition with ln(2/delta); the source and its authors' code use ln(4/delta)
+    (docs/errata.md#e-network-fmt-condition).  The factor is the authors' code's, >= the printed
+    (e^eps0 - 1)/(e^eps0 + 1) (the safe one of the two; docs/errata.md#e-ref-fmt-factor).
     Where invalid the result is eps0 (shuffling is post-processing); it is capped at eps0 everywhere.
     """
     log4d = jnp.log(4.0 / delta)

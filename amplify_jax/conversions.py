@@ -16,7 +16,7 @@
   but their Thm 3 is the reverse, RDP -> DP, statement: (alpha, gamma)-RDP implies (eps, delta)-DP when
   gamma <= eps + log(min_{p in (delta, 1)} M(p)) / (alpha - 1), M(p) = p^alpha (p - delta)^(1 - alpha) +
   (1 - p)^alpha (e^eps - p + delta)^(1 - alpha).  Eq. 4 is that expression without eps + log(.)/(alpha - 1),
-  read backwards (ERRATA.md); we do not implement it as a DP -> RDP conversion.
+  read backwards (docs/errata.md#e-checkin-lemma3); we do not implement it as a DP -> RDP conversion.
 
 The optimal order is searched continuously: the grid's best order is refined by Brent's search on
 log(alpha - 1) between its neighbours, inside one compiled call for every point of a grid, and the result is
@@ -318,11 +318,11 @@ def dp_to_rdp(orders, *, eps, delta=0.0) -> ApproxRDP:
 
     For delta > 0 no finite RDP bound follows from (eps, delta)-DP alone (a mechanism that reveals its input
     with probability delta has D_alpha = inf; the self check-in paper's Eq. 4 takes a *minimum* over r,
-    which under-states, see ERRATA.md).  The sound statement is the decomposition lemma (Kairouz, Oh,
-    Viswanath 2015; Murtagh and Vadhan 2016, Lemma 3.2): an (eps, delta)-DP pair equals, up to events of
-    probability delta, an eps-DP pair.  Hence the mechanism is delta-approximately (alpha, rr(alpha, eps))-RDP
-    (Bun and Steinke 2016, Def. 1.12).  Approximate RDP composes by adding both the curves and the deltas;
-    convert with :func:`epsilon_from_rdp` at delta_target - sum(deltas).
+    which under-states, see docs/errata.md#e-checkin-lemma3).  The sound statement is the decomposition
+    lemma (Kairouz, Oh, Viswanath 2015; Murtagh and Vadhan 2016, Lemma 3.2): an (eps, delta)-DP pair equals,
+    up to events of probability delta, an eps-DP pair.  Hence the mechanism is delta-approximately
+    (alpha, rr(alpha, eps))-RDP (Bun and Steinke 2016, Def. 1.12).  Approximate RDP composes by adding both
+    the curves and the deltas; convert with :func:`epsilon_from_rdp` at delta_target - sum(deltas).
     """
     from .rdp import pure_dp_rdp
 

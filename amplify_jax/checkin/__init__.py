@@ -1,9 +1,10 @@
 """Self check-in: binomial-weighted RDP of clients that check in by themselves, shuffled and distributed.
 
 Source: Liew, Hasegawa, Takahashi, "Self Check-in: Tight Privacy Amplification for Practical Distributed
-Learning" (also "Privacy Amplification via Shuffled Check-Ins", arXiv 2206.03151), read with
-``ERRATA.md``.  Each of the n clients checks in to a round with probability gamma (dropouts make the
-effective rate gamma = p (1 - p'), Sec. 3.2); the number k ~ Bin(n, gamma) of participants is public.
+Learning" (also "Privacy Amplification via Shuffled Check-Ins", arXiv 2206.03151); where the code departs
+from the printed paper, docs/errata.md (section "Self check-in") says how and which test shows it.  Each of
+the n clients checks in to a round with probability gamma (dropouts make the effective rate
+gamma = p (1 - p'), Sec. 3.2); the number k ~ Bin(n, gamma) of participants is public.
 
 What is here (every curve has the orders axis last and broadcasts over its numeric parameters):
 
@@ -17,10 +18,12 @@ What is here (every curve has the orders axis last and broadcasts over its numer
   base RDP 2 lambda / (k sigma^2) (the mean of k values clipped to norm 1, replacement adjacency) amplified
   by sampling without replacement (Wang, Balle, Kasiviswanathan 2019, Thm 9, the bound of
   :func:`amplify_jax.rdp.without_replacement_rdp`), and the Eq. 11 approximation as an option.
-- Thm 2 (Eq. 7, constants corrected against Girgis et al. 2021) and Thm 3 (Eq. 8): upper and lower
-  bounds for shuffled check-in of eps0-LDP discrete randomizers; the strong-composition baseline.
-- Sec. 4.1: the shuffled Gaussian RDP by integer partitions (at most n parts, ERRATA), and the
-  "subsampled shuffling conversion" route for (eps0, delta0)-LDP randomizers.
+- Thm 2 (Eq. 7, constants corrected against Girgis et al. 2021, docs/errata.md#e-checkin-eq7) and Thm 3
+  (Eq. 8): upper and lower bounds for shuffled check-in of eps0-LDP discrete randomizers; the
+  strong-composition baseline.
+- Sec. 4.1: the shuffled Gaussian RDP by integer partitions (at most n parts,
+  docs/errata.md#e-checkin-partitions), and the "subsampled shuffling conversion" route for
+  (eps0, delta0)-LDP randomizers.
 - Calibration: minimal sigma, largest gamma, most rounds (steps) for a target (eps, delta); the results name
   their answer (``.sigma``, ``.gamma``, ``.steps``).
 
@@ -32,8 +35,8 @@ calibration result's ``.value``) still work for one release and emit a Deprecati
 Per-k sampling rate.  Conditioned on k participants, the differing client is among them with probability
 exactly k / n (Bin(k-1; n-1, gamma) gamma / Bin(k; n, gamma) = k / n), so the k-participant round is a
 without-replacement subsample of rate k / n.  The paper writes the rate gamma in Eqs. 7, 10, 11; the exact
-sums here use k / n (the sound rate).  The closed forms that the paper derives with rate gamma (Eq. 7, Eq. 11)
-are offered as printed, to reproduce the paper, and say so.
+sums here use k / n (the sound rate; docs/errata.md#e-checkin-rate).  The closed forms that the paper derives
+with rate gamma (Eq. 7, Eq. 11) are offered as printed, to reproduce the paper, and say so.
 
 Where each section lives (private files; this ``__init__`` is the one list of what the subpackage offers):
 

@@ -34,8 +34,9 @@ def _girgis_log_excess(k_lo, log_q, eps0, alpha_int):
     + sum_{j=3}^{l} C(l,j) q^j j Gamma(j/2) (2 (e^{2 eps0} - 1)^2 / (kb e^{2 eps0}))^{j/2}
     + ((1 + q c)^l - 1 - l q c) e^{-(k-1)/(8 e^eps0)},   kb = floor((k-1)/(2 e^eps0)) + 1,
     c = (e^{2 eps0} - 1)/e^eps0 (Eq. 7's constant; an independent transcription of Girgis et al. has
-    (e^{2 eps0} - 1)/(2 e^eps0), the smaller: the larger one is kept).  ERRATA: kb uses 2 e^eps0 and the last
-    factor decays like e^{-(k-1)/(8 e^eps0)}, as in Girgis et al.; Eq. 7 as extracted has eps0 instead.
+    (e^{2 eps0} - 1)/(2 e^eps0), the smaller: the larger one is kept).  Corrected
+    (docs/errata.md#e-checkin-eq7): kb uses 2 e^eps0 and the last factor decays like e^{-(k-1)/(8 e^eps0)},
+    as in Girgis et al.; Eq. 7 as extracted has eps0 instead.
     Non-increasing in k (``k_lo`` is used), increasing in q.  k_lo: batch + (K,); eps0, log_q: broadcastable.
     """
     e0 = eps0
@@ -96,10 +97,11 @@ def shuffled_checkin_upper_rdp(orders, *, n, gamma, eps0, method="exact", cherno
                                tail_tol=DEFAULT_TAIL_TOL):
     """Upper bound on the RDP of one round of shuffled check-in with eps0-LDP discrete randomizers (Thm 2).
 
-    ``method="eq7"``: Eq. 7 of the paper with the constants corrected against Girgis et al. 2021 (ERRATA:
-    l~ = floor(floor((1 - Delta) n gamma) / (2 e^eps0)) + 1, Upsilon_k ~ e^{-(k-1)/(8 e^eps0)}; the floor
-    inside keeps l~ equal to Girgis' kb at k = floor((1-Delta) n gamma) + 1), as printed with rate gamma for
-    every k, minimised over a grid of Delta (or at ``chernoff_delta``).
+    ``method="eq7"``: Eq. 7 of the paper with the constants corrected against Girgis et al. 2021
+    (docs/errata.md#e-checkin-eq7: l~ = floor(floor((1 - Delta) n gamma) / (2 e^eps0)) + 1,
+    Upsilon_k ~ e^{-(k-1)/(8 e^eps0)}; the floor inside keeps l~ equal to Girgis' kb at
+    k = floor((1-Delta) n gamma) + 1), as printed with rate gamma for
+    every k (docs/errata.md#e-checkin-rate), minimised over a grid of Delta (or at ``chernoff_delta``).
     ``method="exact"`` (default): the per-k subsampled-shuffle bound that Eq. 7 bounds (see
     :func:`_girgis_log_excess`) summed exactly over k by Thm 1 at the conditional rate k / n.
     Integer orders >= 2.  Broadcasts over n, gamma, eps0.

@@ -51,7 +51,8 @@ def _shuffle_gauss_log_moment(k, log_c, orders_j, amax: int):
     """log E_k(lambda) of the shuffled Gaussian with k users at the integer orders ``orders_j`` (jnp).
 
     E_k(lambda) = sum_{m=1}^{min(k, lambda)} lambda!/m! k^{m - lambda} prod_{i<m} (1 - i/k) c_m(lambda):
-    the partitions with more than k parts are excluded (ERRATA: the authors' code includes them).
+    the partitions with more than k parts are excluded (the authors' code includes them:
+    docs/errata.md#e-checkin-partitions).
     ``k`` has shape batch + (K,), ``log_c`` batch + (amax+1, amax+1); returns batch + (K, len(orders_j)).
     """
     m = jnp.arange(1, amax + 1, dtype=jnp.float64)  # (M,)
@@ -89,9 +90,10 @@ def shuffled_gaussian_rdp(orders, *, n, sigma):
         E[(p/q)^lambda] = n^{-lambda} sum_{partitions (k_1..k_m) of lambda, m <= n}
                           lambda!/prod k_i! * n!/((n-m)! prod_v mult_v!) * e^{sum k_i (k_i - 1)/(2 sigma^2)}.
 
-    ERRATA: the authors' code keeps partitions with more than n parts (n = 1, lambda = 2, sigma = 1 gives
-    1.31326 instead of 1.0); they are excluded here.  The partitions are summed by their number of parts
-    with a log-space recursion (no enumeration), fast up to lambda = 64 and beyond.  Integer orders >= 2.
+    Corrected (docs/errata.md#e-checkin-partitions): the authors' code keeps partitions with more than n parts
+    (n = 1, lambda = 2, sigma = 1 gives 1.31326 instead of 1.0); they are excluded here.  The partitions are
+    summed by their number of parts with a log-space recursion (no enumeration), fast up to lambda = 64 and
+    beyond.  Integer orders >= 2.
     Broadcasts over n and sigma; an absolute margin of ~10 ulp of the largest term is added.
     """
     alpha_int = _int_orders(orders)

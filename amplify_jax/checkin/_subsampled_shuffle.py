@@ -65,12 +65,13 @@ def subsampled_shuffle_checkin_rdp(orders, *, n, gamma, eps0, delta0=0.0, shuffl
                                    tail_tol=DEFAULT_TAIL_TOL) -> ApproxCheckinRDP:
     """Shuffled check-in with a generic (eps0, delta0)-LDP randomizer by the "subsampled shuffling
     conversion" of Sec. 4.1: for each k, (1) the shuffle of the k reports is (eps_s, shuffle_delta)-DP by
-    Feldman-McMillan-Talwar 2021 Thm 3.1 (validity eps0 <= ln(k/(16 ln(4/shuffle_delta))), ERRATA; outside
-    it footnote 3's fallback eps_s = eps0, delta 0), (2) the differing client is in the round with
-    probability k/n: Balle, Barthe, Gaboardi 2018 Thm 9 gives (ln(1 + (k/n)(e^eps_s - 1)), (k/n) delta_s),
-    (3) DP -> RDP as in :func:`amplify_jax.conversions.dp_to_rdp` (an (eps, delta)-DP pair is
-    delta-approximately RDP with the randomized-response curve at eps; ERRATA on Lemma 3), (4) Eq. 5 sums
-    the curves over k with the Bin(n, gamma) weights.
+    Feldman-McMillan-Talwar 2021 Thm 3.1 (validity eps0 <= ln(k/(16 ln(4/shuffle_delta))),
+    docs/errata.md#e-checkin-fmt-condition; outside it footnote 3's fallback eps_s = eps0, delta 0), (2) the
+    differing client is in the round with probability k/n (docs/errata.md#e-checkin-rate): Balle, Barthe,
+    Gaboardi 2018 Thm 9 gives (ln(1 + (k/n)(e^eps_s - 1)), (k/n) delta_s), (3) DP -> RDP as in
+    :func:`amplify_jax.conversions.dp_to_rdp` (an (eps, delta)-DP pair is delta-approximately RDP with the
+    randomized-response curve at eps; Lemma 3 is not used as printed: docs/errata.md#e-checkin-lemma3),
+    (4) Eq. 5 sums the curves over k with the Bin(n, gamma) weights.
 
     The result is delta-approximate: ``delta`` <= gamma max(shuffle_delta, delta0) per round (and the curve
     carries + ln(1/(1 - delta))/(alpha - 1) for the reweighting of k by the decompositions).  Compose rounds

@@ -13,21 +13,27 @@ and aggregates contributions hides each contribution among the others.  This mod
   :func:`amplify_jax.calibrate.invert_monotone`;
 * the empirical walk simulation of Sec. 5.1 (Figures 1(b) and 3), vectorised over pairs and walks.
 
-Where the printed paper is wrong or does not support a number, the docstring says so (see ERRATA.md):
+Where the printed paper is wrong or does not support a number, the docstring says so (each entry of
+docs/errata.md, section "Cyffers & Bellet", gives the test that shows it):
 
-* App. D, Thm 3: the second term of the advanced composition uses eps_c, not eps (ERRATA).
-* App. E, Thm 6: the same slip in the second term.  Its per-cycle constant 21 does not follow from the
-  printed chain of inequalities (which gives 42) but does hold; see :func:`complete_graph_histogram_bound`.
+* App. D, Thm 3: the second term of the advanced composition uses eps_c, not eps
+  (docs/errata.md#e-network-thm3-composition).
+* App. E, Thm 6: the same slip in the second term (docs/errata.md#e-network-thm6-composition).  Its per-cycle
+  constant 21 does not follow from the printed chain of inequalities (which gives 42) but does hold; see
+  :func:`complete_graph_histogram_bound` (docs/errata.md#e-network-thm6-constant).
 * App. G, Lemma 2: advanced composition over S spotted contributions is sqrt(2 S ln(1/delta')) eps + ...;
-  the printed sqrt(S ln(1/delta')) drops the factor 2.
+  the printed sqrt(S ln(1/delta')) drops the factor 2 (docs/errata.md#e-network-lemma2-factor).
 * The Chernoff bound N = mu + sqrt(3 mu ln(1/delta_hat)) used throughout holds only when
   3 ln(1/delta_hat) <= mu (the paper's alpha <= 1); elsewhere the general multiplicative bound
-  P(X >= (1 + a) mu) <= exp(-a^2 mu / (2 + a)) is used and the result's ``valid`` flag is False.
+  P(X >= (1 + a) mu) <= exp(-a^2 mu / (2 + a)) is used and the result's ``valid`` flag is False
+  (docs/errata.md#e-network-chernoff).
 * Remark 1: per-user noise sigma_loc / sqrt(n) leaves each window of n - 1 contributions with variance
-  (n - 1)/n sigma_loc^2 < sigma_loc^2; we use sigma_loc / sqrt(n - 1).
-* App. D / E state delta_cycle <= delta_A for Eq. 10.  A cycle samples users *with replacement*, and
-  Balle, Barthe, Gaboardi 2018 Thm 10's delta' also carries the group-privacy deltas of the cycles where u
-  is drawn k >= 2 times.  Both the closed forms and the walk simulation add them by default
+  (n - 1)/n sigma_loc^2 < sigma_loc^2; we use sigma_loc / sqrt(n - 1)
+  (docs/errata.md#e-network-remark1-noise).
+* App. D / E state delta_cycle <= delta_A for Eq. 10 (docs/errata.md#e-network-cycle-delta).  A cycle
+  samples users *with replacement*, and Balle, Barthe, Gaboardi 2018 Thm 10's delta' also carries the
+  group-privacy deltas of the cycles where u is drawn k >= 2 times.  Both the closed forms and the walk
+  simulation add them by default
   (``cycle_delta="group"``; ``"paper"`` reproduces the paper's delta).  They are far larger (about 1e-2
   instead of 1e-5 for Fig. 1(b) at n = 400; close to 1 for histograms, where k >= 2 reports of one user are
   only bounded by group privacy of the local randomizer).  The epsilons are unchanged.

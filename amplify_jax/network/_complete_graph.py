@@ -75,7 +75,7 @@ def _thm3_inputs(n, steps, eps0, delta_prime, delta_hat):
 
 @renamed_params(T="steps")
 def complete_graph_sum_epsilon(*, n, steps, eps0, delta_prime, delta_hat):
-    """Epsilon of Cyffers & Bellet Thm 3 in its full non-asymptotic form (App. D), CORRECTED per ERRATA.
+    """Epsilon of Cyffers & Bellet Thm 3 in its full non-asymptotic form (App. D), CORRECTED (docs/errata.md).
 
     Real summation by a T-step random walk (T = ``steps``) on the complete graph of n users, each contribution
     (eps0, delta0)-LDP by Gaussian noise (eps0 < 1).  v's visits are bounded by the Chernoff bound
@@ -85,11 +85,11 @@ def complete_graph_sum_epsilon(*, n, steps, eps0, delta_prime, delta_hat):
 
         eps_f = sqrt(2 k ln(1/delta')) eps_c + k eps_c (e^{eps_c} - 1).
 
-    The printed App. D has eps instead of eps_c in the second term (ERRATA).  The delta is
-    (N_v + T/n) delta0 + delta' + delta_hat (:func:`complete_graph_sum_bound`).  Where T/n < 3 ln(1/delta_hat)
-    the paper's Chernoff form does not hold and the general one is used (``valid`` in
-    :func:`complete_graph_sum_bound`).  Broadcasts over all arguments; eps0 >= 1 is refused.  (``T=`` is the
-    deprecated spelling of ``steps=``.)
+    The printed App. D has eps instead of eps_c in the second term (docs/errata.md#e-network-thm3-composition).
+    The delta is (N_v + T/n) delta0 + delta' + delta_hat (:func:`complete_graph_sum_bound`).  Where
+    T/n < 3 ln(1/delta_hat) the paper's Chernoff form does not hold and the general one is used (``valid`` in
+    :func:`complete_graph_sum_bound`; docs/errata.md#e-network-chernoff).  Broadcasts over all arguments;
+    eps0 >= 1 is refused.  (``T=`` is the deprecated spelling of ``steps=``.)
     """
     nn, tt, e, dp, dh = _thm3_inputs(n, steps, eps0, delta_prime, delta_hat)
     shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta_prime=dp, delta_hat=dh)
@@ -233,13 +233,15 @@ def complete_graph_histogram_bound(*, n, steps, eps0, delta, delta_prime, delta_
       8 e^eps0 / m <= 3.92 sqrt(l/m), so eps_A <= 17.1 eps0 sqrt(l/m) and, with
       1 - (1 - 1/n)^m <= 1 - e^{-1.004 m/n} and sup_{x <= 1} (1 - e^{-1.004 x})/sqrt(x) <= 0.634, the cycle
       costs <= (e - 1) 17.1 * 0.634 sqrt(l/n) eps0 = 18.6 sqrt(l/n) eps0.  Tests check it against the
-      numerical ``"fmt"`` form.  Refused outside Thm 6's conditions eps0 <= 1, n >= 14^2 ln(4/delta).
+      numerical ``"fmt"`` form (docs/errata.md#e-network-thm6-constant).  Refused outside Thm 6's conditions
+      eps0 <= 1, n >= 14^2 ln(4/delta).
 
     Advanced composition over k = N_v + T/n cycles with the corrected second term k eps_c (e^{eps_c} - 1)
-    (the printed Thm 6 has the same slip as App. D); delta = k delta_c + delta' + delta_hat with delta_c = delta
-    as in App. E (``cycle_delta="paper"``) or, by default, with Balle et al. Thm 10's group terms
-    (:func:`_closed_group_delta`; for randomized response they are large, since k >= 2 reports of one user are
-    only bounded by group privacy).  ``colluders``: Sec. 4.3, evaluated at n / c.
+    (the printed Thm 6 has the same slip as App. D: docs/errata.md#e-network-thm6-composition);
+    delta = k delta_c + delta' + delta_hat with delta_c = delta as in App. E (``cycle_delta="paper"``) or, by
+    default, with Balle et al. Thm 10's group terms (:func:`_closed_group_delta`; for randomized response they
+    are large, since k >= 2 reports of one user are only bounded by group privacy;
+    docs/errata.md#e-network-cycle-delta).  ``colluders``: Sec. 4.3, evaluated at n / c.
     """
     V.one_of("form", form, ("fmt", "eq11"))
     V.one_of("cycle_delta", cycle_delta, ("group", "paper"))
@@ -278,7 +280,8 @@ def spotted_contributions_epsilon(*, n, contributions, eps0, delta_prime, delta_
 
     * ``composition="simple"``: S eps0;
     * ``composition="advanced"``: sqrt(2 S ln(1/delta')) eps0 + S eps0 (e^eps0 - 1) (capped by S eps0).  The
-      printed Lemma 2 writes sqrt(S ln(1/delta')): advanced composition has the factor 2 (corrected here).
+      printed Lemma 2 writes sqrt(S ln(1/delta')): advanced composition has the factor 2 (corrected here,
+      docs/errata.md#e-network-lemma2-factor).
 
     To be added (with delta_tilde and S delta0 + delta') to the hidden-path bound.
     """

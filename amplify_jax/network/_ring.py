@@ -52,8 +52,8 @@ def ring_noise(*, n, steps, sigma_loc, distributed=False):
     sqrt(floor(K n / (n - 1))) sigma_loc (local DP needs sqrt(K n) sigma_loc).
     Remark 1 (``distributed=True``): the first user adds sigma_loc, every other contribution
     sigma_loc / sqrt(n - 1) -- corrected from the printed sigma_loc / sqrt(n), which leaves each window of
-    n - 1 contributions with only (n - 1)/n sigma_loc^2 of variance -- total std
-    sigma_loc sqrt(1 + (K n - 1)/(n - 1)).  (``K=`` is the deprecated spelling of ``steps=``.)
+    n - 1 contributions with only (n - 1)/n sigma_loc^2 of variance (docs/errata.md#e-network-remark1-noise)
+    -- total std sigma_loc sqrt(1 + (K n - 1)/(n - 1)).  (``K=`` is the deprecated spelling of ``steps=``.)
     """
     nn = _n("n", n)
     k = V.integer("steps", steps, minimum=1).astype(np.float64)
@@ -70,9 +70,10 @@ def ring_histogram_gamma(*, n, L, target_epsilon, delta):
     the theorem calibrates gamma for; ``eps=`` is its deprecated spelling).
 
     RR_gamma over L values is eps_l-LDP with eps_l = ln(1 + L (1 - gamma)/gamma); the printed gamma gives
-    eps_l = 12 eps sqrt(ln(1/delta)/n).  Note (not in ERRATA): Erlingsson et al.'s Cor. 9 maps an eps_l-LDP
-    randomizer to 12 eps_l sqrt(ln(1/delta)/n) after shuffling, so the printed gamma over-randomizes (it is
-    safe whenever 144 ln(1/delta) <= n); the privacy actually obtained for a given gamma is
+    eps_l = 12 eps sqrt(ln(1/delta)/n).  Note (docs/errata.md#e-network-thm2-gamma): Erlingsson et al.'s
+    Cor. 9 maps an eps_l-LDP randomizer to 12 eps_l sqrt(ln(1/delta)/n) after shuffling, so a visit costs
+    144 eps ln(1/delta)/n: the printed gamma over-randomizes where 144 ln(1/delta) <= n (it is safe there)
+    and falls short of eps elsewhere; the privacy actually obtained for a given gamma is
     :func:`ring_histogram_bound`.  The theorem's conditions (eps < 1/2, delta < 1/100, n > 1000) are enforced.
     """
     nn = _n("n", n)
@@ -111,9 +112,9 @@ def ring_histogram_bound(*, n, steps, eps0, delta, delta_prime, form="erlingsson
     * ``form="fmt"`` (Remark 2, Feldman-McMillan-Talwar Thm 3.1): min(eps0, FMT(eps0, n - 1, delta)),
       and eps0 itself where FMT's condition fails (``valid`` False there).
 
-    We shuffle n - 1 reports (v's own is known to v; the paper writes n).  Advanced composition over K = ``steps``
-    visits: (sqrt(2K ln(1/delta')) e + K e (e^e - 1), K delta + delta').  (``K=`` and ``eps_local=`` are the
-    deprecated spellings of ``steps=`` and ``eps0=``.)
+    We shuffle n - 1 reports (v's own is known to v; the paper writes n: docs/errata.md#e-network-ring-reports).
+    Advanced composition over K = ``steps`` visits: (sqrt(2K ln(1/delta')) e + K e (e^e - 1), K delta + delta').
+    (``K=`` and ``eps_local=`` are the deprecated spellings of ``steps=`` and ``eps0=``.)
     """
     V.one_of("form", form, ("erlingsson", "fmt"))
     nn = _n("n", n)

@@ -1,11 +1,11 @@
 """SecRDP accountant of Decor: correlated Gaussian noise over a graph (Allouah, Koloskova, El Firdoussi,
 Jaggi, Guerraoui, "The Privacy Power of Correlated Noise in Decentralized Learning", ICML 2024).
 
-The model (Decor, Eq. 3 and the proof of Thm 6, Eqs. 14-21; the extraction lost the formulas, ERRATA.md
-states them).  At every step user i shares its clipped gradient (norm <= C) plus uncorrelated noise
-N(0, sigma_unc^2) plus, for each neighbour j, a pairwise-cancelling term v_ij = -v_ji ~ N(0, w_ij sigma_cor^2)
-(w_ij = 1 on unweighted graphs).  An adversary who knows the secrets of a set of colluders subtracts their
-terms; for the honest users H the shared vector is Gaussian with covariance
+The model (Decor, Eq. 3 and the proof of Thm 6, Eqs. 14-21; the extraction lost the formulas, rebuilt in
+docs/errata.md#e-secrdp-accountant).  At every step user i shares its clipped gradient (norm <= C) plus
+uncorrelated noise N(0, sigma_unc^2) plus, for each neighbour j, a pairwise-cancelling term
+v_ij = -v_ji ~ N(0, w_ij sigma_cor^2) (w_ij = 1 on unweighted graphs).  An adversary who knows the secrets of
+a set of colluders subtracts their terms; for the honest users H the shared vector is Gaussian with covariance
 
     Sigma_H = sigma_unc^2 I + sigma_cor^2 L_H,        L_H = D_H - A_H (graph restricted to H),
 
@@ -17,7 +17,7 @@ Adversaries (Sec. 2): I ``"eavesdropper"`` (H = all users), II ``"curious"`` (ev
 turn), III ``"colluding"`` (every set of up to c users removed), IV ``"local"`` (no secrets: local DP,
 eps1 = 2 C^2 / sigma_unc^2).
 
-The spectral bound of Thm 1 (ERRATA.md, "derived, check it"; derived again in :func:`spectral_bound`):
+The spectral bound of Thm 1 (docs/errata.md#e-secrdp-spectral; derived again in :func:`spectral_bound`):
 
     [Sigma_H^{-1}]_ii <= 1/(|H| sigma_unc^2) + (1 - 1/|H|) / (sigma_unc^2 + a(H) sigma_cor^2),
 
@@ -96,17 +96,19 @@ inverse still exists (sigma_unc > 0) and the value returned is still exact and v
 from the others is protected by sigma_unc alone -- the guarantee falls back to local DP.  This is reported
 by a :class:`DisconnectedGraphWarning` and by the ``connected`` flag of :class:`StepAccount`; no error.
 
-Over T steps: the closed form of ERRATA.md, eps = T eps1 + 2 sqrt(T eps1 ln(1/delta)) (the exact minimum over
-alpha > 1 of Mironov's conversion of alpha T eps1), and the core's conversions (``amplify_jax.conversions``,
-Balle et al. 2020 by default, never larger).  Example-level privacy by subsampling: see
+Over T steps: the closed form eps = T eps1 + 2 sqrt(T eps1 ln(1/delta)) (docs/errata.md#e-secrdp-closed-form;
+the exact minimum over alpha > 1 of Mironov's conversion of alpha T eps1), and the core's conversions
+(``amplify_jax.conversions``, Balle et al. 2020 by default, never larger).  Example-level privacy by subsampling: see
 :func:`example_level_rdp` for the effective noise multiplier.
 
-ERRATA.md corrections followed here: the accountant (Sigma_H, eps1 = 2 C^2 max_i [Sigma_H^{-1}]_ii), the
-spectral bound and the closed form over T steps are ERRATA.md's statements of formulas the extraction lost
-(re-derived from the proof of Thm 6 and checked in tests/test_secrdp.py); unlike the authors' code, every
-adversary I-IV is accounted (not adversary I only), and the example-level path composes the T steps and uses
-delta (the authors' returns the single-step subsampled bound); the noise search fixes sigma_unc and bisects
-sigma_cor (App. D.1).
+Where the code departs from the text or from the authors' code (docs/errata.md, section "Decor"): the
+accountant (Sigma_H, eps1 = 2 C^2 max_i [Sigma_H^{-1}]_ii), the spectral bound and the closed form over T steps
+are formulas the extraction lost, re-derived from the proof of Thm 6 and checked in tests/test_secrdp.py
+(docs/errata.md#e-secrdp-accountant, #e-secrdp-spectral, #e-secrdp-closed-form); unlike the authors' code,
+every adversary I-IV is accounted, not adversary I only (docs/errata.md#e-secrdp-adversaries), and the
+example-level path composes the T steps and uses delta, where the authors' returns the single-step subsampled
+bound (docs/errata.md#e-secrdp-example-level); the noise search fixes sigma_unc and bisects sigma_cor, as in
+App. D.1.
 
 Graphs: the builders (``ring_graph``, ``torus_graph``, ``complete_graph``, ``star_graph``,
 ``random_regular_graph(d, n, seed=...)`` in networkx's order, ``erdos_renyi_graph``) and ``adjacency`` live in

@@ -1,4 +1,5 @@
-"""Over T steps: composition and conversion (Decor Cor. 12 proof and App. D.1; ERRATA.md).
+"""Over T steps: composition and conversion (Decor Cor. 12 proof and App. D.1;
+docs/errata.md#e-secrdp-closed-form).
 
 The closed form eps = T eps1 + 2 sqrt(T eps1 ln(1/delta)) is the exact minimum over alpha > 1 of Mironov's
 conversion of the composed curve alpha T eps1 (:func:`closed_form_epsilon`; its inverse
@@ -19,9 +20,10 @@ from ._step import step_account
 
 
 def closed_form_epsilon(eps1, *, steps, delta):
-    """eps = T eps1 + 2 sqrt(T eps1 ln(1/delta)) (Decor Cor. 12 proof, ERRATA.md): the exact minimum over
-    continuous alpha > 1 of Mironov's conversion alpha T eps1 + ln(1/delta)/(alpha - 1) of the T-fold
-    composition of (alpha, alpha eps1)-SecRDP.  Broadcasts over eps1 (>= 0), steps (>= 1), delta (in (0, 1))."""
+    """eps = T eps1 + 2 sqrt(T eps1 ln(1/delta)) (Decor Cor. 12 proof, docs/errata.md#e-secrdp-closed-form): the
+    exact minimum over continuous alpha > 1 of Mironov's conversion alpha T eps1 + ln(1/delta)/(alpha - 1) of
+    the T-fold composition of (alpha, alpha eps1)-SecRDP.  Broadcasts over eps1 (>= 0), steps (>= 1), delta
+    (in (0, 1))."""
     e = V.nonnegative("eps1", eps1)
     t = V.positive("steps", steps)
     d = V.unit_open("delta", delta)
@@ -63,9 +65,10 @@ def epsilon(graph, *, sigma_unc, sigma_cor, clip, steps, delta, adversary, collu
             orders=None):
     """User-level (eps, delta)-SecLDP after T steps of Decor against one adversary.
 
-    method "closed_form": ERRATA's T eps1 + 2 sqrt(T eps1 ln(1/delta)); "balle2020" / "mironov": the core's
-    conversion (``amplify_jax.conversions.epsilon_from_rdp``) of the composed curve alpha T eps1 on ``orders``
-    (default: a dense grid from 1.0001 to 1e5), never above the closed form for "balle2020".
+    method "closed_form": T eps1 + 2 sqrt(T eps1 ln(1/delta)) (docs/errata.md#e-secrdp-closed-form);
+    "balle2020" / "mironov": the core's conversion (``amplify_jax.conversions.epsilon_from_rdp``) of the
+    composed curve alpha T eps1 on ``orders`` (default: a dense grid from 1.0001 to 1e5), never above the closed
+    form for "balle2020".
     """
     V.one_of("method", method, _CONVERSION_METHODS)
     acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,

@@ -1,5 +1,5 @@
 """The covariance of the honest users' shares and the diagonal of its inverse (Decor, proof of Thm 6, Eqs. 14-21;
-Algorithms 2-3; ERRATA.md states the formulas the extraction lost).
+Algorithms 2-3; the formulas the extraction lost are rebuilt in docs/errata.md#e-secrdp-accountant).
 
 Sigma_H = sigma_unc^2 I + sigma_cor^2 L_H (L_H the Laplacian of the graph restricted to the honest users H).
 H = all users: one cached eigendecomposition L = V diag(lambda) V^T, then diag(Sigma^{-1})_i = sum_k V_ik^2 /

@@ -2,7 +2,8 @@
 
 One step of Decor is, for one example, a scalar Gaussian mechanism with the effective noise multiplier of
 :func:`effective_noise_multiplier`; the subsampled curve comes from the core (``amplify_jax.rdp``), composed over
-T steps (unlike the authors' code, which returns the single-step bound: ERRATA.md).
+T steps (unlike the authors' code, which returns the single-step bound:
+docs/errata.md#e-secrdp-example-level).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, 
     ``amplify_jax.rdp.subsampled_gaussian_wor_rdp`` (Wang-Balle-Kasiviswanathan Thm 9, "without_replacement";
     integer orders exact, fractional ones interpolated by convexity), with the effective noise multiplier of
     :func:`effective_noise_multiplier`; composed over ``steps``.  Unlike the authors' code, which returns the
-    single-step subsampled bound (ERRATA.md), the T steps are composed here.
+    single-step subsampled bound (docs/errata.md#e-secrdp-example-level), the T steps are composed here.
     """
     a = V.orders("orders", orders)
     q = V.unit_open("q", q)

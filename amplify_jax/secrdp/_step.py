@@ -1,6 +1,6 @@
-"""One step of Decor against one adversary (Decor Thm 1, Thm 6 and Algorithms 2-3; ERRATA.md states the
-accountant): :func:`step_account` (eps1 = 2 C^2 max_{i in H} [Sigma_H^{-1}]_ii with the spectral bound and
-flags), :func:`step_rdp` (the curve alpha eps1) and :func:`spectral_bound` (Thm 1).
+"""One step of Decor against one adversary (Decor Thm 1, Thm 6 and Algorithms 2-3; the accountant is rebuilt in
+docs/errata.md#e-secrdp-accountant): :func:`step_account` (eps1 = 2 C^2 max_{i in H} [Sigma_H^{-1}]_ii with the
+spectral bound and flags), :func:`step_rdp` (the curve alpha eps1) and :func:`spectral_bound` (Thm 1).
 
 :func:`_step_diag` routes each adversary: IV local DP; I the eigendecomposition; II and III every removed set
 inverted directly while affordable, adversary II from ``_FAST_MIN_N`` users on (connected sparse graphs) by the
@@ -56,7 +56,8 @@ class StepAccount(NamedTuple):
 
 
 def _spectral_diag_bound(n_h, a, su2, sc2):
-    """Thm 1 (ERRATA.md): 1/(n_H su2) + (1 - 1/n_H)/(su2 + a sc2), a bound on max_i [Sigma_H^{-1}]_ii."""
+    """Thm 1 (docs/errata.md#e-secrdp-spectral): 1/(n_H su2) + (1 - 1/n_H)/(su2 + a sc2), a bound on
+    max_i [Sigma_H^{-1}]_ii."""
     return 1.0 / (n_h * su2) + (1.0 - 1.0 / n_h) / (su2 + a * sc2)
 
 
@@ -110,8 +111,9 @@ def _step_diag(g: SecGraph, adversary, c, su2, sc2):
 
 def step_account(graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=None) -> StepAccount:
     """The per-step SecRDP coefficient eps1 = 2 C^2 max_{i in H} [Sigma_H^{-1}]_ii for one adversary, with the
-    spectral bound of Thm 1 and flags (Decor, Thm 1 / Thm 6 and Algorithms 2-3; ERRATA.md states the
-    accountant).  Broadcasts over ``sigma_unc`` (> 0), ``sigma_cor`` (>= 0) and ``clip`` (> 0).
+    spectral bound of Thm 1 and flags (Decor, Thm 1 / Thm 6 and Algorithms 2-3; the accountant is rebuilt in
+    docs/errata.md#e-secrdp-accountant).  Broadcasts over ``sigma_unc`` (> 0), ``sigma_cor`` (>= 0) and
+    ``clip`` (> 0).
 
     adversary: "eavesdropper" (I), "curious" (II), "colluding" (III, with ``colluders`` = c), "local" (IV).
     See the module docstring for the algorithms and the soundness margins.
@@ -141,8 +143,8 @@ def step_account(graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=None
 
 
 def step_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=None):
-    """RDP curve of one step of Decor, alpha * eps1 (Decor Thm 1 / Thm 6; ERRATA.md), eps1 from
-    :func:`step_account`.  Shape: broadcast(sigma_unc, sigma_cor, clip) + (len(orders),)."""
+    """RDP curve of one step of Decor, alpha * eps1 (Decor Thm 1 / Thm 6; docs/errata.md#e-secrdp-accountant),
+    eps1 from :func:`step_account`.  Shape: broadcast(sigma_unc, sigma_cor, clip) + (len(orders),)."""
     a = V.orders("orders", orders)
     acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,
                        colluders=colluders)
@@ -151,7 +153,7 @@ def step_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=
 
 
 def spectral_bound(graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=None):
-    """The spectral bound of Decor Thm 1 on eps1 (ERRATA.md form, derived here):
+    """The spectral bound of Decor Thm 1 on eps1 (docs/errata.md#e-secrdp-spectral, derived here):
 
     with Sigma = sigma_unc^2 I + sigma_cor^2 L_H = sum_k (sigma_unc^2 + sigma_cor^2 lambda_k) v_k v_k^T,
     lambda_1 = 0, v_1 = 1/sqrt(|H|) (per component the constant vector; the bound below uses only

@@ -22,10 +22,13 @@ Where each paper lives:
   ``_blanket_monte_carlo.py`` (Algorithm 2);
 - ``_bounds.py``: the family's bounds, declared for the registry.
 
-ERRATA corrections (``shared/papers/ERRATA.md``) applied here: the FMT condition with ln(4/delta) (Cyffers &
-Bellet and Liew et al. quote ln(2/delta)); Ladjel Thm 4/5's a = e^eps - 1 (printed 1 - e^eps) and range
-b = (1 - sigma) T (1 + e^eps); Lemma 5's upper end of L with the sign of sigma (1 - e^eps) corrected; the
-Bennett bound of Lemma 3 in its corrected form (see :mod:`amplify_jax.shuffle.blanket`).
+Corrections of the printed papers applied here (each in docs/errata.md, with the test that shows it): the FMT
+condition with ln(4/delta) (Cyffers & Bellet and Liew et al. quote ln(2/delta);
+docs/errata.md#e-network-fmt-condition); Ladjel Thm 4/5's a = e^eps - 1 (printed 1 - e^eps;
+docs/errata.md#e-traffic-thm4-a) and range b = (1 - sigma) T (1 + e^eps) (docs/errata.md#e-traffic-thm4-b);
+Lemma 5's upper end of L with the sign of sigma (1 - e^eps) corrected (docs/errata.md#e-traffic-lemma5); the
+Bennett bound of Lemma 3 in its corrected form (docs/errata.md#e-traffic-lemma3-bennett; see
+:mod:`amplify_jax.shuffle.blanket`).
 
 Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``epsilon`` is the eps at which a delta is
 computed (:func:`erlingsson_delta`, :func:`clones_delta`, :func:`blanket_delta`, :func:`blanket_properties`,

@@ -1,7 +1,7 @@
 """The privacy blanket, part 2: the generic path (any randomizer), the Lemma 2 sum of Ladjel et al. over a
 window of M' ~ Bin(n - 1, gamma) with the Hoeffding or the corrected Bennett bound on E[sum L_i]_+ (Ladjel
-Lemma 3; ERRATA), its delta kernel and its eps-from-delta kernel.  Private (see
-:mod:`amplify_jax.shuffle.blanket`).
+Lemma 3; docs/errata.md#e-traffic-lemma3-bennett), its delta kernel and its eps-from-delta kernel.  Private
+(see :mod:`amplify_jax.shuffle.blanket`).
 """
 
 from __future__ import annotations

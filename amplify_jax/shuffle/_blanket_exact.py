@@ -1,9 +1,9 @@
 """The privacy blanket, part 3: the engine for randomized response / Ladjel's target randomizer -- the Lemma 2
 sum over bins of M' with g(K) = E[sum_{i<=K} L_i]_+ / K exact (the multinomial counts of the two targets;
-ERRATA) or bounded by Hoeffding / corrected Bennett, the planning of window sizes per point, the fixed-size
-kernel for traced use, the eps-from-delta kernel, and the guard on the size of its CDF table.  Private: the
-public entry points are :func:`amplify_jax.shuffle.blanket.rr_delta`, ``rr_epsilon``, ``rr_delta_traced``
-and ``exact_table_check``.
+docs/errata.md#e-traffic-monte-carlo) or bounded by Hoeffding / corrected Bennett, the planning of window
+sizes per point, the fixed-size kernel for traced use, the eps-from-delta kernel, and the guard on the size of
+its CDF table.  Private: the public entry points are :func:`amplify_jax.shuffle.blanket.rr_delta`,
+``rr_epsilon``, ``rr_delta_traced`` and ``exact_table_check``.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ def _g_exact(K, eps, T, sigma, F, r0, nsteps, *, tail_sd):
     """g(K) = E[sum_{i<=K} L_i]_+ / K for the target randomizer (K: any shape; the M window is a new
     trailing axis of Wj points), and whether the window covered M's mean +- tail_sd sd inside the table.
 
-    sum L = K sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2), (N1, N2) ~ Multinomial(K; 1/T, 1/T) (ERRATA).
+    sum L = K sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2), (N1, N2) ~ Multinomial(K; 1/T, 1/T)
+    (docs/errata.md#e-traffic-monte-carlo).
     With M = N1 + N2 ~ Bin(K, 2/T) and N2 | M ~ Bin(M, 1/2), sum L = C_M - A N2, C_M = (1 - sigma) T M
     - K sigma (e^eps - 1), A = (1 - sigma) T (1 + e^eps); with u the largest integer with C_M - A u > 0,
     E[(C_M - A N2)_+ | M] = C_M P(Bin(M, 1/2) <= u) - A (M/2) P(Bin(M - 1, 1/2) <= u - 1), the two CDFs
@@ -182,8 +183,9 @@ def _g_concentration(method, K, eps, T, sigma):
     """Upper bound on g(K) = E[sum_{i<=K} L_i]_+ / K for the target randomizer (Ladjel Lemma 3 with Lemma 5),
     capped by E[L_+] = max(b_+, 0) / T (subadditivity of the positive part); non-increasing in K.
 
-    Hoeffding: (b^2 / (4 a K)) exp(-2 K a^2 / b^2), a = e^eps - 1, b = (1 - sigma) T (1 + e^eps) (ERRATA: Thm 4's
-    a and b); Bennett, the corrected form (ERRATA): (b_+ / (K ln(1 + beta))) exp(-(K c / b_+^2) phi(beta)),
+    Hoeffding: (b^2 / (4 a K)) exp(-2 K a^2 / b^2), a = e^eps - 1, b = (1 - sigma) T (1 + e^eps) (Thm 4's a
+    and b corrected: docs/errata.md#e-traffic-thm4-a, #e-traffic-thm4-b); Bennett, the corrected form
+    (docs/errata.md#e-traffic-lemma3-bennett): (b_+ / (K ln(1 + beta))) exp(-(K c / b_+^2) phi(beta)),
     beta = a b_+ / c, c = E[L^2] (Lemma 5), phi(u) = (1 + u) ln(1 + u) - u clamped at 0 against round-off.
     """
     ee = jnp.exp(eps)

@@ -1,6 +1,7 @@
 """The privacy blanket, part 1: the local randomizers, the result types and the properties of the privacy
 amplification variable L (Balle, Bell, Gascon, Nissim 2019 generic lemma; Ladjel, Anciaux, Bellet, Scerri,
-Lemma 4 and Lemma 5 with the ERRATA corrections), and the constants the engines share.
+Lemma 4 and Lemma 5 as corrected in docs/errata.md#e-traffic-lemma4-generic and
+docs/errata.md#e-traffic-lemma5), and the constants the engines share.
 
 Private: the public home of the privacy blanket is :mod:`amplify_jax.shuffle.blanket` (its module docstring
 gives each randomizer's bounds and their sources).

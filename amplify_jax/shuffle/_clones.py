@@ -18,9 +18,9 @@ beta = (e^eps0 - e^eps) / ((e^eps0 - 1)(1 + e^eps)), and
 
 Both directions.  The map k -> c + 1 - k sends P_c to Q_c (b_c(c+1-k) = b_c(k-1)), so D(Q||P) = D(P||Q)
 exactly, cut-off for cut-off (u_c = c + 1 - t_c); the tests check it against full sums of both directions.
-So one direction is computed.  (ERRATA: the public reference code takes the second direction's maximum over
-one end of each block twice, which under-states D(Q||P); the symmetry makes its max(D(P||Q), D(Q||P))
-harmless there.)
+So one direction is computed.  (docs/errata.md#e-ref-clones: the public reference code takes the second
+direction's maximum over one end of each block twice, which under-states D(Q||P); the symmetry makes its
+max(D(P||Q), D(Q||P)) harmless there.)
 
 Monotone in c.  P_{c+1} = P_c * Bern(1/2) and Q_{c+1} = Q_c * Bern(1/2) (the same added coin), so
 D_{c+1} <= D_c by data processing; D_0 = A1 = (e^eps0 - e^eps) / (e^eps0 + 1).

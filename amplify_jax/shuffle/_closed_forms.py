@@ -105,12 +105,13 @@ def fmt_closed_form_epsilon(eps0, *, n, delta) -> ClosedForm:
 
     eps = ln(1 + (1 - e^-eps0) / (1 + e^-(eps0 + e1)) (a + c)),
     a = 8 sqrt(e^eps0 ln(4/delta) / n), c = 8 e^eps0 / n, e1 = ln(1 + a + c),
-    valid for eps0 <= ln(n / (16 ln(4/delta))).  ERRATA: Cyffers & Bellet (Thm 7) and Liew et al.
-    (footnote 3) quote the condition with ln(2/delta); the source and its authors' code use ln(4/delta),
-    which is what is checked here.
+    valid for eps0 <= ln(n / (16 ln(4/delta))).  Corrected (docs/errata.md#e-network-fmt-condition,
+    docs/errata.md#e-checkin-fmt-condition): Cyffers & Bellet (Thm 7) and Liew et al. (footnote 3) quote the
+    condition with ln(2/delta); the source and its authors' code use ln(4/delta), which is what is checked here.
 
     The factor is the one of the authors' public code (it reproduces their 0.5378040242374512 at n = 1e5,
     eps0 = 4, delta = 1e-6); it is >= the printed (e^eps0 - 1)/(e^eps0 + 1), so of the two it is the
-    safe one.  Outside the condition: epsilon = eps0 and valid = False.  Broadcasts over eps0, n, delta.
+    safe one (docs/errata.md#e-ref-fmt-factor).  Outside the condition: epsilon = eps0 and valid = False.
+    Broadcasts over eps0, n, delta.
     """
     return _fmt_kernel(*_check(eps0, n, delta))

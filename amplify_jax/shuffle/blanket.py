@@ -24,17 +24,19 @@ largest need of its chunk -- a traced trip count, so few shapes are compiled.
 
 E[sum_{i<=k} L_i]_+ is bounded by
 - ``"hoeffding"``: b^2/(4a) exp(-2 k a^2 / b^2), a = -E[L] = e^eps - 1, b = L_max - L_min (Ladjel Lemma 3;
-  ERRATA: Thm 4/Thm 5 print a = 1 - e^eps, which makes b^2/(4a) negative; Hoeffding needs a = e^eps - 1 > 0);
+  docs/errata.md#e-traffic-thm4-a: Thm 4/Thm 5 print a = 1 - e^eps, which makes b^2/(4a) negative; Hoeffding
+  needs a = e^eps - 1 > 0);
 - ``"bennett"``: (b_+ / ln(1 + beta)) exp(-(k c / b_+^2) phi(beta)), beta = a b_+ / c, phi(u) = (1+u) ln(1+u) - u,
-  c >= E[L^2], b_+ = L_max: the CORRECTED form (ERRATA).  Ladjel Lemma 3 prints
+  c >= E[L^2], b_+ = L_max: the CORRECTED form (docs/errata.md#e-traffic-lemma3-bennett).  Ladjel Lemma 3 prints
   b_+ / (a k ln(1 + beta)) exp(...), which copies a misprint of Balle et al. that its authors later fixed;
   re-derived: E[S]_+ = int_0^inf P[S >= t] dt, P[S >= t] <= exp(-(k c/b_+^2) phi(beta + b_+ t/(k c))) (Bennett
   with the non-central second moment), and phi(beta + u) >= phi(beta) + ln(1 + beta) u (convexity);
   for randomized response both are also capped by E[L_+] = max(b_+, 0) / T per term;
 - ``"exact"`` (randomized response / target randomizer only): sum L over k terms depends only on the counts
-  (N1, N2) ~ Multinomial(k; 1/T, 1/T) of the blanket messages that land on the two targets t, t' (ERRATA:
-  sum L = k sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2)).  With M = N1 + N2 ~ Bin(k, 2/T) and
-  N2 | M ~ Bin(M, 1/2), sum L = C_M - A N2 (C_M = (1 - sigma) T M - k sigma (e^eps - 1),
+  (N1, N2) ~ Multinomial(k; 1/T, 1/T) of the blanket messages that land on the two targets t, t'
+  (docs/errata.md#e-traffic-monte-carlo: sum L = k sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2)).
+  With M = N1 + N2 ~ Bin(k, 2/T) and N2 | M ~ Bin(M, 1/2), sum L = C_M - A N2
+  (C_M = (1 - sigma) T M - k sigma (e^eps - 1),
   A = (1 - sigma) T (1 + e^eps)) and E[(C_M - A N2)_+ | M] = C_M F_M(u) - A (M/2) F_{M-1}(u - 1), u the
   largest integer with C_M - A u > 0, F the Bin(., 1/2) CDF from a SciPy table (both terms are lower tails:
   no catastrophic cancellation; 1e-12 of them is added for round-off).  M is streamed from the first value
@@ -57,7 +59,7 @@ Randomizers (the numbers are the gamma, L bounds and second-moment bound c at a 
   E[L^2] <= e^eps0 (1 + e^2eps) - 2 e^(eps - 3 eps0) (Balle et al.'s generic lemma, the values of their
   notebook).  Ladjel Lemma 4 states the same bounds multiplied by gamma: valid when gamma is the randomizer's
   true total-variation similarity, not when gamma is only the lower bound e^-eps0; we keep the form that
-  is valid with gamma = e^-eps0.
+  is valid with gamma = e^-eps0 (docs/errata.md#e-traffic-lemma4-generic).
 - ``laplace_randomizer(eps0)``: the Laplace mechanism with scale 1/eps0 on inputs in [0, 1]:
   gamma = e^(-eps0/2), gamma (1 - e^(eps+eps0)) <= L <= gamma (e^eps0 - e^eps), E[L^2] exact at the
   extreme pair (x, x') = (0, 1) (checked against numerical integration over other pairs in the tests).
@@ -65,13 +67,13 @@ Randomizers (the numbers are the gamma, L bounds and second-moment bound c at a 
   target randomizer below with T = k, sigma = gamma.
 - ``target_randomizer(targets=T, sampling=sigma)``: Ladjel's local randomizer R_sigma: keep the true target
   with probability 1 - sigma, otherwise send to a target drawn uniformly among ALL T targets (the convention
-  of Section III and App. E-C; Theorem 3 uses T - 1 other targets, R_lie = sigma / (T - 1), see ERRATA --
-  that theorem lives in ``amplify_jax.traffic``).  gamma = sigma, omega uniform over T,
-  L = sigma (1 - e^eps) + (1 - sigma) T (1[W = t] - e^eps 1[W = t']),
-  -(1-sigma) T e^eps + sigma (1 - e^eps) <= L <= (1-sigma) T + sigma (1 - e^eps) (ERRATA: Lemma 5 prints the
-  upper end with the sign of sigma (1 - e^eps) flipped), E[L^2] = sigma (2 - sigma)(1 - e^eps)^2
-  + (1 - sigma)^2 T (1 + e^2eps) (Lemma 5), range b = (1 - sigma) T (1 + e^eps) (ERRATA: Thm 4 adds -2 sigma
-  (1 - e^eps)).
+  of Section III and App. E-C; Theorem 3 uses T - 1 other targets, R_lie = sigma / (T - 1), see
+  docs/errata.md#e-traffic-targets -- that theorem lives in ``amplify_jax.traffic``).  gamma = sigma, omega
+  uniform over T, L = sigma (1 - e^eps) + (1 - sigma) T (1[W = t] - e^eps 1[W = t']),
+  -(1-sigma) T e^eps + sigma (1 - e^eps) <= L <= (1-sigma) T + sigma (1 - e^eps) (docs/errata.md#e-traffic-lemma5:
+  Lemma 5 prints the upper end with the sign of sigma (1 - e^eps) flipped), E[L^2] = sigma (2 - sigma)(1 - e^eps)^2
+  + (1 - sigma)^2 T (1 + e^2eps) (Lemma 5), range b = (1 - sigma) T (1 + e^eps) (docs/errata.md#e-traffic-thm4-b:
+  Thm 4 adds -2 sigma (1 - e^eps)).
 
 Where the code lives (this module is the public home of the engine, shared with ``amplify_jax.traffic``; the
 files it draws on are private): ``_blanket_model.py`` (randomizers, result types, properties of L),

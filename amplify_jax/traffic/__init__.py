@@ -1,9 +1,10 @@
 """Differential privacy for communication patterns (Ladjel, Anciaux, Bellet, Scerri).
 
 Source: R. Ladjel, N. Anciaux, A. Bellet, G. Scerri, "Mitigating Leakage from Data Dependent Communications
-in Decentralized Computing using Differential Privacy" (``shared/papers/001_*.txt``), read together with
-``shared/papers/ERRATA.md``.  Everything here is about one *cluster*: ``S`` source nodes each send one
-message to one of ``T`` target nodes, and an external observer sees who talks to whom.
+in Decentralized Computing using Differential Privacy" (``shared/papers/001_*.txt``); where the code departs
+from the printed paper, docs/errata.md (section "Ladjel et al.") says how and which test shows it.  Everything
+here is about one *cluster*: ``S`` source nodes each send one message to one of ``T`` target nodes, and an
+external observer sees who talks to whom.
 
 What is implemented, by the paper's numbering, and which private file holds it:
 
@@ -13,8 +14,9 @@ What is implemented, by the paper's numbering, and which private file holds it:
 * Sec. III, Thm 2, App. B -- local sampling + flooding, no scrambler (``_local.py``): :func:`local_epsilon`.
 * Sec. IV-B, Thm 3, App. C, Algorithm 1 -- pure eps of the capped scrambler, in log space
   (``_scrambler_pure.py``): :func:`scrambler_pure_epsilon`.  As printed it UNDER-REPORTS (exact enumeration,
-  :func:`scrambler_pure_epsilon_exact`, finds larger worst-case ratios; not in ERRATA.md): the printed value is
-  kept for Figure 5 only and the sound local guarantee is reported.
+  :func:`scrambler_pure_epsilon_exact`, finds larger worst-case ratios; found by this project,
+  docs/errata.md#e-traffic-thm3): the printed value is kept for Figure 5 only and the sound local guarantee is
+  reported.
 * Sec. IV-C, Thm 4 / App. E (Lemma 2, Lemma 3, Lemma 5, Algorithm 2) -- (eps, delta) of the scrambler with
   local sampling and dummies (``_scrambler_delta.py``): :func:`scrambler_delta` (methods ``"hoeffding"``,
   ``"bennett"``, ``"exact"``, ``"monte_carlo"``), its inverse over eps :func:`scrambler_epsilon`, and the
@@ -28,7 +30,7 @@ What is implemented, by the paper's numbering, and which private file holds it:
 * App. D -- the empirical simulation behind Figure 6 (``_simulation.py``): :func:`simulate_scrambler_outputs`.
 * ``_common.py``: helpers the sections share; ``_bounds.py``: the family's bounds, declared for the registry.
 
-Target conventions (ERRATA: "keep each theorem's own convention and state it"):
+Target conventions (each theorem keeps its own, stated here; docs/errata.md#e-traffic-targets):
 
 * Thm 2 and Thm 4 (Eq. 2, Lemma 5, App. E-C): a sampled message goes to a target drawn uniformly among
   **all T** targets (it may hit the true one); the local randomizer is T-ary randomized response with
@@ -36,16 +38,18 @@ Target conventions (ERRATA: "keep each theorem's own convention and state it"):
 * Thm 3 (App. C): a sampled message goes uniformly to one of the **T - 1 other** targets,
   ``R_lie = sigma / (T - 1)``.  We call this the *T - 1 convention*.
 
-Corrections of misprints (ERRATA.md), each tested against an independent evaluation in
-``tests/test_traffic.py``:
+Corrections of misprints (docs/errata.md, section "Ladjel et al."), each tested against an independent
+evaluation in ``tests/test_traffic.py`` or ``tests/test_shuffle.py``:
 
-* Thm 4: ``a = e^eps - 1`` (= -E[L]), not ``1 - e^eps``; ``b = (1 - sigma) T (1 + e^eps)`` without the extra
-  ``-2 sigma (1 - e^eps)``.
+* Thm 4: ``a = e^eps - 1`` (= -E[L]), not ``1 - e^eps`` (docs/errata.md#e-traffic-thm4-a);
+  ``b = (1 - sigma) T (1 + e^eps)`` without the extra ``-2 sigma (1 - e^eps)`` (docs/errata.md#e-traffic-thm4-b).
 * Lemma 5: the upper end of L is ``(1 - sigma) T + sigma (1 - e^eps)`` (the printed sign of
-  ``sigma (1 - e^eps)`` is flipped).
+  ``sigma (1 - e^eps)`` is flipped; docs/errata.md#e-traffic-lemma5).
 * Lemma 3 (Bennett): the corrected form ``E[sum_{i<=k} L_i]_+ <= (b_+ / ln(1 + beta))
   exp(-(k c / b_+^2) phi(beta))``, ``beta = a b_+ / c``, ``phi(u) = (1 + u) ln(1 + u) - u``, re-derived in
-  :mod:`amplify_jax.shuffle.blanket`.
+  :mod:`amplify_jax.shuffle.blanket` (docs/errata.md#e-traffic-lemma3-bennett).
+* Thm 3: not an upper bound as printed (docs/errata.md#e-traffic-thm3); Sec. IV-C's Monte Carlo accuracy
+  claim: replaced by an upper confidence bound and an exact method (docs/errata.md#e-traffic-monte-carlo).
 
 Every delta returned is an upper bound (Monte Carlo: a one-sided upper confidence bound), capped at 1 and
 set to 0 where eps is at least the local guarantee of the randomizer (post-processing).

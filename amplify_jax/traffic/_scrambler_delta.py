@@ -1,9 +1,9 @@
 """Sec. IV-C, Thm 4 and App. E (Lemma 2, Lemma 3, Lemma 5, Algorithm 2) of Ladjel, Anciaux, Bellet, Scerri:
 (eps, delta) of the scrambler with local sampling and dummies, T convention, and its inversion over eps (the
 lowest eps at a delta, §IV-C).  The Lemma 2 sum is evaluated by the privacy blanket engine of
-:mod:`amplify_jax.shuffle.blanket` for the target randomizer (``rr_delta`` / ``rr_epsilon``).  ERRATA: Thm 4's
-a = e^eps - 1 and b = (1 - sigma) T (1 + e^eps); Lemma 5's upper end of L; Lemma 3's Bennett bound in its
-corrected form."""
+:mod:`amplify_jax.shuffle.blanket` for the target randomizer (``rr_delta`` / ``rr_epsilon``).  Corrected (see
+docs/errata.md, section "Ladjel et al."): Thm 4's a = e^eps - 1 and b = (1 - sigma) T (1 + e^eps); Lemma 5's
+upper end of L; Lemma 3's Bennett bound in its corrected form."""
 
 from __future__ import annotations
 
@@ -76,9 +76,10 @@ def _l_stats(eps, T, sigma) -> _LStats:
     ez = jnp.exp(eps)
     a = jnp.expm1(eps)
     base = -sigma * a  # sigma (1 - e^eps)
-    b_plus = (1.0 - sigma) * T + base  # ERRATA: Lemma 5 prints (1 - sigma) T - sigma (1 - e^eps)
+    # Lemma 5 prints (1 - sigma) T - sigma (1 - e^eps) (docs/errata.md#e-traffic-lemma5)
+    b_plus = (1.0 - sigma) * T + base
     b_minus = base - (1.0 - sigma) * T * ez
-    b = (1.0 - sigma) * T * (1.0 + ez)  # ERRATA: Thm 4 prints an extra -2 sigma (1 - e^eps)
+    b = (1.0 - sigma) * T * (1.0 + ez)  # Thm 4 prints an extra -2 sigma (1 - e^eps): docs/errata.md#e-traffic-thm4-b
     c = sigma * (2.0 - sigma) * a * a + (1.0 - sigma) ** 2 * T * (1.0 + ez * ez)
     pos_mean = jnp.maximum(b_plus, 0.0) / T  # only t'' = t gives a positive value
     return _LStats(a, b_minus, b_plus, b, c, pos_mean)
@@ -90,7 +91,8 @@ _l_stats_kernel = float64_jit(lambda e, t, s: _l_stats(e, t, s))
 @renamed_params(eps="epsilon")
 def amplification_variable_bounds(epsilon, *, targets, sampling):
     """(a, b_minus, b_plus, c) at ``epsilon``: -E[L], the range and E[L^2] of Ladjel's privacy amplification
-    variable (Eq. 2, Lemma 5 with the ERRATA sign correction of the upper end), T convention.  Broadcasts.
+    variable (Eq. 2, Lemma 5 with the sign of the upper end corrected: docs/errata.md#e-traffic-lemma5),
+    T convention.  Broadcasts.
     ``eps=`` is the deprecated spelling of ``epsilon=`` (warns)."""
     eps = V.nonnegative("epsilon", epsilon)
     T = V.integer("targets", targets, minimum=2)
@@ -150,11 +152,13 @@ def scrambler_delta(
     the same code as ``shuffle.blanket_delta`` with ``target_randomizer``); the expectation is bounded by
     ``method``:
 
-    * ``"hoeffding"`` -- Thm 4 as printed up to the ERRATA corrections: ``a = e^eps - 1``,
-      ``b = (1 - sigma) T (1 + e^eps)`` (the paper has ``a = 1 - e^eps`` and an extra ``-2 sigma (1 - e^eps)``).
-    * ``"bennett"`` -- the corrected Bennett form of Lemma 3 (ERRATA) with Lemma 5's corrected b_+ and E[L^2].
-    * ``"exact"`` -- the exact expectation for this randomized response (ERRATA: sum L depends only on the
-      multinomial counts of the two targets).
+    * ``"hoeffding"`` -- Thm 4 as printed up to two corrections: ``a = e^eps - 1``,
+      ``b = (1 - sigma) T (1 + e^eps)`` (the paper has ``a = 1 - e^eps`` and an extra ``-2 sigma (1 - e^eps)``;
+      docs/errata.md#e-traffic-thm4-a, docs/errata.md#e-traffic-thm4-b).
+    * ``"bennett"`` -- the corrected Bennett form of Lemma 3 (docs/errata.md#e-traffic-lemma3-bennett) with
+      Lemma 5's corrected b_+ (docs/errata.md#e-traffic-lemma5) and E[L^2].
+    * ``"exact"`` -- the exact expectation for this randomized response (sum L depends only on the
+      multinomial counts of the two targets; docs/errata.md#e-traffic-monte-carlo).
     * ``"monte_carlo"`` -- Algorithm 2 with ``samples`` draws from ``key`` (the last draw, N1 given N1 + N2,
       integrated out in closed form); ``delta`` is a one-sided upper confidence bound at level ``confidence``
       and ``estimate`` the plain mean (not a bound).  The bound cannot go below about

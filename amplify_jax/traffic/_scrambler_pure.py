@@ -1,7 +1,8 @@
 """Sec. IV-A/IV-B, Thm 3, App. C and Algorithm 1 (B = True) of Ladjel, Anciaux, Bellet, Scerri: pure eps of
 the capped scrambler, T - 1 convention (a sampled message goes uniformly to one of the T - 1 other targets).
-Thm 3 as printed under-reports (found here, not in ERRATA.md; see :func:`scrambler_pure_epsilon`): the sound
-local guarantee is reported, the printed formula is kept for Figure 5, and
+Thm 3 as printed under-reports (found by this project, docs/errata.md#e-traffic-thm3; see
+:func:`scrambler_pure_epsilon`): the sound local guarantee is reported, the printed formula is kept for
+Figure 5, and
 :func:`scrambler_pure_epsilon_exact` enumerates the capped algorithm exactly on small instances."""
 
 from __future__ import annotations
@@ -84,15 +85,15 @@ def scrambler_pure_epsilon(*, targets, n, sampling, dummies) -> ScramblerPureEps
     Hypotheses: d in {1, ..., n - 1}, ``1 - sigma >= sigma / (T - 1)`` (the worst-case argument of App. C
     assumes the true target is the likeliest), sigma > 0 (``valid``).
 
-    NOT SOUND AS PRINTED (found here, not in ERRATA.md): exact enumeration of the capped algorithm
-    (:func:`scrambler_pure_epsilon_exact`) gives a larger worst-case log-ratio, e.g. T = 3, n = 3, d = 1,
-    sigma = 0.3: the formula gives 1.40415, the exact worst case 1.47174, attained at the very configuration
-    App. C identifies (inputs {1, n-1, 0} / {0, n-1, 1}, output {n, d, 0}).  By hand, at that configuration
-    P(O | G) = sbar R^2 / 2 + (2 sbar^2 R + R^3) / 3: the formula drops the dummy probabilities (1/T before t
-    is capped, 1/(T - 1) after), which differ between its k terms, and counts 2 R^3 instead of R^3.  So
-    ``epsilon`` reports the sound local guarantee ``ln((1 - sigma)(T - 1) / sigma)`` (the scrambler post-processes
-    the locally randomized messages), and ``printed`` keeps the formula for Figure 5.  +inf where the local
-    guarantee is infinite (sigma = 0 or 1).
+    NOT SOUND AS PRINTED (found by this project, docs/errata.md#e-traffic-thm3): exact enumeration of the
+    capped algorithm (:func:`scrambler_pure_epsilon_exact`) gives a larger worst-case log-ratio, e.g. T = 3,
+    n = 3, d = 1, sigma = 0.3: the formula gives 1.40415, the exact worst case 1.47174, attained at the very
+    configuration App. C identifies (inputs {1, n-1, 0} / {0, n-1, 1}, output {n, d, 0}).  By hand, at that
+    configuration P(O | G) = sbar R^2 / 2 + (2 sbar^2 R + R^3) / 3: the formula drops the dummy probabilities
+    (1/T before t is capped, 1/(T - 1) after), which differ between its k terms, and counts 2 R^3 instead of
+    R^3.  So ``epsilon`` reports the sound local guarantee ``ln((1 - sigma)(T - 1) / sigma)`` (the scrambler
+    post-processes the locally randomized messages), and ``printed`` keeps the formula for Figure 5.  +inf where
+    the local guarantee is infinite (sigma = 0 or 1).
     """
     T = V.integer("targets", targets, minimum=2)
     n_ = V.integer("n", n, minimum=1)
