@@ -65,9 +65,12 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+
+from .numerics import float64_jit, log_comb_table, log_expm1, x64_scope
 
 __all__ = [
     "log_a_minus_one_fractional",
@@ -561,8 +564,6 @@ def choose_n_panels(sigma, alpha, q=None, *, margin=_PROBE_MARGIN, alpha_probe=_
     ``alpha_exhaustive=False`` the alpha values given are a sample of the orders that will be evaluated, so the
     margin is kept even when all of them were probed.
     """
-    from .numerics import x64_scope
-
     s, s_all = _probe_values(sigma, _PROBE_SIZE)
     a, a_all = _probe_values(alpha, alpha_probe)
     if q is None:
@@ -580,8 +581,6 @@ def choose_n_panels(sigma, alpha, q=None, *, margin=_PROBE_MARGIN, alpha_probe=_
 def _needed_jit(q, s, a):
     global _NEEDED_JITTED
     if _NEEDED_JITTED is None:
-        import jax
-
         _NEEDED_JITTED = jax.jit(fractional_panels_needed)
     return _NEEDED_JITTED(q, s, a)
 
@@ -598,8 +597,6 @@ def log_a_minus_one_fractional_auto(q, sigma, alpha):
     Picks ``n_panels`` with :func:`choose_n_panels` and, if any point needs more, re-runs with the bucket of
     the largest need (at most twice).  Returns a float64 jax.Array.
     """
-    from .numerics import float64_jit
-
     q, sigma, alpha = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (q, sigma, alpha)))
     n = choose_n_panels(sigma, alpha, q=q, margin=0)  # verified below
     for _ in range(3):
@@ -625,18 +622,15 @@ def log_a_minus_one_integer_grid(q, sigma, alpha, kmax):
     MTZ 2019's integer-order series (their Sec. 3.2), A_alpha - 1 = sum_{k=2}^alpha C(alpha, k) q^k
     (1 - q)^(alpha - k) expm1(k (k - 1) / (2 sigma^2)), with the k = 0, 1 terms removed against the binomial
     normalisation (every term is non-negative: no cancellation, accurate relative to A - 1 even at q = 1e-8).
-    Orders are static, so the log-binomial coefficients are a trace-time table (``rdp._log_comb_table``,
+    Orders are static, so the log-binomial coefficients are a trace-time table (:func:`numerics.log_comb_table`,
     shared with the WBK bound), and the sigma- and q-dependent part
     k log(q / (1 - q)) + log expm1(k (k - 1) / (2 sigma^2)) is shared by every order: one exp per term remains
     (the log-sum-exp).  Returns shape broadcast(q, sigma) + (len(alpha),).
     """
-    from .numerics import log_expm1
-    from .rdp import _log_comb_table
-
     a_np = np.asarray(alpha, dtype=np.float64)
     # log C(alpha_i, k) for k = 0..kmax, -inf outside 2 <= k <= alpha_i (the k = 0, 1 terms are cancelled)
     table = np.concatenate([np.full((a_np.size, 2), -np.inf),
-                            _log_comb_table(tuple(int(x) for x in a_np), kmax)], axis=1)
+                            log_comb_table(tuple(int(x) for x in a_np), kmax)], axis=1)
     table = jnp.asarray(table)  # (n, kmax + 1)
     k = np.arange(kmax + 1, dtype=np.float64)
     rest = jnp.asarray(np.maximum(a_np[:, None] - k[None, :], 0.0))  # alpha - k (0 where masked)

@@ -6,7 +6,10 @@ the optimal order, :mod:`amplify_jax.conversions`).  ``epsilon`` / ``calibrate_s
 mechanism name for the command line and the sweeps (see :data:`MECHANISMS`).
 
 Everything broadcasts over the numeric parameters; the orders grid and the number of quadrature panels
-(shape-fixing) are the only static inputs, so new targets or parameters do not recompile.
+(shape-fixing) are the only static inputs, so new targets or parameters do not recompile.  The panel count is
+chosen for the inputs of each call; :func:`dpsgd_n_panels` gives it for a whole grid, to be passed as
+``n_panels=`` when the grid is evaluated in parts (a sweep's chunks), and ``devices=`` lays a batch out over
+several devices.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ from .rdp import DEFAULT_ORDERS, SGMCurve, raise_tiny_rate
 
 __all__ = [
     "MECHANISMS",
+    "DEFAULT_SIGMA_RANGE",
     "Calibration",
     "SGMCurve",
     "dpsgd_epsilon",
     "dpsgd_calibrate_sigma",
+    "dpsgd_n_panels",
     "epsilon",
     "calibrate_sigma",
 ]
@@ -70,15 +75,50 @@ def _bucket_size(n: int) -> int:
     return max(8, 1 << int(np.ceil(np.log2(max(n, 1)))))
 
 
-def _flat_padded(shape, *arrays):
-    """Broadcast to ``shape``, flatten and pad (edge values) to the bucket size; returns (arrays, n)."""
+def _flat_padded(shape, *arrays, devices=None):
+    """Broadcast to ``shape``, flatten and pad (edge values) to the bucket size; returns (arrays, n).
+
+    ``devices`` (a checked tuple, see ``_check_devices``): the arrays are laid out over a 1-D mesh of them
+    (the size rounded up to a multiple of their number), so the compiled kernel runs partitioned over them.
+    """
     n = int(np.prod(shape, dtype=np.int64))
     size = _bucket_size(n)
+    sharding = None
+    if devices is not None:
+        size = -(-size // len(devices)) * len(devices)
+        mesh = jax.sharding.Mesh(np.asarray(devices, dtype=object), ("points",))
+        sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("points"))
     out = []
     for a in arrays:
         flat = np.broadcast_to(np.asarray(a, dtype=np.float64), shape).ravel()
-        out.append(jnp.asarray(np.pad(flat, (0, size - n), mode="edge") if n else np.zeros(size)))
+        padded = np.pad(flat, (0, size - n), mode="edge") if n else np.zeros(size)
+        out.append(jnp.asarray(padded) if sharding is None else jax.device_put(padded, sharding))
     return out, n
+
+
+def _check_devices(devices):
+    """None, or a non-empty sequence of jax devices as a tuple."""
+    if devices is None:
+        return None
+    devs = tuple(np.asarray(devices, dtype=object).ravel())
+    if not devs or not all(isinstance(d, jax.Device) for d in devs):
+        raise ValueError(f"Expected devices to be a non-empty sequence of jax devices, got devices={devices!r}.")
+    return devs
+
+
+def _check_n_panels(n_panels):
+    return int(V.integer("n_panels", n_panels, minimum=3))
+
+
+def _check_sigma_range(sigma_range):
+    lo, hi = (float(x) for x in sigma_range)
+    if not (0 < lo < hi):
+        raise ValueError(f"Expected 0 < sigma_range[0] < sigma_range[1], got sigma_range={sigma_range!r}.")
+    return lo, hi
+
+
+def _sorted_orders(orders):
+    return np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
 
 
 def _unpad(x, n, shape):
@@ -430,7 +470,8 @@ def _check_dpsgd(sigma, q, steps, delta):
     return s, qq, t, d, shape
 
 
-def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", optimize_order=True) -> EpsilonResult:
+def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", optimize_order=True, n_panels=None,
+                  devices=None) -> EpsilonResult:
     """eps of DP-SGD: ``steps`` compositions of the Poisson-subsampled Gaussian (rate q, noise multiplier sigma).
 
     RDP exact at every order (Mironov, Talwar, Zhang 2019), composed (Mironov 2017, Prop. 1), converted at
@@ -439,14 +480,22 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
     the exact (rounded-up) eps at the order returned.  With ``optimize_order=False`` it is the grid's
     minimum, exactly; with the continuous search it is that minimum or below (the search ranks orders on a
     shared quadrature mesh that agrees with the exact values to ~1e-11, see ``_dpsgd_eps_shared``).
+
+    ``n_panels`` (static, an integer >= 3): the quadrature panel count of the fractional orders; by default
+    :func:`dpsgd_n_panels` of these inputs.  Pass that of a whole grid to evaluate the grid in parts that
+    compile once and answer as the whole grid's call would (a point given fewer panels than it needs gets a
+    valid but looser bound).  ``devices``: lay the batch out over these devices (a 1-D ``jax.sharding`` mesh,
+    one program partitioned over them; equal to one device's answer up to rounding, ~1 ulp); by default
+    JAX's default device.
     """
     s, qq, t, d, shape = _check_dpsgd(sigma, q, steps, delta)
     V.one_of("method", method, METHODS)
-    a = np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
-    n_panels = _n_panels(s, a, qq)
+    a = _sorted_orders(orders)
+    n_panels = _n_panels(s, a, qq) if n_panels is None else _check_n_panels(n_panels)
+    devices = _check_devices(devices)
     curve = SGMCurve(a, n_panels)
     with x64_scope():
-        (bs, bq, bt, bd), n = _flat_padded(shape, s, qq, t, np.log(d))
+        (bs, bq, bt, bd), n = _flat_padded(shape, s, qq, t, np.log(d), devices=devices)
         eps, order = _dpsgd_eps_jit(bs, bq, bt, bd, curve, _SGMAtOrder(n_panels), method, bool(optimize_order))
         return EpsilonResult(_unpad(eps, n, shape), _unpad(order, n, shape))
 
@@ -550,11 +599,30 @@ class _CalibrationPlan:
         return isinstance(other, _CalibrationPlan) and self._key() == other._key()
 
 
-def _calibration_plan(orders, method, sigma_range, q_values=None):
+def _calibration_n_panels(orders, sigma_range, q_values=None):
     lo, hi = sigma_range
     # the search visits any sigma of the range: size the quadrature for a dense grid of it
-    n_panels = _n_panels(np.geomspace(lo, hi, 97), orders, q_values)
-    return _CalibrationPlan(orders, n_panels, method)
+    return _n_panels(np.geomspace(lo, hi, 97), orders, q_values)
+
+
+def dpsgd_n_panels(*, q=None, orders=None, sigma=None, sigma_range=None) -> int:
+    """The static quadrature panel count that :func:`dpsgd_epsilon` (given ``sigma``) or
+    :func:`dpsgd_calibrate_sigma` (given ``sigma_range``) chooses for these values, every combination of them.
+
+    Those calls choose it for their own inputs.  Computed once for a whole grid and passed as their
+    ``n_panels``, it lets the grid be evaluated in parts (a sweep's chunks) that share one compiled program and
+    answer as one call on the whole grid would.  ``sigma``, ``q``: the values to be evaluated (any shapes; q
+    omitted: a grid over [1e-8, 1]); ``orders``: the orders grid (default ``rdp.DEFAULT_ORDERS``); validated
+    as those calls validate them.  Exactly one of ``sigma`` and ``sigma_range`` is given.
+    """
+    if (sigma is None) == (sigma_range is None):
+        raise ValueError("Expected exactly one of sigma (for dpsgd_epsilon) and sigma_range (for "
+                         f"dpsgd_calibrate_sigma), got {'neither' if sigma is None else 'both'}.")
+    a = _sorted_orders(orders)
+    qq = None if q is None else raise_tiny_rate(V.probability("q", q))
+    if sigma is not None:
+        return _n_panels(V.positive("sigma", sigma), a, qq)
+    return _calibration_n_panels(a, _check_sigma_range(sigma_range), qq)
 
 
 def _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol):
@@ -610,8 +678,13 @@ def _calibrate_jit(target, q, steps, log_delta, lo, hi, plan, rtol_static):
     return _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol_static)
 
 
+#: The noise multipliers dpsgd_calibrate_sigma searches by default.
+DEFAULT_SIGMA_RANGE = (0.05, 2e3)
+
+
 def dpsgd_calibrate_sigma(
-    *, target_epsilon, q, steps, delta, orders=None, method="balle2020", rtol=1e-6, sigma_range=(0.05, 2e3)
+    *, target_epsilon, q, steps, delta, orders=None, method="balle2020", rtol=1e-6, sigma_range=DEFAULT_SIGMA_RANGE,
+    n_panels=None, devices=None,
 ) -> Calibration:
     """Minimal noise multiplier sigma with ``dpsgd_epsilon(sigma, q, steps, delta) <= target_epsilon``.
 
@@ -620,21 +693,24 @@ def dpsgd_calibrate_sigma(
     ``rtol`` of the boundary (the search runs on a local accountant around the answer's best order, which
     agrees with the full accountant there).  Targets no sigma in ``sigma_range`` meets get status
     INFEASIBLE (sigma = the range's upper end), never NaN.
+
+    ``n_panels`` (static, an integer >= 3): the quadrature panel count; by default :func:`dpsgd_n_panels` of
+    ``sigma_range`` and q (see there, and :func:`dpsgd_epsilon` for ``devices``).
     """
     e = V.positive("target_epsilon", target_epsilon)
     qq = raise_tiny_rate(V.probability("q", q))  # sound: eps grows with q
     t = V.nonnegative("steps", steps)
     d = V.unit_open("delta", delta)
     V.one_of("method", method, METHODS)
-    lo, hi = (float(x) for x in sigma_range)
-    if not (0 < lo < hi):
-        raise ValueError(f"Expected 0 < sigma_range[0] < sigma_range[1], got sigma_range={sigma_range!r}.")
+    lo, hi = _check_sigma_range(sigma_range)
     r = float(V.positive("rtol", rtol))
     shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
-    a = np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
-    plan = _calibration_plan(a, method, (lo, hi), qq)
+    a = _sorted_orders(orders)
+    n_panels = _calibration_n_panels(a, (lo, hi), qq) if n_panels is None else _check_n_panels(n_panels)
+    devices = _check_devices(devices)
+    plan = _CalibrationPlan(a, n_panels, method)
     with x64_scope():
-        (be, bq, bt, bd, blo, bhi), n = _flat_padded(shape, e, qq, t, np.log(d), lo, hi)
+        (be, bq, bt, bd, blo, bhi), n = _flat_padded(shape, e, qq, t, np.log(d), lo, hi, devices=devices)
         value, eps, status = _calibrate_jit(be, bq, bt, bd, blo, bhi, plan, r)
         return Calibration(_unpad(value, n, shape), _unpad(eps, n, shape), _unpad(status, n, shape))
 
@@ -668,7 +744,7 @@ def epsilon(mechanism: str, *, delta, orders=None, method="balle2020", **params)
     from .conversions import epsilon_from_rdp, optimal_epsilon
     from . import rdp as R
 
-    a = np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
+    a = _sorted_orders(orders)
     t = V.nonnegative("steps", steps)
     if mechanism == "gaussian":
         return optimal_epsilon(_gaussian_steps, delta=delta, args=(V.positive("sigma", params["sigma"]), t),

@@ -17,15 +17,13 @@ References
 
 from __future__ import annotations
 
-import functools
-import math
-
 import numpy as np
-import jax
 import jax.numpy as jnp
 
 from . import _validate as V
-from .numerics import float64_jit, log_binom_pmf, log_comb, log_expm1, logsumexp, x64_scope
+from ._subsampled_gaussian import (log_a_minus_one_fractional, log_a_minus_one_fractional_auto,
+                                   log_a_minus_one_integer_grid)
+from .numerics import float64_jit, log_binom_pmf, log_comb_table, log_expm1, logsumexp, x64_scope
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -183,8 +181,6 @@ def sgm_log_a_minus_one(alpha, q, sigma, *, kmax=0, n_panels=None):
     other orders use the exact fractional-order evaluation of :mod:`amplify_jax._subsampled_gaussian`.
     ``kmax`` and ``n_panels`` are static (they fix shapes).
     """
-    from ._subsampled_gaussian import log_a_minus_one_fractional
-
     alpha, q, sigma = jnp.broadcast_arrays(jnp.asarray(alpha), jnp.asarray(q), jnp.asarray(sigma))
     frac = log_a_minus_one_fractional(q, sigma, alpha, **({} if n_panels is None else {"n_panels": n_panels}))
     if kmax < 2:
@@ -235,8 +231,6 @@ class SGMCurve:
 
     def log_a_minus_one(self, q, sigma):
         """log(A_alpha - 1) at every order of the plan: shape broadcast(q, sigma) + (n_orders,)."""
-        from ._subsampled_gaussian import log_a_minus_one_fractional, log_a_minus_one_integer_grid
-
         parts = []
         for kmax, idx in self.int_groups:
             parts.append(log_a_minus_one_integer_grid(q, sigma, tuple(self.orders[i] for i in idx), kmax))
@@ -293,8 +287,6 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
             out = out.at[..., ia].set(_sgm_curve_kernel(jnp.asarray(qb), jnp.asarray(sb), SGMCurve(a[ia])))
         fa = np.nonzero(~is_int)[0]
         if fa.size:
-            from ._subsampled_gaussian import log_a_minus_one_fractional_auto
-
             # panel count chosen for these inputs and verified (re-run with more panels where needed)
             log_am1 = log_a_minus_one_fractional_auto(qb[..., None], sb[..., None], a[fa])
             out = out.at[..., fa].set(jnp.logaddexp(0.0, log_am1) / (jnp.asarray(a[fa]) - 1.0))
@@ -303,47 +295,6 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
 
 # ----------------------------------------------------------------------------------------------------------
 # Sampling without replacement (Wang, Balle, Kasiviswanathan 2019, Thm 9)
-
-
-_log_comb_jit = jax.jit(log_comb)
-_SQUARE = 1024
-
-
-def _log_comb_eval(a, j):
-    """log C(a, min(j, a)) on concrete arrays, in one compiled call (op by op, each of log_comb's ~30
-    operations would be compiled for every new shape: seconds at the first trace of a kernel)."""
-    with jax.ensure_compile_time_eval(), x64_scope():
-        return np.asarray(_log_comb_jit(a, np.minimum(j, a)))
-
-
-@functools.lru_cache(maxsize=1)
-def _log_comb_square() -> np.ndarray:
-    """log C(a, j) for a, j = 0.._SQUARE (-inf for j > a; 8 MB, computed once in ~0.1 s): the tables of the
-    usual orders are slices.  Exact: Pascal's rows in Python integers, then math.log of each (correctly
-    rounded to ~1 ulp; Loader's log_comb is off by up to 8.5e-12 in absolute terms at a ~ 1000)."""
-    out = np.full((_SQUARE + 1, _SQUARE + 1), -np.inf)
-    row = [1]
-    for a in range(_SQUARE + 1):
-        if a:
-            row = [1] + [row[i] + row[i + 1] for i in range(a - 1)] + [1]
-        out[a, : a + 1] = [math.log(x) for x in row]
-    return out
-
-
-@functools.lru_cache(maxsize=16)  # up to 8 MB each at A = 1024
-def _log_comb_table(alpha_int: tuple, amax: int) -> np.ndarray:
-    """log C(a, j) for a in ``alpha_int`` (rows), j = 2..amax (columns), -inf where j > a: a trace-time constant.
-
-    Exact (a slice of ``_log_comb_square``) for orders up to 1024; beyond, Loader's :func:`numerics.log_comb`.
-    Serves the WBK sum below and the integer-order series of the subsampled Gaussian
-    (:func:`amplify_jax._subsampled_gaussian.log_a_minus_one_integer_grid`).
-    """
-    if max(alpha_int) <= _SQUARE and amax <= _SQUARE:
-        table = _log_comb_square()[np.asarray(alpha_int)][:, 2:amax + 1]
-    else:
-        table = _log_comb_eval(np.asarray(alpha_int, dtype=np.float64)[:, None],
-                               np.arange(2, amax + 1, dtype=np.float64)[None, :])
-    return np.where(np.arange(2, amax + 1)[None, :] <= np.asarray(alpha_int)[:, None], table, -np.inf)
 
 
 def _wor_orders(orders, amax):
@@ -369,7 +320,8 @@ def without_replacement_log_excess(base, log_q, orders=None, *, log_inf_factor=N
                       + sum_{j=3}^{alpha} q^j C(alpha,j) e^{(j-1) eps(j)} min{2, (e^{eps(inf)}-1)^j}.
 
     Every term is non-negative and kept in log space, so M - 1 keeps full relative accuracy when it is tiny.
-    The binomial coefficients are a trace-time table (exact to rounding up to alpha = 1024, ``_log_comb_table``).
+    The binomial coefficients are a trace-time table (exact to rounding up to alpha = 1024,
+    :func:`numerics.log_comb_table`).
     """
     base = jnp.asarray(base)
     amax = base.shape[-1] + 1
@@ -384,7 +336,7 @@ def without_replacement_log_excess(base, log_q, orders=None, *, log_inf_factor=N
         capj = jnp.minimum(jnp.log(2.0), j * lf)
     t2 = jnp.minimum(jnp.log(4.0) + log_expm1(eps2), eps2 + cap2)
     tj = jnp.where(j == 2.0, t2, (j - 1.0) * base + capj)  # batch + (J,)
-    table = jnp.asarray(_log_comb_table(alpha_int, amax))  # (A, J)
+    table = jnp.asarray(log_comb_table(alpha_int, amax))  # (A, J)
     terms = j * jnp.asarray(log_q)[..., None, None] + table + tj[..., None, :]
     return logsumexp(terms, axis=-1)
 

@@ -1,6 +1,7 @@
 """DP-SGD accountant and calibration: published values, round trips, monotonicity (hypothesis)."""
 
 import numpy as np
+import pytest
 from hypothesis import given, strategies as st
 
 import amplify_jax as aj
@@ -137,3 +138,35 @@ def test_answer_does_not_depend_on_the_batch():
     batch = np.asarray(aj.dpsgd_epsilon(sigma=np.array([2.3886, 0.5, 5.0, 20.0]), **p).epsilon)
     np.testing.assert_allclose(alone, batch[0], rtol=1e-9)
     assert alone < 0.0877
+
+
+def test_grid_in_parts_with_the_grid_panel_count():
+    """dpsgd_n_panels of a whole grid, passed as n_panels, makes a part of it answer as the whole call: the
+    count is the one the whole call chooses, and a point's answer does not depend on its batch."""
+    from amplify_jax.accountants import dpsgd_n_panels
+
+    sig, p = np.array([0.7, 2.3886, 5.0, 20.0]), dict(q=0.001, steps=1000, delta=1e-5)
+    n = dpsgd_n_panels(sigma=sig, q=p["q"])
+    whole = np.asarray(aj.dpsgd_epsilon(sigma=sig, **p).epsilon)
+    part = np.asarray(aj.dpsgd_epsilon(sigma=sig[1:3], n_panels=n, **p).epsilon)
+    np.testing.assert_allclose(part, whole[1:3], rtol=1e-12)
+    assert dpsgd_n_panels(sigma_range=(0.05, 2e3), q=0.01) >= 3
+
+
+@pytest.mark.parametrize("kw,needle", [(dict(n_panels=2), "n_panels"), (dict(n_panels=7.5), "n_panels"),
+                                       (dict(devices=[]), "devices"), (dict(devices=["cpu"]), "devices")])
+def test_static_options_are_checked(kw, needle):
+    with pytest.raises(ValueError, match=needle):
+        aj.dpsgd_epsilon(sigma=1.0, q=0.01, steps=10, delta=1e-5, **kw)
+    with pytest.raises(ValueError, match=needle):
+        aj.dpsgd_calibrate_sigma(target_epsilon=1.0, q=0.01, steps=10, delta=1e-5, **kw)
+
+
+def test_panel_count_needs_one_sigma_source():
+    from amplify_jax.accountants import dpsgd_n_panels
+
+    for kw in ({}, dict(sigma=1.0, sigma_range=(0.1, 1.0))):
+        with pytest.raises(ValueError, match="exactly one of sigma"):
+            dpsgd_n_panels(q=0.01, **kw)
+    with pytest.raises(ValueError, match="sigma_range"):
+        dpsgd_n_panels(sigma_range=(1.0, 0.1))

@@ -64,12 +64,31 @@ def test_bad_specs(grid, needle):
 
 
 def test_calibrate_sweep(tmp_path):
+    """Each chunk is a call of dpsgd_calibrate_sigma (tiny rates raised to Q_FLOOR as there)."""
     spec = S.load_spec({"sweep": {"quantity": "calibrate"},
-                        "grid": {"target_epsilon": [1.0, 4.0], "q": 0.02, "steps": 100.0, "delta": 1e-5}},
+                        "grid": {"target_epsilon": [1.0, 4.0], "q": [0.02, 1e-120], "steps": 100.0, "delta": 1e-5}},
                        output=str(tmp_path / "c"))
     out = S.run_sweep(spec, progress=False)
     r = np.genfromtxt(out / "results.csv", delimiter=",", names=True)
     assert np.all(r["epsilon"] <= r["target_epsilon"]) and np.all(r["status"] == 0)
+    direct = aj.dpsgd_calibrate_sigma(target_epsilon=r["target_epsilon"], q=r["q"], steps=r["steps"],
+                                      delta=r["delta"])
+    np.testing.assert_allclose(r["sigma"], np.asarray(direct.sigma), rtol=1e-6)
+    np.testing.assert_array_equal(r["status"], np.asarray(direct.status))
+
+
+@pytest.mark.parametrize("sweep,needle", [({"quantity": "calibrate", "sigma_range": [2.0, 1.0]}, "sigma_range"),
+                                          ({"quantity": "calibrate", "rtol": -1.0}, "rtol"),
+                                          ({"quantity": "epsilon", "method": "nope"}, "method")])
+def test_dpsgd_sweep_options_are_checked_by_the_public_call(tmp_path, sweep, needle):
+    """A DP-SGD sweep's options go through the checks of the public call (a sweep's calibration used to skip
+    the sigma-range check), before anything is written: the corrected spec then runs in the same folder."""
+    first = "target_epsilon" if sweep["quantity"] == "calibrate" else "sigma"
+    spec = S.load_spec({"sweep": sweep, "grid": {first: 1.0, "q": 0.02, "steps": 10.0, "delta": 1e-5}},
+                       output=str(tmp_path / "x"))
+    with pytest.raises(ValueError, match=needle):
+        S.run_sweep(spec, progress=False)
+    assert not (tmp_path / "x" / "spec.json").exists()
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -37,11 +37,13 @@ parameters and write an N-D labelled ``xarray`` Dataset to ``OUTPUT/results.zarr
   written through temporary files and renames at the end.
 
 **DP-SGD sweeps** (the original quantities, ``quantity = "epsilon"`` or ``"calibrate"``, ``mechanism =
-"poisson-gaussian"``) evaluate the kernels of :func:`amplify_jax.accountants.dpsgd_epsilon` /
-:func:`~amplify_jax.accountants.dpsgd_calibrate_sigma` (the axes validated as those calls validate them) over a
-grid of (sigma or target_epsilon, q, steps, delta), with the quadrature plan sized once for the whole grid: a
-chunk is padded to a multiple of the device count and laid out over a 1-D ``Mesh`` of the local devices
-(``NamedSharding``).  Each chunk goes to ``OUTPUT/parts/part-XXXXXXXX.npz`` (temporary file + atomic rename; a
+"poisson-gaussian"``) call :func:`amplify_jax.accountants.dpsgd_epsilon` /
+:func:`~amplify_jax.accountants.dpsgd_calibrate_sigma` on each chunk of a grid of (sigma or target_epsilon, q,
+steps, delta), so the grid and the options of the ``[sweep]`` table (``orders``, ``method``; for calibrate also
+``rtol``, ``sigma_range``) are checked as those calls check them, with the quadrature's panel count sized once
+for the whole grid (:func:`~amplify_jax.accountants.dpsgd_n_panels`, passed as ``n_panels``: one compiled
+program, the whole grid's answers) and each chunk laid out over a 1-D ``Mesh`` of the local devices
+(``devices=``).  Each chunk goes to ``OUTPUT/parts/part-XXXXXXXX.npz`` (temporary file + atomic rename; a
 restart skips the parts present after checking ``OUTPUT/spec.json``); the parts are merged into
 ``OUTPUT/results.csv`` and ``OUTPUT/results.parquet``.  With ``--distributed`` host h takes the chunks
 i % hosts == h.

@@ -1,14 +1,14 @@
-"""The DP-SGD quantities of the original sweeps (kernels of amplify_jax.accountants, sized once per grid)."""
+"""The DP-SGD quantities of the original sweeps: the public accountants, called on each chunk with the
+quadrature's panel count sized once for the whole grid (so every chunk compiles once and a point's answer is
+the one a call on the whole grid gives)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-import jax.numpy as jnp
-
 from .. import _validate as V
+from ..accountants import DEFAULT_SIGMA_RANGE, dpsgd_calibrate_sigma, dpsgd_epsilon, dpsgd_n_panels
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -20,41 +20,32 @@ class Quantity:
     params: tuple  #: axis names it needs
     outputs: tuple  #: output column names
     validators: dict  #: axis name -> validating function(name, values)
-    make_kernel: Callable  #: (spec options) -> pure jnp function(**arrays) -> tuple of arrays
+    options: tuple  #: keys of the [sweep] table passed on to the public call (which validates them)
+    n_panels: Callable  #: (axes, options) -> the public call's panel count for the whole grid
+    evaluate: Callable  #: (points by axis name, options, n_panels, devices) -> tuple of output arrays
+
+    def passed(self, options: dict) -> dict:
+        """The entries of a [sweep] table that the public call takes."""
+        return {k: options[k] for k in self.options if k in options}
 
 
-def _eps_kernel_factory(opts):
-    from ..accountants import _SGMAtOrder, _dpsgd_eps_kernel, _n_panels
-    from ..rdp import SGMCurve
-    from ..rdp import DEFAULT_ORDERS
-
-    orders = np.sort(np.asarray(opts.get("orders", DEFAULT_ORDERS), dtype=np.float64))
-    method = opts.get("method", "balle2020")
-    n_panels = _n_panels(np.asarray(opts["_sigma_values"]), orders, opts.get("_q_values"))
-    curve, at_order = SGMCurve(orders, n_panels), _SGMAtOrder(n_panels)
-
-    def kernel(sigma, q, steps, delta):
-        return _dpsgd_eps_kernel(curve, at_order, sigma, q, steps, jnp.log(delta), method, True)
-
-    return kernel
+def _epsilon_panels(axes, opts):
+    return dpsgd_n_panels(sigma=axes["sigma"], q=axes["q"], orders=opts.get("orders"))
 
 
-def _calibrate_kernel_factory(opts):
-    from ..accountants import _calibrate_kernel, _calibration_plan
-    from ..rdp import DEFAULT_ORDERS
+def _epsilon(points, opts, n_panels, devices):
+    res = dpsgd_epsilon(**points, **opts, n_panels=n_panels, devices=devices)
+    return res.epsilon, res.order
 
-    orders = np.sort(np.asarray(opts.get("orders", DEFAULT_ORDERS), dtype=np.float64))
-    method = opts.get("method", "balle2020")
-    lo, hi = opts.get("sigma_range", (0.05, 2e3))
-    plan = _calibration_plan(orders, method, (lo, hi), opts.get("_q_values"))
-    rtol = float(opts.get("rtol", 1e-6))
 
-    def kernel(target_epsilon, q, steps, delta):
-        value, eps, status = _calibrate_kernel(target_epsilon, q, steps, jnp.log(delta), jnp.full_like(q, lo),
-                                               jnp.full_like(q, hi), plan, rtol)
-        return value, eps, status.astype(jnp.float64)
+def _calibrate_panels(axes, opts):
+    return dpsgd_n_panels(sigma_range=opts.get("sigma_range", DEFAULT_SIGMA_RANGE), q=axes["q"],
+                          orders=opts.get("orders"))
 
-    return kernel
+
+def _calibrate(points, opts, n_panels, devices):
+    cal = dpsgd_calibrate_sigma(**points, **opts, n_panels=n_panels, devices=devices)
+    return cal.sigma, cal.epsilon, cal.status
 
 
 QUANTITIES = {
@@ -62,13 +53,17 @@ QUANTITIES = {
         params=("sigma", "q", "steps", "delta"),
         outputs=("epsilon", "order"),
         validators={"sigma": V.positive, "q": V.probability, "steps": V.nonnegative, "delta": V.unit_open},
-        make_kernel=_eps_kernel_factory,
+        options=("orders", "method"),
+        n_panels=_epsilon_panels,
+        evaluate=_epsilon,
     ),
     "calibrate": Quantity(
         params=("target_epsilon", "q", "steps", "delta"),
         outputs=("sigma", "epsilon", "status"),
         validators={"target_epsilon": V.positive, "q": V.probability, "steps": V.nonnegative,
                     "delta": V.unit_open},
-        make_kernel=_calibrate_kernel_factory,
+        options=("orders", "method", "rtol", "sigma_range"),
+        n_panels=_calibrate_panels,
+        evaluate=_calibrate,
     ),
 }
