@@ -1,0 +1,17 @@
+"""Tight accounting through privacy-loss distributions (PLDs), in JAX, batched over grids.
+
+Layers (imports point down): ``_mechanisms`` (the losses of the mechanisms, as interval masses) ->
+``_discretize`` (connect-the-dots, pessimistic; merged-and-rounded, optimistic) -> ``_compose`` (FFT
+composition, tails and round-off counted; delta and eps queries) -> ``_dpsgd`` (DP-SGD's front doors).
+"""
+
+from ._dpsgd import PldCalibration as PldCalibration
+from ._dpsgd import PldDelta as PldDelta
+from ._dpsgd import PldEpsilon as PldEpsilon
+from ._dpsgd import dpsgd_calibrate_sigma as dpsgd_calibrate_sigma
+from ._dpsgd import dpsgd_delta as dpsgd_delta
+from ._dpsgd import dpsgd_epsilon as dpsgd_epsilon
+from ._grid import DEFAULT_GRID_SIZE as DEFAULT_GRID_SIZE
+
+__all__ = ["PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",
+           "DEFAULT_GRID_SIZE"]

@@ -1,0 +1,96 @@
+"""Discrete privacy-loss distributions on a uniform grid, pessimistic and optimistic (jnp kernels).
+
+Pessimistic: connect-the-dots (Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022, "Connect the Dots: Tighter
+Discrete Approximations of Privacy Loss Distributions", PoPETs 2022(4), Alg. 1 and Thm. 3.3).  On the grid
+l_j = start + j h, the Q-mass of each loss interval (l_{j-1}, l_j] is split between its two ends so that the
+interval's P-mass is kept: with x = e^l, a fraction theta of the Q-mass goes to l_j and 1 - theta to l_{j-1},
+where (1 - theta) x_{j-1} + theta x_j = P_j / Q_j.  The discrete pair so built dominates the mechanism's pair
+(each interval's outcomes are a post-processing of its two end points, Thm. 3.3 there), so every delta(eps)
+of its compositions is an upper bound.  Written in the interval's two non-negative parts
+A_j = P_j - e^{l_{j-1}} Q_j and B_j = e^{l_j} Q_j - P_j, the P-mass at l_j is
+
+    p_j = A_j / (1 - e^{-h}) + B_{j+1} / (e^h - 1),
+
+a sum of non-negative terms (no negative masses to clip).  Outside the grid: the P-mass of losses above
+the last grid point goes to +inf (counted in delta; its Q-mass to -inf, which carries no P-mass), and the
+P-mass of losses below the first goes to the first point (rounded up; its Q-mass partly to -inf).
+
+Soundness under floating point: delta of any composition is a sum of products of the P-masses with
+non-negative coefficients, so masses that are too large only raise it.  Each mass is therefore raised by
+the bound on its rounding error (the mechanisms' interval masses come with one, ``_mechanisms``).
+
+Optimistic: every interval's outcomes merged into one, of loss l* = log(P_j / Q_j) (a post-processing of
+the mechanism, so its delta is a lower bound), then that loss rounded at random to the interval's two ends
+keeping its mean (a fraction (l* - l_{j-1}) / h of the mass up).  The upper tail's merged outcome is lowered
+to the last point and the lower tail dropped (lowering losses under P lowers delta(eps) =
+E_P[(1 - e^{eps - L})_+]); masses are lowered by their error bounds.  The rounding errors of the T steps
+are independent, of mean 0 and within an interval of length h, so their sum exceeds eta with probability
+at most exp(-2 eta^2 / (T h^2)) (Hoeffding 1963), and delta_true(eps) >= delta_opt(eps + eta) - that
+probability (the argument of Gopi, Lee, Wutschitz 2021, "Numerical composition of differential privacy",
+Thm. 5.1, for its lower bound).  The pair (pessimistic, optimistic) says how tight the answer is.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+__all__ = ["Discretized", "discretize", "merged"]
+
+_EPS = float(jnp.finfo(jnp.float64).eps)
+
+
+class Discretized(tuple):
+    """(pess, inf, opt): pessimistic masses (N,), their P-mass at +inf, optimistic masses (N,)."""
+
+    __slots__ = ()
+
+    def __new__(cls, pess, inf, opt):
+        return tuple.__new__(cls, (pess, inf, opt))
+
+    pess = property(lambda self: self[0])
+    inf = property(lambda self: self[1])
+    opt = property(lambda self: self[2])
+
+
+def discretize(mech, params, start, h, n):
+    """The mechanism's PLD on the grid start + h * arange(n): ``Discretized`` (jnp; start, h scalars)."""
+    losses = start + h * jnp.arange(n)
+    pm, qm, pe, qe = mech.intervals(params, losses)
+    # interval i (1..n-1) is (l_{i-1}, l_i]; 0 is (-inf, l_0]; n is (l_{n-1}, inf)
+    x_lo = jnp.exp(losses[:-1])  # e^{l_{i-1}} for i = 1..n-1
+    x_hi = jnp.exp(losses[1:])  # e^{l_i}
+    P, Q, eP, eQ = pm[1:n], qm[1:n], pe[1:n], qe[1:n]
+    a = P - x_lo * Q
+    b = x_hi * Q - P
+    ea = eP + x_lo * eQ + _EPS * (P + x_lo * Q)
+    eb = eP + x_hi * eQ + _EPS * (P + x_hi * Q)
+    up = -jnp.expm1(-h)  # 1 - e^{-h}
+    dn = jnp.expm1(h)  # e^h - 1
+    to_hi = (jnp.maximum(a, 0.0) + ea) / up  # interval i's share at l_i
+    to_lo = (jnp.maximum(b, 0.0) + eb) / dn  # and at l_{i-1}
+    pess = jnp.zeros(n)
+    pess = pess.at[1:].add(to_hi).at[:-1].add(to_lo)
+    pess = pess.at[0].add(pm[0] + pe[0])  # lower tail rounded up to l_0
+    pess = pess * (1.0 + 4.0 * _EPS)
+    inf = jnp.minimum(pm[n] + pe[n], 1.0)
+    # optimistic: each interval's outcomes merged into one (loss l* = log(P_i / Q_i), a post-processing, so
+    # dominated by the mechanism), then rounded to the interval's ends keeping the mean loss (the fraction
+    # (l* - l_{i-1}) / h up); the upper tail's merged outcome lowered to l_{n-1}; the lower tail dropped
+    ls = jnp.log(jnp.maximum(P, 1e-300)) - jnp.log(jnp.maximum(Q, 1e-300))
+    frac = jnp.where(Q > 0, jnp.clip((ls - losses[:-1]) / h, 0.0, 1.0), 1.0)
+    low = jnp.maximum(P - eP, 0.0)
+    opt = jnp.zeros(n).at[:-1].add(low * (1.0 - frac)).at[1:].add(low * frac)
+    opt = opt.at[n - 1].add(jnp.maximum(pm[n] - pe[n], 0.0)) * (1.0 - 4.0 * _EPS)
+    return Discretized(pess, inf, opt)
+
+
+def merged(mech, params, k):
+    """The mechanism's outcomes cut at its ``window_cuts`` and each interval merged into one atom at its own
+    loss log(P_i / Q_i) (the upper tail left out): a cheap first pass for the composition window
+    (``_compose``), whose mean loss does not drift with the cuts' coarseness (rounding to a grid would, by
+    up to the step per composition).  Returns (losses, masses), k of each."""
+    cuts = mech.window_cuts(params, k)
+    pm, qm, _, _ = mech.intervals(params, cuts)
+    P, Q = pm[:k], qm[:k]
+    ls = jnp.log(jnp.maximum(P, 1e-300)) - jnp.log(jnp.maximum(Q, 1e-300))
+    return jnp.clip(jnp.where((P > 0) & (Q > 0), ls, cuts), cuts[0] - 1.0, cuts[-1]), P

@@ -1,0 +1,169 @@
+"""DP-SGD (Poisson-subsampled Gaussian, T steps) through the PLD: eps for delta, delta for eps, calibration.
+
+Each point composes both neighbouring relations (remove and add, ``_mechanisms``) ``steps`` times on its
+own grid (``_compose``) and answers the worse of the two, as dp_accounting's PLD accountant does.  Every
+value comes as (pessimistic, optimistic): the first is the sound answer (an upper bound of the true eps or
+delta), the second a lower bound of the truth from the same pass, so their gap says how tight it is.
+Values reach the compiled kernel as arrays: a new sigma, q, steps or target does not recompile; only a new
+batch bucket (1, 8, 16, 32, ...) or grid size does.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate as V
+from ..calibrate import invert_monotone_host
+from ..numerics import float64_jit, x64_scope
+from ..status import Status
+from ._compose import compose, delta_at, epsilon_at
+from ._grid import CHUNK, check_grid_size, flat_padded, unpad
+from ._mechanisms import RELATIONS, GaussianLoss
+
+__all__ = ["PldEpsilon", "PldDelta", "PldCalibration", "dpsgd_epsilon", "dpsgd_delta", "dpsgd_calibrate_sigma",
+           "TAIL_FRACTION", "SIGMA_RANGE"]
+
+#: The window is cut where the composed tail mass is TAIL_FRACTION * delta (eps queries), and the bound on
+#: what it leaves out is added to delta.
+TAIL_FRACTION = 1e-4
+#: Tail mass of the window for delta queries (the delta sought is unknown).
+DELTA_QUERY_TAIL = 1e-30
+#: Noise multipliers the PLD route accepts (the loss range is ~1 / (2 sigma^2): below 0.05 it leaves float64).
+SIGMA_RANGE = (0.05, 1e4)
+
+
+class PldEpsilon(NamedTuple):
+    """eps (sound: an upper bound), eps_lower (a lower bound of the true eps, same pass), status."""
+
+    epsilon: jax.Array
+    epsilon_lower: jax.Array
+    status: jax.Array
+
+
+class PldDelta(NamedTuple):
+    """delta (sound: an upper bound), delta_lower (a lower bound of the true delta), status."""
+
+    delta: jax.Array
+    delta_lower: jax.Array
+    status: jax.Array
+
+
+class PldCalibration(NamedTuple):
+    """Minimal sigma (feasible side, re-checked), the PLD eps there (<= target), status."""
+
+    sigma: jax.Array
+    epsilon: jax.Array
+    status: jax.Array
+
+
+def _composed(sigma, q, steps, log_tail, n):
+    return [compose((GaussianLoss(r),), ((sigma, q),), (steps,), n, log_tail) for r in RELATIONS]
+
+
+def _eps_point(sigma, q, steps, delta, n):
+    d = delta[None]
+    cs = _composed(sigma, q, steps, jnp.log(TAIL_FRACTION * delta), n)
+    up = jnp.max(jnp.stack([epsilon_at(c, d)[0] for c in cs]))
+    lo = jnp.max(jnp.stack([epsilon_at(c, d, "opt")[0] for c in cs]))
+    return up, jnp.minimum(lo, up)
+
+
+def _delta_point(sigma, q, steps, eps, n):
+    e = eps[None]
+    cs = _composed(sigma, q, steps, jnp.log(DELTA_QUERY_TAIL), n)
+    up = jnp.max(jnp.stack([delta_at(c, e)[0] for c in cs]))
+    lo = jnp.max(jnp.stack([delta_at(c, e, "opt")[0] for c in cs]))
+    return up, jnp.minimum(lo, up)
+
+
+@float64_jit(static_argnames=("n",))
+def _eps_batch(sigma, q, steps, delta, n):
+    f = lambda a: _eps_point(*a, n)  # noqa: E731
+    return jax.lax.map(f, (sigma, q, steps, delta), batch_size=CHUNK)
+
+
+@float64_jit(static_argnames=("n",))
+def _delta_batch(sigma, q, steps, eps, n):
+    f = lambda a: _delta_point(*a, n)  # noqa: E731
+    return jax.lax.map(f, (sigma, q, steps, eps), batch_size=CHUNK)
+
+
+def _check(sigma, q, steps):
+    s = V.positive("sigma", sigma)
+    bad = (s < SIGMA_RANGE[0]) | (s > SIGMA_RANGE[1])
+    if np.any(bad):
+        v = s[bad].ravel()[0]
+        raise ValueError(f"sigma must be in [{SIGMA_RANGE[0]}, {SIGMA_RANGE[1]}] for the PLD accountant, got {v!r}")
+    qq = V.probability("q", q)
+    t = V.integer("steps", steps, minimum=0)
+    return s, qq, t
+
+
+def _status(value):
+    return np.where(np.isfinite(np.asarray(value)), int(Status.OK), int(Status.ERROR)).astype(np.int32)
+
+
+def dpsgd_epsilon(*, sigma, q, steps, delta, grid_size=None) -> PldEpsilon:
+    """eps of DP-SGD (``steps`` Poisson-subsampled Gaussian steps at rate q, noise multiplier sigma) at
+    ``delta``, from its privacy-loss distribution: tight up to the grid's resolution and never below the
+    true eps (connect-the-dots, Doroshenko et al. 2022; FFT composition with tails and round-off counted,
+    see :mod:`amplify_jax.pld._compose`).  Broadcasts over all four; ``grid_size`` (static, a power of two)
+    is the number of grid points (default ``DEFAULT_GRID_SIZE``; larger is tighter and slower).
+
+    Returns (epsilon, epsilon_lower, status): epsilon is the sound value, epsilon_lower a lower bound of the
+    true eps from the same pass.  Where the error terms alone exceed delta (a grid too coarse for the
+    request) epsilon is +inf with status ``error``: raise ``grid_size``."""
+    s, qq, t = _check(sigma, q, steps)
+    d = V.unit_open("delta", delta)
+    shape = V.broadcastable(sigma=s, q=qq, steps=t, delta=d)
+    n = check_grid_size(grid_size, shape)
+    with x64_scope():
+        (bs, bq, bt, bd), m = flat_padded(shape, s, qq, t, d)
+        up, lo = _eps_batch(bs, bq, bt, bd, n)
+        up, lo = unpad(up, m, shape), unpad(lo, m, shape)
+        return PldEpsilon(up, lo, _status(up))
+
+
+def dpsgd_delta(*, sigma, q, steps, epsilon, grid_size=None) -> PldDelta:
+    """delta of DP-SGD at ``epsilon`` from its privacy-loss distribution (see :func:`dpsgd_epsilon`):
+    (delta, delta_lower, status), delta an upper bound of the true delta, delta_lower a lower bound."""
+    s, qq, t = _check(sigma, q, steps)
+    e = V.nonnegative("epsilon", epsilon)
+    shape = V.broadcastable(sigma=s, q=qq, steps=t, epsilon=e)
+    n = check_grid_size(grid_size, shape)
+    with x64_scope():
+        (bs, bq, bt, be), m = flat_padded(shape, s, qq, t, e)
+        up, lo = _delta_batch(bs, bq, bt, be, n)
+        up, lo = unpad(up, m, shape), unpad(lo, m, shape)
+        return PldDelta(up, lo, _status(up))
+
+
+def dpsgd_calibrate_sigma(*, target_epsilon, q, steps, delta, rtol=1e-6, sigma_range=(0.3, 200.0),
+                          grid_size=None) -> PldCalibration:
+    """Minimal noise multiplier sigma with the PLD's eps (:func:`dpsgd_epsilon`) <= ``target_epsilon``.
+
+    Batched; the search is the inversion layer's (``calibrate.invert_monotone_host``: bisection in log
+    sigma to ``rtol``, the feasible end returned and re-checked).  Targets no sigma in ``sigma_range`` meets
+    get status ``infeasible`` (sigma = the range's top); returns (sigma, epsilon at sigma, status)."""
+    e = V.positive("target_epsilon", target_epsilon)
+    qq = V.probability("q", q)
+    t = V.integer("steps", steps, minimum=0)
+    d = V.unit_open("delta", delta)
+    lo, hi = (float(x) for x in V.positive("sigma_range", np.asarray(sigma_range, dtype=np.float64)))
+    if not (SIGMA_RANGE[0] <= lo < hi <= SIGMA_RANGE[1]):
+        raise ValueError(f"sigma_range must satisfy {SIGMA_RANGE[0]} <= lo < hi <= {SIGMA_RANGE[1]}, "
+                         f"got {tuple(sigma_range)!r}")
+    shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
+    n = check_grid_size(grid_size, shape)
+    with x64_scope():
+        (be, bq, bt, bd), m = flat_padded(shape, e, qq, t, d)
+
+        def eps_of(sig):
+            return np.asarray(_eps_batch(jnp.asarray(sig), bq, bt, bd, n)[0])
+
+        inv = invert_monotone_host(eps_of, be, lo=lo, hi=hi, feasible="above", rtol=rtol)
+        return PldCalibration(unpad(inv.value, m, shape), unpad(inv.achieved, m, shape), unpad(inv.status, m, shape))

@@ -1,0 +1,54 @@
+"""Grid sizes and batches of the PLD kernels (host side): the memory estimate made before allocating."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["DEFAULT_GRID_SIZE", "MAX_GRID_SIZE", "MEMORY_LIMIT", "check_grid_size", "flat_padded", "unpad",
+           "bytes_per_point"]
+
+#: Grid points of one composition (a power of two).  2^14 keeps eps within ~1e-4 relative of the exact value
+#: for DP-SGD up to 10^5 steps (tests/test_pld.py, benchmarks/bench_pld.py).
+DEFAULT_GRID_SIZE = 1 << 14
+MAX_GRID_SIZE = 1 << 24
+#: Refuse a request whose working memory would exceed this (bytes).
+MEMORY_LIMIT = 8 * 1024**3
+#: Points composed at once inside a compiled call (``jax.lax.map``'s batch), which bounds the working memory.
+CHUNK = 8
+
+
+def bytes_per_point(n: int) -> int:
+    """Working memory of one point's composition (both relations, both sides): ~48 arrays of n float64."""
+    return 48 * 8 * int(n)
+
+
+def check_grid_size(grid_size, shape) -> int:
+    """The static grid size: a power of two in [2^8, 2^24]; refuses one whose working memory (CHUNK points
+    at once) would exceed ``MEMORY_LIMIT`` with a message naming it."""
+    n = DEFAULT_GRID_SIZE if grid_size is None else grid_size
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 256 or n > MAX_GRID_SIZE or n & (n - 1):
+        raise ValueError(f"grid_size must be a power of two in [256, {MAX_GRID_SIZE}], got {grid_size!r}")
+    need = bytes_per_point(n) * min(CHUNK, max(int(np.prod(shape, dtype=np.int64)), 1))
+    if need > MEMORY_LIMIT:
+        raise ValueError(f"grid_size={n} needs about {need / 1024**3:.1f} GiB of working memory "
+                         f"(limit {MEMORY_LIMIT / 1024**3:.0f} GiB): use a smaller grid_size")
+    return int(n)
+
+
+def _bucket(n: int) -> int:
+    return 1 if n <= 1 else max(8, 1 << int(np.ceil(np.log2(n))))
+
+
+def flat_padded(shape, *arrays):
+    """Broadcast to ``shape``, flatten, pad with the last value to a bucket size (1, 8, 16, 32, ...)."""
+    m = int(np.prod(shape, dtype=np.int64))
+    size = _bucket(m)
+    out = []
+    for a in arrays:
+        f = np.broadcast_to(np.asarray(a, dtype=np.float64), shape).reshape(-1)
+        out.append(np.concatenate([f, np.repeat(f[-1:], size - m)]) if m else np.zeros(size))
+    return out, m
+
+
+def unpad(x, m, shape):
+    return np.asarray(x)[:m].reshape(shape)
