@@ -471,7 +471,7 @@ def _check_dpsgd(sigma, q, steps, delta):
 
 
 def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", optimize_order=True, n_panels=None,
-                  devices=None) -> EpsilonResult:
+                  devices=None, accountant="rdp"):
     """eps of DP-SGD: ``steps`` compositions of the Poisson-subsampled Gaussian (rate q, noise multiplier sigma).
 
     RDP exact at every order (Mironov, Talwar, Zhang 2019), composed (Mironov 2017, Prop. 1), converted at
@@ -487,7 +487,15 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
     valid but looser bound).  ``devices``: lay the batch out over these devices (a 1-D ``jax.sharding`` mesh,
     one program partitioned over them; equal to one device's answer up to rounding, ~1 ulp); by default
     JAX's default device.
+
+    ``accountant="pld"``: the tight PLD accountant instead (:func:`amplify_jax.pld.dpsgd_epsilon`: (epsilon,
+    epsilon_lower, status)); the RDP options (orders, method, optimize_order, n_panels, devices) do not apply.
     """
+    if _pld_selected(accountant, orders=orders, method=method, optimize_order=optimize_order, n_panels=n_panels,
+                  devices=devices):
+        from . import pld
+
+        return pld.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
     s, qq, t, d, shape = _check_dpsgd(sigma, q, steps, delta)
     V.one_of("method", method, METHODS)
     a = _sorted_orders(orders)
@@ -683,8 +691,8 @@ DEFAULT_SIGMA_RANGE = (0.05, 2e3)
 
 
 def dpsgd_calibrate_sigma(
-    *, target_epsilon, q, steps, delta, orders=None, method="balle2020", rtol=1e-6, sigma_range=DEFAULT_SIGMA_RANGE,
-    n_panels=None, devices=None,
+    *, target_epsilon, q, steps, delta, orders=None, method="balle2020", rtol=1e-6, sigma_range=None,
+    n_panels=None, devices=None, accountant="rdp",
 ) -> Calibration:
     """Minimal noise multiplier sigma with ``dpsgd_epsilon(sigma, q, steps, delta) <= target_epsilon``.
 
@@ -695,8 +703,16 @@ def dpsgd_calibrate_sigma(
     INFEASIBLE (sigma = the range's upper end), never NaN.
 
     ``n_panels`` (static, an integer >= 3): the quadrature panel count; by default :func:`dpsgd_n_panels` of
-    ``sigma_range`` and q (see there, and :func:`dpsgd_epsilon` for ``devices``).
+    ``sigma_range`` and q (see there, and :func:`dpsgd_epsilon` for ``devices``); ``sigma_range``: by default
+    ``DEFAULT_SIGMA_RANGE``.  ``accountant="pld"``: on the PLD (:func:`amplify_jax.pld.dpsgd_calibrate_sigma`).
     """
+    if _pld_selected(accountant, orders=orders, method=method, n_panels=n_panels, devices=devices):
+        from . import pld
+
+        extra = {} if sigma_range is None else {"sigma_range": sigma_range}
+        return pld.dpsgd_calibrate_sigma(target_epsilon=target_epsilon, q=q, steps=steps, delta=delta, rtol=rtol,
+                                         **extra)
+    sigma_range = DEFAULT_SIGMA_RANGE if sigma_range is None else sigma_range
     e = V.positive("target_epsilon", target_epsilon)
     qq = raise_tiny_rate(V.probability("q", q))  # sound: eps grows with q
     t = V.nonnegative("steps", steps)
@@ -727,8 +743,13 @@ MECHANISMS = {
 }
 
 
-def epsilon(mechanism: str, *, delta, orders=None, method="balle2020", **params) -> EpsilonResult:
-    """eps at delta of a named mechanism composed over ``steps`` (see :data:`MECHANISMS`), optimal order."""
+def epsilon(mechanism: str, *, delta, orders=None, method="balle2020", accountant="rdp", **params) -> EpsilonResult:
+    """eps at delta of a named mechanism composed over ``steps`` (see :data:`MECHANISMS`), optimal order;
+    ``accountant="pld"``: from its privacy-loss distribution (:func:`amplify_jax.pld.epsilon`)."""
+    if _pld_selected(accountant, orders=orders, method=method):
+        from . import pld
+
+        return pld.epsilon(mechanism, delta=delta, **params)
     V.one_of("mechanism", mechanism, MECHANISMS)
     needed = MECHANISMS[mechanism]
     unknown = set(params) - set(needed)
@@ -763,11 +784,16 @@ def _gaussian_steps(alpha, sigma, steps):
 
 
 def calibrate_sigma(mechanism: str, *, target_epsilon, delta, orders=None, method="balle2020", rtol=1e-6,
-                    **params) -> Calibration:
-    """Minimal sigma for a named Gaussian-noise mechanism (``poisson-gaussian`` or ``gaussian``)."""
+                    accountant="rdp", **params) -> Calibration:
+    """Minimal sigma for a named Gaussian-noise mechanism (``poisson-gaussian`` or ``gaussian``), RDP or PLD."""
     V.one_of("mechanism", mechanism, ("poisson-gaussian", "gaussian"))
     q = params.get("q", 1.0) if mechanism == "poisson-gaussian" else 1.0
     if mechanism == "poisson-gaussian" and "q" not in params:
         raise ValueError("Expected parameter q for mechanism='poisson-gaussian'.")
     return dpsgd_calibrate_sigma(target_epsilon=target_epsilon, q=q, steps=params.get("steps", 1.0),
-                                 delta=delta, orders=orders, method=method, rtol=rtol)
+                                 delta=delta, orders=orders, method=method, rtol=rtol, accountant=accountant)
+
+
+def _pld_selected(accountant, **rdp_options) -> bool:
+    from .pld import selects  # noqa: E402  (the PLD package: same layer, imported when chosen)
+    return selects(accountant, **rdp_options)

@@ -100,6 +100,17 @@ def cmd_epsilon(args):
     _check_registered(args.mechanism, vals)
     grid = _grid(vals)
     delta = grid.pop("delta")
+    if args.accountant == "pld":
+        if args.method != "balle2020":
+            raise ValueError("Expected no --method with --accountant pld (an option of the RDP accountant).")
+        res = epsilon(args.mechanism, delta=delta, accountant="pld", **grid)
+        eps, low = np.asarray(res.epsilon), np.asarray(res.epsilon_lower)
+        _emit(args, {"epsilon": eps, "epsilon_lower": low},
+              {**grid, "delta": delta, "epsilon": eps, "epsilon_lower": low})
+        if np.any(np.isinf(eps)):
+            print("note: some points are +inf: the grid's error terms exceed delta there (status 'error').",
+                  file=sys.stderr)
+        return
     res = epsilon(args.mechanism, delta=delta, method=args.method, **grid)
     eps, order = np.asarray(res.epsilon), np.asarray(res.order)
     _emit(args, {"epsilon": eps, "order": order}, {**grid, "delta": delta, "epsilon": eps, "order": order})
@@ -147,8 +158,11 @@ def cmd_calibrate(args):
         raise ValueError("Expected --q for --mechanism poisson-gaussian.")
     _check_registered(args.mechanism, {k: v for k, v in _numeric(args, names).items() if k != "target_epsilon"})
     grid = _grid(_numeric(args, names))
+    if args.accountant == "pld" and args.method != "balle2020":
+        raise ValueError("Expected no --method with --accountant pld (an option of the RDP accountant).")
+    extra = {"accountant": "pld"} if args.accountant == "pld" else {"method": args.method}
     res = calibrate_sigma(args.mechanism, target_epsilon=grid.pop("target_epsilon"), delta=grid.pop("delta"),
-                          method=args.method, rtol=args.rtol, **grid)
+                          rtol=args.rtol, **extra, **grid)
     sigma, status = np.asarray(res.sigma), np.asarray(res.status)
     if args.json:
         print(json.dumps({"sigma": sigma.tolist(), "epsilon": np.asarray(res.epsilon).tolist(),
@@ -383,8 +397,14 @@ def build_parser():
         sp.add_argument("--method", default="balle2020", choices=["balle2020", "mironov"])
         sp.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
+    def accountant(sp):
+        sp.add_argument("--accountant", default="rdp", choices=["rdp", "pld"],
+                        help="rdp: Rényi DP at the optimal order (default); pld: the tight privacy-loss "
+                             "distribution (prints epsilon and its lower bound epsilon_lower)")
+
     e = sub.add_parser("epsilon", help="eps at delta with the optimal order")
     mech(e)
+    accountant(e)
     _add_numeric(e, "delta")
     e.set_defaults(func=cmd_epsilon)
 
@@ -395,6 +415,7 @@ def build_parser():
 
     c = sub.add_parser("calibrate", help="minimal sigma for target eps")
     mech(c)
+    accountant(c)
     _add_numeric(c, "target_epsilon", "delta")
     c.add_argument("--rtol", type=float, default=1e-6)
     c.set_defaults(func=cmd_calibrate)

@@ -139,7 +139,7 @@ def test_bounds_listing_and_invert_command(run):
     assert out.returncode == 0, out.stderr
     listing = {b["id"]: b for b in json.loads(out.stdout)}
     assert listing["dpsgd"]["solvable"] == ["sigma", "q", "steps"]
-    assert [p["name"] for p in listing["dpsgd"]["params"]] == ["sigma", "q", "steps", "delta"]
+    assert [p["name"] for p in listing["dpsgd"]["params"]] == ["sigma", "q", "steps", "delta", "accountant"]
     out = run("invert", "dpsgd", "--solve-for", "steps", "--target-epsilon", "1,3", "--sigma", "1", "--q", "0.01",
               "--delta", "1e-5", "--json")
     assert out.returncode == 0, out.stderr

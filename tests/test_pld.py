@@ -120,3 +120,39 @@ def test_monotone_in_epsilon_and_sigma(s, q, t):
 def test_bad_input_names_the_parameter(kw, name):
     with pytest.raises(ValueError, match=name):
         pld.dpsgd_epsilon(**kw)
+
+
+def test_laplace_and_randomized_response_closed_forms():
+    from math import comb
+
+    # Laplace (scale b = 1, one release): delta(eps) = 1 - e^{(eps - 1/b) / 2} below 1/b
+    lap = pld.epsilon("laplace", scale=1.0, steps=1, delta=1e-3)
+    exact = 1.0 + 2.0 * np.log1p(-1e-3)
+    assert exact <= lap.epsilon <= exact * (1 + 1e-3) and lap.epsilon_lower <= exact
+    # binary randomized response at eps0 = 1 composed 10 times: a binomial closed form
+    e0, t, d = 1.0, 10, 1e-3
+    p = np.exp(e0) / (1 + np.exp(e0))
+
+    def delta_rr(eps):
+        return sum(comb(t, k) * p**k * (1 - p) ** (t - k) * max(0.0, 1 - np.exp(eps - (2 * k - t) * e0))
+                   for k in range(t + 1))
+
+    rr = pld.epsilon("randomized-response", eps0=e0, steps=t, delta=d)
+    exact = brentq(lambda e: delta_rr(e) - d, 0.0, t * e0, xtol=1e-13)
+    assert exact <= rr.epsilon <= exact * (1 + 1e-3) and rr.epsilon_lower <= exact
+    assert float(pld.delta("randomized-response", eps0=e0, steps=t, epsilon=exact).delta) >= d * (1 - 1e-9)
+
+
+def test_top_level_routes_and_command_line():
+    import amplify_jax as aj
+    from amplify_jax import cli
+
+    ours = pld.dpsgd_epsilon(sigma=2.0, q=0.001, steps=100, delta=1e-10)
+    routed = aj.dpsgd_epsilon(sigma=2.0, q=0.001, steps=100, delta=1e-10, accountant="pld")
+    assert float(routed.epsilon) == float(ours.epsilon)
+    with pytest.raises(ValueError, match="orders"):
+        aj.dpsgd_epsilon(sigma=2.0, q=0.001, steps=100, delta=1e-10, accountant="pld", orders=[2.0, 3.0])
+    with pytest.raises(ValueError, match="accountant"):
+        aj.dpsgd_epsilon(sigma=2.0, q=0.001, steps=100, delta=1e-10, accountant="prv")
+    assert cli.main(["epsilon", "--accountant", "pld", "--sigma", "2", "--q", "0.001", "--steps", "100",
+                     "--delta", "1e-10", "--json"]) in (0, None)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import accountants as A
+from .. import pld as P
 from .. import rdp as R
-from ._domains import Integer, Orders, Real
+from ._domains import Choice, Integer, Orders, Real
 from ._registry import DECREASING, INCREASING, Bound, Param, register
 
 MIRONOV_2017 = "Mironov 2017 (Rényi differential privacy)"
@@ -22,24 +23,56 @@ DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta
 ORDERS = Param("orders", Orders(), "Rényi orders alpha > 1")
 
 
-def _dpsgd(sigma, q, steps, delta):
+PLD = ("Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022 (connect-the-dots PLD); Koskela, Jalko, Honkela "
+       "2020 (FFT composition)")
+ACCOUNTANT = Param("accountant", Choice(("rdp", "pld")),
+                   "rdp: Rényi DP at the optimal order; pld: the tight privacy-loss distribution (order 0: none)",
+                   default="rdp")
+
+
+def _dpsgd(sigma, q, steps, delta, accountant="rdp"):
+    if accountant == "pld":
+        res = P.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
+        return {"epsilon": res.epsilon, "order": np.zeros_like(np.asarray(res.epsilon))}
     res = A.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
     return {"epsilon": res.epsilon, "order": res.order}
 
 
-def _dpsgd_sigma(target, lo, hi, rtol, *, q, steps, delta):
+def _dpsgd_sigma(target, lo, hi, rtol, *, q, steps, delta, accountant="rdp"):
     lo_, hi_ = float(np.min(lo)), float(np.max(hi))
     cal = A.dpsgd_calibrate_sigma(target_epsilon=target, q=q, steps=steps, delta=delta, rtol=rtol,
-                                  sigma_range=(lo_, hi_))
+                                  sigma_range=(lo_, hi_), accountant=accountant)
     return cal.sigma, cal.epsilon, cal.status
 
 
 register(Bound(
     id="dpsgd", example=dict(sigma=1.1, q=0.01, steps=1000, delta=1e-5),
-    paper=MTZ_2019, theorem=f"Sec. 3 (exact RDP at every order); {CONVERSION}",
+    paper=MTZ_2019, theorem=f"Sec. 3 (exact RDP at every order); {CONVERSION}; or (accountant=pld) {PLD}",
     summary="eps of DP-SGD: Poisson-subsampled Gaussian composed over steps, optimal (continuous) order",
-    params=(SIGMA, Q, STEPS, DELTA), answer="epsilon", kernel=_dpsgd, outputs=("order",),
+    params=(SIGMA, Q, STEPS, DELTA, ACCOUNTANT), answer="epsilon", kernel=_dpsgd, outputs=("order",),
     solvers={"sigma": _dpsgd_sigma}))
+
+PLD_SIGMA = Param("sigma", Real(P.SIGMA_RANGE[0], P.SIGMA_RANGE[1]), "noise multiplier (std / sensitivity)",
+                  DECREASING, search=(0.3, 200.0))
+
+
+def _pld_dpsgd(sigma, q, steps, delta):
+    res = P.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
+    return {"epsilon": res.epsilon, "epsilon_lower": res.epsilon_lower}
+
+
+def _pld_dpsgd_sigma(target, lo, hi, rtol, *, q, steps, delta):
+    cal = P.dpsgd_calibrate_sigma(target_epsilon=target, q=q, steps=steps, delta=delta, rtol=rtol,
+                                  sigma_range=(float(np.min(lo)), float(np.max(hi))))
+    return cal.sigma, cal.epsilon, cal.status
+
+
+register(Bound(
+    id="pld.dpsgd", example=dict(sigma=1.1, q=0.01, steps=1000, delta=1e-5),
+    paper=PLD, theorem="Thm. 3.3 (connect-the-dots dominates); FFT composition with tails and round-off in delta",
+    summary="tight eps of DP-SGD from its privacy-loss distribution (both relations), with a lower bound",
+    params=(PLD_SIGMA, Q, STEPS, DELTA), answer="epsilon", kernel=_pld_dpsgd, outputs=("epsilon_lower",),
+    solvers={"sigma": _pld_dpsgd_sigma}))
 
 
 def _mechanism(name, **fixed):

@@ -18,20 +18,14 @@ import numpy as np
 
 from .. import _validate as V
 from ..calibrate import invert_monotone_host
-from ..numerics import float64_jit, x64_scope
+from ..numerics import x64_scope
 from ..status import Status
-from ._compose import compose, delta_at, epsilon_at
-from ._grid import CHUNK, check_grid_size, flat_padded, unpad
-from ._mechanisms import RELATIONS, GaussianLoss
+from ._grid import check_grid_size, flat_padded, unpad
+from ._queries import delta_batch, eps_batch
 
 __all__ = ["PldEpsilon", "PldDelta", "PldCalibration", "dpsgd_epsilon", "dpsgd_delta", "dpsgd_calibrate_sigma",
-           "TAIL_FRACTION", "SIGMA_RANGE"]
+           "SIGMA_RANGE"]
 
-#: The window is cut where the composed tail mass is TAIL_FRACTION * delta (eps queries), and the bound on
-#: what it leaves out is added to delta.
-TAIL_FRACTION = 1e-4
-#: Tail mass of the window for delta queries (the delta sought is unknown).
-DELTA_QUERY_TAIL = 1e-30
 #: Noise multipliers the PLD route accepts (the loss range is ~1 / (2 sigma^2): below 0.05 it leaves float64).
 SIGMA_RANGE = (0.05, 1e4)
 
@@ -60,36 +54,12 @@ class PldCalibration(NamedTuple):
     status: jax.Array
 
 
-def _composed(sigma, q, steps, log_tail, n):
-    return [compose((GaussianLoss(r),), ((sigma, q),), (steps,), n, log_tail) for r in RELATIONS]
-
-
-def _eps_point(sigma, q, steps, delta, n):
-    d = delta[None]
-    cs = _composed(sigma, q, steps, jnp.log(TAIL_FRACTION * delta), n)
-    up = jnp.max(jnp.stack([epsilon_at(c, d)[0] for c in cs]))
-    lo = jnp.max(jnp.stack([epsilon_at(c, d, "opt")[0] for c in cs]))
-    return up, jnp.minimum(lo, up)
-
-
-def _delta_point(sigma, q, steps, eps, n):
-    e = eps[None]
-    cs = _composed(sigma, q, steps, jnp.log(DELTA_QUERY_TAIL), n)
-    up = jnp.max(jnp.stack([delta_at(c, e)[0] for c in cs]))
-    lo = jnp.max(jnp.stack([delta_at(c, e, "opt")[0] for c in cs]))
-    return up, jnp.minimum(lo, up)
-
-
-@float64_jit(static_argnames=("n",))
 def _eps_batch(sigma, q, steps, delta, n):
-    f = lambda a: _eps_point(*a, n)  # noqa: E731
-    return jax.lax.map(f, (sigma, q, steps, delta), batch_size=CHUNK)
+    return eps_batch(sigma, q, steps, delta, "gaussian", n)
 
 
-@float64_jit(static_argnames=("n",))
 def _delta_batch(sigma, q, steps, eps, n):
-    f = lambda a: _delta_point(*a, n)  # noqa: E731
-    return jax.lax.map(f, (sigma, q, steps, eps), batch_size=CHUNK)
+    return delta_batch(sigma, q, steps, eps, "gaussian", n)
 
 
 def _check(sigma, q, steps):

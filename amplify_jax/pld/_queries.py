@@ -1,0 +1,85 @@
+"""Batched eps-for-delta and delta-for-eps of one mechanism composed T times, both relations (jit kernels).
+
+A mechanism is named by ``kind`` (static): ``"gaussian"`` (parameter: the noise multiplier sigma),
+``"laplace"`` (the scale b), ``"randomized-response"`` (eps0: binary randomized response, the worst pair of
+any eps0-DP mechanism), each Poisson-subsampled at rate q (q = 1: not subsampled).  Each point composes both
+neighbouring relations on its own grid (``_compose``) and answers the worse, as dp_accounting's PLD
+accountant does; values come as (pessimistic, optimistic).  Values reach the compiled kernels as arrays: a
+new parameter, rate, count or target does not recompile; only a new batch bucket (1, 8, 16, ...) or grid
+size does.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ..numerics import float64_jit
+from ._compose import compose, delta_at, epsilon_at
+from ._grid import CHUNK
+from ._mechanisms import ADD, RELATIONS, DiscreteLoss, GaussianLoss, LaplaceLoss
+
+__all__ = ["KINDS", "TAIL_FRACTION", "DELTA_QUERY_TAIL", "event", "eps_batch", "delta_batch"]
+
+KINDS = ("gaussian", "laplace", "randomized-response")
+#: The window is cut where the composed tail mass is TAIL_FRACTION * delta (eps queries); the bound on what
+#: it leaves out is added to delta.
+TAIL_FRACTION = 1e-4
+#: Tail mass of the window for delta queries (the delta sought is unknown).
+DELTA_QUERY_TAIL = 1e-30
+
+
+def event(kind, relation, a, q):
+    """(mechanism, params) of one event: ``kind`` with parameter a, Poisson rate q, under ``relation``."""
+    if kind == "gaussian":
+        return GaussianLoss(relation), (a, q)
+    if kind == "laplace":
+        return LaplaceLoss(relation), (a, q)
+    if kind == "randomized-response":
+        # binary randomized response at eps0 = a: outputs (1, 0) with P = (e^a, 1) / (1 + e^a), Q reversed;
+        # subsampled: the record's output is used with probability q, the neighbour's otherwise
+        keep = jax.nn.sigmoid(a)
+        with_r = jnp.stack([keep, 1.0 - keep])
+        without = with_r[::-1]
+        mixed = q * with_r + (1.0 - q) * without
+        p, qv = (mixed, without) if relation != ADD else (without, mixed)
+        return DiscreteLoss(2), (p, qv)
+    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def _composed(kind, a, q, steps, log_tail, n):
+    out = []
+    for r in RELATIONS:
+        m, p = event(kind, r, a, q)
+        out.append(compose((m,), (p,), (steps,), n, log_tail))
+    return out
+
+
+def _eps_point(kind, a, q, steps, delta, n):
+    d = delta[None]
+    cs = _composed(kind, a, q, steps, jnp.log(TAIL_FRACTION * delta), n)
+    up = jnp.max(jnp.stack([epsilon_at(c, d)[0] for c in cs]))
+    lo = jnp.max(jnp.stack([epsilon_at(c, d, "opt")[0] for c in cs]))
+    return up, jnp.minimum(lo, up)
+
+
+def _delta_point(kind, a, q, steps, eps, n):
+    e = eps[None]
+    cs = _composed(kind, a, q, steps, jnp.log(DELTA_QUERY_TAIL), n)
+    up = jnp.max(jnp.stack([delta_at(c, e)[0] for c in cs]))
+    lo = jnp.max(jnp.stack([delta_at(c, e, "opt")[0] for c in cs]))
+    return up, jnp.minimum(lo, up)
+
+
+@float64_jit(static_argnames=("kind", "n"))
+def eps_batch(a, q, steps, delta, kind, n):
+    """(eps, eps_lower) per point of flat arrays (a, q, steps, delta) (jit; kind and n static)."""
+    f = lambda x: _eps_point(kind, *x, n)  # noqa: E731
+    return jax.lax.map(f, (a, q, steps, delta), batch_size=CHUNK)
+
+
+@float64_jit(static_argnames=("kind", "n"))
+def delta_batch(a, q, steps, eps, kind, n):
+    """(delta, delta_lower) per point of flat arrays (a, q, steps, eps) (jit; kind and n static)."""
+    f = lambda x: _delta_point(kind, *x, n)  # noqa: E731
+    return jax.lax.map(f, (a, q, steps, eps), batch_size=CHUNK)
