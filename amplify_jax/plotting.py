@@ -40,10 +40,15 @@ def save(fig, path) -> Path:
 
 
 def plot_privacy_curve(sigmas, eps, path, *, title=""):
+    """eps against sigma, log-log; ``eps`` an array or a dict {label: array} of curves to overlay."""
     fig, ax = figure(figsize=(5.5, 4))
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    ax.loglog(np.asarray(sigmas), np.asarray(eps), lw=2)
+    curves = eps if isinstance(eps, dict) else {None: eps}
+    for label, e in curves.items():
+        ax.loglog(np.asarray(sigmas), np.asarray(e), lw=2, label=label)
+    if len(curves) > 1:
+        ax.legend(fontsize=8)
     for axis in (ax.xaxis, ax.yaxis):  # ticks at 1, 2, 5 x 10^k, labelled plainly
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))

@@ -90,9 +90,26 @@ def test_demo(run, tmp_path):
     out = run("demo", "--output", str(tmp_path / "demo"))
     assert out.returncode == 0, out.stderr
     csv = np.loadtxt(tmp_path / "demo" / "privacy_curve.csv", delimiter=",", skiprows=1)
-    assert csv.shape == (200, 3) and np.all(np.diff(csv[:, 1]) < 0)
+    assert csv.shape == (200, 5) and np.all(np.diff(csv[:, 1]) < 0) and np.all(np.diff(csv[:, 3]) < 0)
+    assert np.all(csv[:, 3] <= csv[:, 1]) and np.all(csv[:, 4] <= csv[:, 3])  # PLD below RDP; lower <= upper
     assert (tmp_path / "demo" / "privacy_curve.png").stat().st_size > 1000
-    assert "sigma =" in out.stdout
+    assert "sigma =" in out.stdout and "PLD" in out.stdout
+
+
+def test_epsilon_and_calibrate_with_the_pld_accountant(run):
+    import json
+
+    from amplify_jax import pld
+
+    out = run("epsilon", "--accountant", "pld", "--sigma", "2", "--q", "0.001", "--steps", "100", "--delta", "1e-10",
+              "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    ref = pld.dpsgd_epsilon(sigma=2.0, q=0.001, steps=100, delta=1e-10)
+    assert got["epsilon"] == [float(ref.epsilon)] and got["epsilon_lower"] == [float(ref.epsilon_lower)]
+    bad = run("epsilon", "--accountant", "pld", "--method", "mironov", "--sigma", "2", "--q", "0.001", "--steps",
+              "100", "--delta", "1e-10")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_sweep_command(run, tmp_path):

@@ -3,9 +3,17 @@
 Layers (imports point down): ``_mechanisms`` (the losses of the mechanisms, as interval masses) ->
 ``_discretize`` (connect-the-dots, pessimistic; merged-and-rounded, optimistic) -> ``_compose`` (FFT
 composition, tails and round-off counted; delta and eps queries) -> ``_queries`` (batched kernels of one
-mechanism composed T times) -> ``_dpsgd`` (DP-SGD's front doors), ``_api`` (any named mechanism).
+mechanism composed T times) -> ``_dpsgd`` (DP-SGD's front doors), ``_api`` (any named mechanism) ->
+``_accountant`` (compositions of different events, dp_accounting's vocabulary).
 """
 
+from ._accountant import Accountant as Accountant
+from ._accountant import Composed as Composed
+from ._accountant import Gaussian as Gaussian
+from ._accountant import Laplace as Laplace
+from ._accountant import PoissonSampled as PoissonSampled
+from ._accountant import RandomizedResponse as RandomizedResponse
+from ._accountant import SelfComposed as SelfComposed
 from ._api import ACCOUNTANTS as ACCOUNTANTS
 from ._api import MECHANISMS as MECHANISMS
 from ._api import selects as selects
@@ -20,5 +28,6 @@ from ._dpsgd import dpsgd_delta as dpsgd_delta
 from ._dpsgd import dpsgd_epsilon as dpsgd_epsilon
 from ._grid import DEFAULT_GRID_SIZE as DEFAULT_GRID_SIZE
 
-__all__ = ["ACCOUNTANTS", "MECHANISMS", "selects", "delta", "epsilon", "PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",
+__all__ = ["Accountant", "Composed", "Gaussian", "Laplace", "PoissonSampled", "RandomizedResponse", "SelfComposed",
+           "ACCOUNTANTS", "MECHANISMS", "selects", "delta", "epsilon", "PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",
            "DEFAULT_GRID_SIZE", "SIGMA_RANGE"]

@@ -10,7 +10,7 @@ from ._dpsgd import SIGMA_RANGE, PldDelta, PldEpsilon, _status
 from ._grid import check_grid_size, flat_padded, unpad
 from ._queries import delta_batch, eps_batch
 
-__all__ = ["MECHANISMS", "ACCOUNTANTS", "epsilon", "delta", "selects"]
+__all__ = ["MECHANISMS", "ACCOUNTANTS", "epsilon", "delta", "selects", "check_parameter"]
 
 ACCOUNTANTS = ("rdp", "pld")
 
@@ -37,18 +37,30 @@ def _inputs(mechanism, params):
         raise ValueError(f"Expected parameter {noise} for mechanism={mechanism!r}.")
     if "q" in names and "q" not in params:
         raise ValueError(f"Expected parameter q for mechanism={mechanism!r}.")
-    a = V.finite(noise, params[noise])
-    lo, hi = {"sigma": SIGMA_RANGE, "scale": SCALE_RANGE, "eps0": EPS0_RANGE}[noise]
-    bad = (a < lo) | (a > hi) if noise != "eps0" else (a <= lo) | (a > hi)
-    if np.any(bad):
-        raise ValueError(f"{noise} must be in {'[' if noise != 'eps0' else '('}{lo}, {hi}] for the PLD accountant, "
-                         f"got {noise}={a[bad].ravel()[0]!r}")
+    a = check_parameter(kind, params[noise], noise)
     k = params.get("k", 2)
     if np.any(np.asarray(k) != 2):
         raise ValueError(f"The PLD accountant has binary randomized response only: expected k=2, got k={k!r}")
     q = V.probability("q", params.get("q", 1.0))
     t = V.integer("steps", params.get("steps", 1), minimum=0)
     return kind, noise, a, q, t
+
+
+_RANGES = {"gaussian": SIGMA_RANGE, "laplace": SCALE_RANGE, "randomized-response": EPS0_RANGE}
+_NAMES = {"gaussian": "sigma", "laplace": "scale", "randomized-response": "eps0"}
+
+
+def check_parameter(kind, value, name=None):
+    """The mechanism's noise parameter as a float64 array, or a ValueError naming it: sigma in SIGMA_RANGE,
+    the Laplace scale in SCALE_RANGE, eps0 in EPS0_RANGE (open at 0)."""
+    name = _NAMES[kind] if name is None else name
+    a = V.finite(name, value)
+    lo, hi = _RANGES[kind]
+    bad = (a < lo) | (a > hi) if kind != "randomized-response" else (a <= lo) | (a > hi)
+    if np.any(bad):
+        left = "(" if kind == "randomized-response" else "["
+        raise ValueError(f"{name} must be in {left}{lo}, {hi}] for the PLD accountant, got {name}={a[bad].ravel()[0]!r}")
+    return a
 
 
 def epsilon(mechanism: str, *, delta, grid_size=None, **params) -> PldEpsilon:

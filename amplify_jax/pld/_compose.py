@@ -132,7 +132,7 @@ def compose(events, params, counts, n, log_tail):
     for m, p, (_, lmax), t in zip(events, params, ranges, counts):
         # each event's grid ends at its loss range's top, so the composed support's top is a grid point
         lmin = lmax - (n - 1) * h
-        d = discretize(m, p, lmin, h, n)
+        d = discretize(m, p, lmax, h, n)
         zp = jnp.fft.rfft(d.pess)
         zo = jnp.fft.rfft(d.opt)
         log_spec_p = log_spec_p + jnp.where(t > 0, t * jnp.log(zp), 0.0)

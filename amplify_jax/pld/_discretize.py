@@ -52,9 +52,10 @@ class Discretized(tuple):
     opt = property(lambda self: self[2])
 
 
-def discretize(mech, params, start, h, n):
-    """The mechanism's PLD on the grid start + h * arange(n): ``Discretized`` (jnp; start, h scalars)."""
-    losses = start + h * jnp.arange(n)
+def discretize(mech, params, top, h, n):
+    """The mechanism's PLD on the grid top - h * (n - 1 - arange(n)), which ends exactly at ``top``:
+    ``Discretized`` (jnp; top, h scalars)."""
+    losses = top - h * jnp.arange(n - 1, -1, -1)
     pm, qm, pe, qe = mech.intervals(params, losses)
     # interval i (1..n-1) is (l_{i-1}, l_i]; 0 is (-inf, l_0]; n is (l_{n-1}, inf)
     x_lo = jnp.exp(losses[:-1])  # e^{l_{i-1}} for i = 1..n-1

@@ -4,8 +4,8 @@ Each point composes both neighbouring relations (remove and add, ``_mechanisms``
 own grid (``_compose``) and answers the worse of the two, as dp_accounting's PLD accountant does.  Every
 value comes as (pessimistic, optimistic): the first is the sound answer (an upper bound of the true eps or
 delta), the second a lower bound of the truth from the same pass, so their gap says how tight it is.
-Values reach the compiled kernel as arrays: a new sigma, q, steps or target does not recompile; only a new
-batch bucket (1, 8, 16, 32, ...) or grid size does.
+Values reach the compiled kernel as arrays: a new sigma, q, steps, target or batch size does not
+recompile; only a new grid size does.
 """
 
 from __future__ import annotations

@@ -49,11 +49,12 @@ def check_grid_size(grid_size, shape) -> int:
 
 
 def _bucket(n: int) -> int:
-    return 1 if n <= 1 else max(8, 1 << int(np.ceil(np.log2(n))))
+    return 1 if n <= 1 else CHUNK * int(np.ceil(n / CHUNK))
 
 
 def flat_padded(shape, *arrays):
-    """Broadcast to ``shape``, flatten, pad with the last value to a bucket size (1, 8, 16, 32, ...)."""
+    """Broadcast to ``shape``, flatten, pad with the last value to 1 or a multiple of ``CHUNK`` (the kernels
+    run in slabs of CHUNK points)."""
     m = int(np.prod(shape, dtype=np.int64))
     size = _bucket(m)
     out = []

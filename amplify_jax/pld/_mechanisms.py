@@ -175,9 +175,21 @@ class _Subsampled:
         s, q = params
         g_lo, g_hi = self._g_range(s)
         g = self._g_of_loss(losses, q)
+        # a cut at the loss range's end (the grid's top is built on it) is the end: snap the rounding of
+        # loss -> g so that the atom there (Laplace) stays below the cut, as its loss is not above it
+        fin = jnp.isfinite(g)
+        tol = 1e-12 * (1.0 + jnp.abs(jnp.where(fin, g, 0.0)))
+        near_hi = fin & jnp.isfinite(g_hi) & (jnp.abs(g - g_hi) <= tol)
+        near_lo = fin & jnp.isfinite(g_lo) & (jnp.abs(g - g_lo) <= tol)
+        g = jnp.where(near_hi, g_hi, jnp.where(near_lo, g_lo, g))
         x = self._g_inv(jnp.clip(g, g_lo, g_hi), s)
-        # outside g's range the loss is constant (Laplace): the whole line is on one side of the cut
-        x = jnp.where(g < g_lo, -jnp.inf, jnp.where(g >= g_hi, jnp.inf, x))
+        # outside g's range the loss is constant (Laplace): the whole line is on one side of the cut.  The cut
+        # at the loss's top keeps the whole line below it: x = +inf (remove, loss increasing in x) or -inf
+        # (add, decreasing: {L <= l} = {x >= x(l)})
+        if self.relation == REMOVE:
+            x = jnp.where(g < g_lo, -jnp.inf, jnp.where(g >= g_hi, jnp.inf, x))
+        else:
+            x = jnp.where(g <= g_lo, -jnp.inf, jnp.where(g > g_hi, jnp.inf, x))
         p_comps, q_comps = self._comps(s, q)
         if self.relation == REMOVE:  # loss increasing in x: (l_{j-1}, l_j] <-> (x_{j-1}, x_j]
             pm, pe = _mixture_intervals(x, p_comps, self.kind)

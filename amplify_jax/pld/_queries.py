@@ -5,8 +5,8 @@ A mechanism is named by ``kind`` (static): ``"gaussian"`` (parameter: the noise 
 any eps0-DP mechanism), each Poisson-subsampled at rate q (q = 1: not subsampled).  Each point composes both
 neighbouring relations on its own grid (``_compose``) and answers the worse, as dp_accounting's PLD
 accountant does; values come as (pessimistic, optimistic).  Values reach the compiled kernels as arrays: a
-new parameter, rate, count or target does not recompile; only a new batch bucket (1, 8, 16, ...) or grid
-size does.
+new parameter, rate, count, target or batch size does not recompile (batches run in slabs of ``CHUNK``
+points, one compiled shape); only a new grid size does.
 """
 
 from __future__ import annotations
@@ -72,14 +72,29 @@ def _delta_point(kind, a, q, steps, eps, n):
 
 
 @float64_jit(static_argnames=("kind", "n"))
-def eps_batch(a, q, steps, delta, kind, n):
-    """(eps, eps_lower) per point of flat arrays (a, q, steps, delta) (jit; kind and n static)."""
-    f = lambda x: _eps_point(kind, *x, n)  # noqa: E731
-    return jax.lax.map(f, (a, q, steps, delta), batch_size=CHUNK)
+def _eps_slab(a, q, steps, delta, kind, n):
+    return jax.vmap(lambda *x: _eps_point(kind, *x, n))(a, q, steps, delta)
 
 
 @float64_jit(static_argnames=("kind", "n"))
+def _delta_slab(a, q, steps, eps, kind, n):
+    return jax.vmap(lambda *x: _delta_point(kind, *x, n))(a, q, steps, eps)
+
+
+def _slabs(kernel, arrays, kind, n):
+    """Run ``kernel`` over slabs of CHUNK points (one compiled shape for every batch; 1 for one point)."""
+    size = arrays[0].shape[0]
+    step = 1 if size == 1 else CHUNK
+    outs = [kernel(*(x[i:i + step] for x in arrays), kind, n) for i in range(0, size, step)]
+    return tuple(jnp.concatenate([o[j] for o in outs]) for j in range(2))
+
+
+def eps_batch(a, q, steps, delta, kind, n):
+    """(eps, eps_lower) per point of flat arrays (a, q, steps, delta), whose length is 1 or a multiple of
+    CHUNK (``_grid.flat_padded``); compiled once per (kind, n) and slab size."""
+    return _slabs(_eps_slab, (a, q, steps, delta), kind, n)
+
+
 def delta_batch(a, q, steps, eps, kind, n):
-    """(delta, delta_lower) per point of flat arrays (a, q, steps, eps) (jit; kind and n static)."""
-    f = lambda x: _delta_point(kind, *x, n)  # noqa: E731
-    return jax.lax.map(f, (a, q, steps, eps), batch_size=CHUNK)
+    """(delta, delta_lower) per point of flat arrays (a, q, steps, eps) (see :func:`eps_batch`)."""
+    return _slabs(_delta_slab, (a, q, steps, eps), kind, n)
