@@ -462,10 +462,13 @@ def build_parser():
 
 
 def _enable_compilation_cache():
-    """Persistent XLA compilation cache, so repeated command-line runs do not recompile."""
+    """Persistent XLA compilation cache, so repeated command-line runs do not recompile (in
+    ``$AMPLIFY_JAX_CACHE``, default ~/.cache/amplify_jax; ``AMPLIFY_JAX_CACHE=off`` turns it off)."""
     import jax
 
     path = os.environ.get("AMPLIFY_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "amplify_jax"))
+    if path.strip().lower() in ("", "0", "off", "none", "false"):  # the opt-out
+        return
     try:
         os.makedirs(path, exist_ok=True)
         jax.config.update("jax_compilation_cache_dir", path)

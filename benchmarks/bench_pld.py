@@ -3,7 +3,7 @@ dp_accounting's PLD accountant in the same run.
 
 Workload: eps for 1000 sigma in [0.5, 5] at q = 0.01, 10 000 steps, delta = 1e-5 (both neighbouring
 relations, pessimistic and optimistic values), first call (compilation included) and warm; the calibration
-of 1000 targets eps in [0.5, 8] at the same q, steps and delta.
+of ``--cal-points`` targets (default 100) eps in [0.5, 8] at the same q, steps and delta.
 
 Anchor: dp_accounting's PLDAccountant at its defaults (value_discretization_interval 1e-4), a Python loop;
 timed on ``--anchor-points`` sigmas spread over the range and extrapolated to 1000; its calibration
@@ -82,6 +82,7 @@ def main():
     ap.add_argument("--anchor-points", type=int, default=8)
     ap.add_argument("--anchor-targets", type=int, default=2)
     ap.add_argument("--points", type=int, default=1000)
+    ap.add_argument("--cal-points", type=int, default=100, help="calibration targets (1000 takes ~8 min here)")
     ap.add_argument("--figure", default="benchmarks/results/bench_pld.png")
     ap.add_argument("--output", default="benchmarks/results/bench_pld.json")
     args = ap.parse_args()
@@ -106,11 +107,11 @@ def main():
     ours = np.asarray(res.epsilon)[idx]
     rel = (ours - dpa_vals) / dpa_vals
 
-    targets = np.geomspace(0.5, 8.0, args.points)
+    targets = np.geomspace(0.5, 8.0, args.cal_points)
     cal, t_cal_first = timed(lambda: pld.dpsgd_calibrate_sigma(target_epsilon=targets, q=Q, steps=STEPS, delta=DELTA))
     _, t_cal = timed(lambda: pld.dpsgd_calibrate_sigma(target_epsilon=targets * (1 + 1e-9), q=Q, steps=STEPS,
                                                        delta=DELTA))
-    tgt_idx = np.unique(np.round(np.linspace(0, args.points - 1, args.anchor_targets)).astype(int))
+    tgt_idx = np.unique(np.round(np.linspace(0, args.cal_points - 1, args.anchor_targets)).astype(int))
     dpa_cal, dpa_cal_t = [], []
     for i in tgt_idx:
         v, t = timed(lambda: dpa_calibrate(float(targets[i])))
@@ -133,9 +134,9 @@ def main():
                           "rel_eps_ours_minus_dpa": {"max": float(rel.max()), "min": float(rel.min())}},
         "rdp_over_pld_eps": {"median": float(np.median(rdp / np.asarray(res.epsilon))),
                              "max": float(np.max(rdp / np.asarray(res.epsilon)))},
-        "calibration": {"targets": args.points, "first_call_s": t_cal_first, "warm_s": t_cal,
+        "calibration": {"targets": args.cal_points, "first_call_s": t_cal_first, "warm_s": t_cal,
                         "dpa_targets_timed": len(tgt_idx), "dpa_per_target_s": float(np.mean(dpa_cal_t)),
-                        "speedup_per_target": float(np.mean(dpa_cal_t)) / (t_cal / args.points),
+                        "speedup_per_target": float(np.mean(dpa_cal_t)) / (t_cal / args.cal_points),
                         "rel_sigma_ours_minus_dpa": {"max": float(cal_rel.max()), "min": float(cal_rel.min())},
                         "status_ok": int(np.sum(np.asarray(cal.status) == 0))},
     }

@@ -7,6 +7,9 @@ in tests are float64.  One test module (test_numerics.py) checks the library wit
 import os
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+# the command line's persistent compilation cache stays off in the test process (tests that call cli.main
+# in-process would otherwise switch it on for every later test; a sharded compile then crashed writing to it)
+os.environ.setdefault("AMPLIFY_JAX_CACHE", "off")
 
 import jax  # noqa: E402
 from hypothesis import settings  # noqa: E402

@@ -266,3 +266,19 @@ def test_sigkill_at_random_moments_then_resume(tmp_path, bound):
     xr.testing.assert_identical(got, ref)
     assert np.all(got.status.values >= 0)
     assert not list(out.rglob("*.tmp"))
+
+
+def test_pld_accountant_sweep(tmp_path):
+    """accountant = "pld" in the [sweep] table: each chunk is a call of the PLD accountant."""
+    from amplify_jax import pld
+
+    spec = S.load_spec({"sweep": {"quantity": "epsilon", "accountant": "pld", "chunk_size": 4},
+                        "grid": {"sigma": [1.0, 2.0], "q": [0.001, 0.01], "steps": 100.0, "delta": 1e-10}},
+                       output=str(tmp_path / "p"))
+    out = S.run_sweep(spec, progress=False)
+    r = np.genfromtxt(out / "results.csv", delimiter=",", names=True)
+    direct = pld.dpsgd_epsilon(sigma=r["sigma"], q=r["q"], steps=r["steps"], delta=r["delta"])
+    np.testing.assert_array_equal(r["epsilon"], direct.epsilon)
+    with pytest.raises(ValueError, match="accountant"):
+        S.run_sweep(S.load_spec({"sweep": {"accountant": "prv"}, "grid": SPEC["grid"]},
+                                output=str(tmp_path / "bad")), progress=False)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from .. import _validate as V
 from ..accountants import DEFAULT_SIGMA_RANGE, dpsgd_calibrate_sigma, dpsgd_epsilon, dpsgd_n_panels
 
@@ -33,7 +35,15 @@ def _epsilon_panels(axes, opts):
     return dpsgd_n_panels(sigma=axes["sigma"], q=axes["q"], orders=opts.get("orders"))
 
 
+def _pld(opts) -> bool:
+    """``accountant = "pld"`` in the [sweep] table: the PLD accountant (no panel count, one device)."""
+    return opts.get("accountant", "rdp") == "pld"
+
+
 def _epsilon(points, opts, n_panels, devices):
+    if _pld(opts):
+        res = dpsgd_epsilon(**points, **opts)
+        return res.epsilon, np.zeros_like(np.asarray(res.epsilon))  # order 0: the PLD has none
     res = dpsgd_epsilon(**points, **opts, n_panels=n_panels, devices=devices)
     return res.epsilon, res.order
 
@@ -44,7 +54,8 @@ def _calibrate_panels(axes, opts):
 
 
 def _calibrate(points, opts, n_panels, devices):
-    cal = dpsgd_calibrate_sigma(**points, **opts, n_panels=n_panels, devices=devices)
+    extra = {} if _pld(opts) else {"n_panels": n_panels, "devices": devices}
+    cal = dpsgd_calibrate_sigma(**points, **opts, **extra)
     return cal.sigma, cal.epsilon, cal.status
 
 
@@ -53,7 +64,7 @@ QUANTITIES = {
         params=("sigma", "q", "steps", "delta"),
         outputs=("epsilon", "order"),
         validators={"sigma": V.positive, "q": V.probability, "steps": V.nonnegative, "delta": V.unit_open},
-        options=("orders", "method"),
+        options=("orders", "method", "accountant"),
         n_panels=_epsilon_panels,
         evaluate=_epsilon,
     ),
@@ -62,7 +73,7 @@ QUANTITIES = {
         outputs=("sigma", "epsilon", "status"),
         validators={"target_epsilon": V.positive, "q": V.probability, "steps": V.nonnegative,
                     "delta": V.unit_open},
-        options=("orders", "method", "rtol", "sigma_range"),
+        options=("orders", "method", "rtol", "sigma_range", "accountant"),
         n_panels=_calibrate_panels,
         evaluate=_calibrate,
     ),
