@@ -99,7 +99,9 @@ _SAFETY = 1e-11  # relative inflation of A - 1 (rounds the quadrature error up)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 DEFAULT_N_PANELS = 24  # >= the largest need found over the domain (18, on the alpha ~ 4 sigma^2 ridge; 1.2e6 probes)
 _CHORD_SLACK = 30.0  # most the shared mesh's scale may exceed the envelope's maximum (no underflow: e^-30)
-_BUCKETS = (6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 128, 160, 192, 256, 384, 512)
+# panel counts compiled: coarse steps (at most 1.5x the need) so that a few programs serve every input (each
+# count is a program of its own, 6-10 s to compile on a 2-core CPU)
+_BUCKETS = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 
 
 class _Consts:
