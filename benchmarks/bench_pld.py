@@ -37,6 +37,12 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
+def timed_each(fn, xs):
+    """(values, seconds) of fn at each x, timed one by one (the anchor's scalar calls)."""
+    pairs = [timed(lambda: fn(float(x))) for x in xs]
+    return np.array([v for v, _ in pairs]), [t for _, t in pairs]
+
+
 def dpa_epsilon(sigma):
     import dp_accounting
     from dp_accounting.pld import pld_privacy_accountant
@@ -98,12 +104,7 @@ def main():
     rdp = np.asarray(aj.dpsgd_epsilon(sigma=sig, q=Q, steps=STEPS, delta=DELTA).epsilon)
 
     idx = np.unique(np.round(np.linspace(0, args.points - 1, args.anchor_points)).astype(int))
-    dpa_vals, dpa_times = [], []
-    for i in idx:
-        v, t = timed(lambda: dpa_epsilon(float(sig[i])))
-        dpa_vals.append(v)
-        dpa_times.append(t)
-    dpa_vals = np.array(dpa_vals)
+    dpa_vals, dpa_times = timed_each(dpa_epsilon, sig[idx])
     ours = np.asarray(res.epsilon)[idx]
     rel = (ours - dpa_vals) / dpa_vals
 
@@ -112,12 +113,8 @@ def main():
     _, t_cal = timed(lambda: pld.dpsgd_calibrate_sigma(target_epsilon=targets * (1 + 1e-9), q=Q, steps=STEPS,
                                                        delta=DELTA))
     tgt_idx = np.unique(np.round(np.linspace(0, args.cal_points - 1, args.anchor_targets)).astype(int))
-    dpa_cal, dpa_cal_t = [], []
-    for i in tgt_idx:
-        v, t = timed(lambda: dpa_calibrate(float(targets[i])))
-        dpa_cal.append(v)
-        dpa_cal_t.append(t)
-    cal_rel = (np.asarray(cal.sigma)[tgt_idx] - np.array(dpa_cal)) / np.array(dpa_cal)
+    dpa_cal, dpa_cal_t = timed_each(dpa_calibrate, targets[tgt_idx])
+    cal_rel = (np.asarray(cal.sigma)[tgt_idx] - dpa_cal) / dpa_cal
 
     per_point = t_warm / args.points
     dpa_per_point = float(np.mean(dpa_times))

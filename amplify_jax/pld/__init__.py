@@ -3,7 +3,7 @@
 Layers (imports point down): ``_mechanisms`` (the losses of the mechanisms, as interval masses) ->
 ``_discretize`` (connect-the-dots, pessimistic; merged-and-rounded, optimistic) -> ``_compose`` (FFT
 composition, tails and round-off counted; delta and eps queries) -> ``_queries`` (batched kernels of one
-mechanism composed T times) -> ``_dpsgd`` (DP-SGD's front doors), ``_api`` (any named mechanism) ->
+mechanism composed T times) -> ``_results`` (result tuples, parameter checks, the batch path) -> ``_dpsgd`` (DP-SGD's front doors), ``_api`` (any named mechanism) ->
 ``_accountant`` (compositions of different events, dp_accounting's vocabulary).
 """
 
@@ -19,14 +19,14 @@ from ._api import MECHANISMS as MECHANISMS
 from ._api import selects as selects
 from ._api import delta as delta
 from ._api import epsilon as epsilon
-from ._dpsgd import SIGMA_RANGE as SIGMA_RANGE
 from ._dpsgd import PldCalibration as PldCalibration
-from ._dpsgd import PldDelta as PldDelta
-from ._dpsgd import PldEpsilon as PldEpsilon
 from ._dpsgd import dpsgd_calibrate_sigma as dpsgd_calibrate_sigma
 from ._dpsgd import dpsgd_delta as dpsgd_delta
 from ._dpsgd import dpsgd_epsilon as dpsgd_epsilon
 from ._grid import DEFAULT_GRID_SIZE as DEFAULT_GRID_SIZE
+from ._results import SIGMA_RANGE as SIGMA_RANGE
+from ._results import PldDelta as PldDelta
+from ._results import PldEpsilon as PldEpsilon
 
 __all__ = ["Accountant", "Composed", "Gaussian", "Laplace", "PoissonSampled", "RandomizedResponse", "SelfComposed",
            "ACCOUNTANTS", "MECHANISMS", "selects", "delta", "epsilon", "PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..numerics import float64_jit, x64_scope
 from ._compose import compose, delta_at, epsilon_at
-from ._dpsgd import PldDelta, PldEpsilon, _status
+from ._results import PldDelta, PldEpsilon, status_of
 from ._grid import check_grid_size
 from ._mechanisms import RELATIONS
 from ._queries import DELTA_QUERY_TAIL, TAIL_FRACTION, event
@@ -190,11 +190,11 @@ class Accountant:
         kinds, a, q, c = self._arrays()
         if not kinds:
             z = np.zeros_like(d)
-            return PldEpsilon(z, z, _status(z))
+            return PldEpsilon(z, z, status_of(z))
         with x64_scope():
             up, lo = _eps_kernel(a, q, c, d, kinds, self._n)
         up, lo = np.asarray(up), np.asarray(lo)
-        return PldEpsilon(up, lo, _status(up))
+        return PldEpsilon(up, lo, status_of(up))
 
     def delta(self, epsilon) -> PldDelta:
         """(delta, delta_lower, status) at each epsilon (a scalar or a 1-D array)."""
@@ -204,11 +204,11 @@ class Accountant:
         kinds, a, q, c = self._arrays()
         if not kinds:
             z = np.zeros_like(e)
-            return PldDelta(z, z, _status(z))
+            return PldDelta(z, z, status_of(z))
         with x64_scope():
             up, lo = _delta_kernel(a, q, c, e, kinds, self._n)
         up, lo = np.asarray(up), np.asarray(lo)
-        return PldDelta(up, lo, _status(up))
+        return PldDelta(up, lo, status_of(up))
 
     def get_epsilon(self, target_delta: float) -> float:
         """The sound eps at ``target_delta`` (dp_accounting's name): an upper bound of the true eps."""

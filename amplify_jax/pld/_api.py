@@ -5,10 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as V
-from ..numerics import x64_scope
-from ._dpsgd import SIGMA_RANGE, PldDelta, PldEpsilon, _status
-from ._grid import check_grid_size, flat_padded, unpad
-from ._queries import delta_batch, eps_batch
+from ._grid import check_grid_size
+from ._results import PldDelta, PldEpsilon, answer, check_parameter
 
 __all__ = ["MECHANISMS", "ACCOUNTANTS", "epsilon", "delta", "selects", "check_parameter"]
 
@@ -22,11 +20,6 @@ MECHANISMS = {
     "laplace": (("scale", "steps"), "laplace", "scale"),
     "randomized-response": (("eps0", "k", "steps"), "randomized-response", "eps0"),
 }
-#: Laplace scales and eps0 the PLD route accepts (its loss range, 1 / b or eps0, must stay in float64's exp)
-SCALE_RANGE = (1e-2, 1e6)
-EPS0_RANGE = (0.0, 300.0)
-
-
 def _inputs(mechanism, params):
     V.one_of("mechanism", mechanism, tuple(MECHANISMS))
     names, kind, noise = MECHANISMS[mechanism]
@@ -46,23 +39,6 @@ def _inputs(mechanism, params):
     return kind, noise, a, q, t
 
 
-_RANGES = {"gaussian": SIGMA_RANGE, "laplace": SCALE_RANGE, "randomized-response": EPS0_RANGE}
-_NAMES = {"gaussian": "sigma", "laplace": "scale", "randomized-response": "eps0"}
-
-
-def check_parameter(kind, value, name=None):
-    """The mechanism's noise parameter as a float64 array, or a ValueError naming it: sigma in SIGMA_RANGE,
-    the Laplace scale in SCALE_RANGE, eps0 in EPS0_RANGE (open at 0)."""
-    name = _NAMES[kind] if name is None else name
-    a = V.finite(name, value)
-    lo, hi = _RANGES[kind]
-    bad = (a < lo) | (a > hi) if kind != "randomized-response" else (a <= lo) | (a > hi)
-    if np.any(bad):
-        left = "(" if kind == "randomized-response" else "["
-        raise ValueError(f"{name} must be in {left}{lo}, {hi}] for the PLD accountant, got {name}={a[bad].ravel()[0]!r}")
-    return a
-
-
 def epsilon(mechanism: str, *, delta, grid_size=None, **params) -> PldEpsilon:
     """eps at ``delta`` of ``mechanism`` (see :data:`MECHANISMS`) composed ``steps`` times, from its PLD:
     (epsilon, epsilon_lower, status), broadcast over every numeric parameter; see
@@ -70,12 +46,7 @@ def epsilon(mechanism: str, *, delta, grid_size=None, **params) -> PldEpsilon:
     kind, noise, a, q, t = _inputs(mechanism, params)
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(**{noise: a}, q=q, steps=t, delta=d)
-    n = check_grid_size(grid_size, shape)
-    with x64_scope():
-        (ba, bq, bt, bd), m = flat_padded(shape, a, q, t, d)
-        up, lo = eps_batch(ba, bq, bt, bd, kind, n)
-        up, lo = unpad(up, m, shape), unpad(lo, m, shape)
-        return PldEpsilon(up, lo, _status(up))
+    return answer("epsilon", kind, shape, check_grid_size(grid_size, shape), a, q, t, d)
 
 
 def delta(mechanism: str, *, epsilon, grid_size=None, **params) -> PldDelta:
@@ -84,12 +55,7 @@ def delta(mechanism: str, *, epsilon, grid_size=None, **params) -> PldDelta:
     kind, noise, a, q, t = _inputs(mechanism, params)
     e = V.nonnegative("epsilon", epsilon)
     shape = V.broadcastable(**{noise: a}, q=q, steps=t, epsilon=e)
-    n = check_grid_size(grid_size, shape)
-    with x64_scope():
-        (ba, bq, bt, be), m = flat_padded(shape, a, q, t, e)
-        up, lo = delta_batch(ba, bq, bt, be, kind, n)
-        up, lo = unpad(up, m, shape), unpad(lo, m, shape)
-        return PldDelta(up, lo, _status(up))
+    return answer("delta", kind, shape, check_grid_size(grid_size, shape), a, q, t, e)
 
 
 def selects(accountant, **rdp_options) -> bool:

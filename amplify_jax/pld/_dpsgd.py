@@ -19,32 +19,12 @@ import numpy as np
 from .. import _validate as V
 from ..calibrate import invert_monotone_host
 from ..numerics import x64_scope
-from ..status import Status
 from ._grid import check_grid_size, flat_padded, unpad
-from ._queries import delta_batch, eps_batch
+from ._queries import eps_batch
+from ._results import SIGMA_RANGE, PldDelta, PldEpsilon, answer, check_parameter
 
-__all__ = ["PldEpsilon", "PldDelta", "PldCalibration", "dpsgd_epsilon", "dpsgd_delta", "dpsgd_calibrate_sigma",
-           "SIGMA_RANGE"]
-
-#: Noise multipliers the PLD route accepts (the loss range is ~1 / (2 sigma^2): below 0.05 it leaves float64).
-SIGMA_RANGE = (0.05, 1e4)
-
-
-class PldEpsilon(NamedTuple):
-    """eps (sound: an upper bound), eps_lower (a lower bound of the true eps, same pass), status."""
-
-    epsilon: jax.Array
-    epsilon_lower: jax.Array
-    status: jax.Array
-
-
-class PldDelta(NamedTuple):
-    """delta (sound: an upper bound), delta_lower (a lower bound of the true delta), status."""
-
-    delta: jax.Array
-    delta_lower: jax.Array
-    status: jax.Array
-
+__all__ = ["PldCalibration", "dpsgd_epsilon", "dpsgd_delta", "dpsgd_calibrate_sigma",
+           ]
 
 class PldCalibration(NamedTuple):
     """Minimal sigma (feasible side, re-checked), the PLD eps there (<= target), status."""
@@ -58,23 +38,8 @@ def _eps_batch(sigma, q, steps, delta, n):
     return eps_batch(sigma, q, steps, delta, "gaussian", n)
 
 
-def _delta_batch(sigma, q, steps, eps, n):
-    return delta_batch(sigma, q, steps, eps, "gaussian", n)
-
-
 def _check(sigma, q, steps):
-    s = V.positive("sigma", sigma)
-    bad = (s < SIGMA_RANGE[0]) | (s > SIGMA_RANGE[1])
-    if np.any(bad):
-        v = s[bad].ravel()[0]
-        raise ValueError(f"sigma must be in [{SIGMA_RANGE[0]}, {SIGMA_RANGE[1]}] for the PLD accountant, got {v!r}")
-    qq = V.probability("q", q)
-    t = V.integer("steps", steps, minimum=0)
-    return s, qq, t
-
-
-def _status(value):
-    return np.where(np.isfinite(np.asarray(value)), int(Status.OK), int(Status.ERROR)).astype(np.int32)
+    return check_parameter("gaussian", sigma), V.probability("q", q), V.integer("steps", steps, minimum=0)
 
 
 def dpsgd_epsilon(*, sigma, q, steps, delta, grid_size=None) -> PldEpsilon:
@@ -90,12 +55,7 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, grid_size=None) -> PldEpsilon:
     s, qq, t = _check(sigma, q, steps)
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(sigma=s, q=qq, steps=t, delta=d)
-    n = check_grid_size(grid_size, shape)
-    with x64_scope():
-        (bs, bq, bt, bd), m = flat_padded(shape, s, qq, t, d)
-        up, lo = _eps_batch(bs, bq, bt, bd, n)
-        up, lo = unpad(up, m, shape), unpad(lo, m, shape)
-        return PldEpsilon(up, lo, _status(up))
+    return answer("epsilon", "gaussian", shape, check_grid_size(grid_size, shape), s, qq, t, d)
 
 
 def dpsgd_delta(*, sigma, q, steps, epsilon, grid_size=None) -> PldDelta:
@@ -104,12 +64,7 @@ def dpsgd_delta(*, sigma, q, steps, epsilon, grid_size=None) -> PldDelta:
     s, qq, t = _check(sigma, q, steps)
     e = V.nonnegative("epsilon", epsilon)
     shape = V.broadcastable(sigma=s, q=qq, steps=t, epsilon=e)
-    n = check_grid_size(grid_size, shape)
-    with x64_scope():
-        (bs, bq, bt, be), m = flat_padded(shape, s, qq, t, e)
-        up, lo = _delta_batch(bs, bq, bt, be, n)
-        up, lo = unpad(up, m, shape), unpad(lo, m, shape)
-        return PldDelta(up, lo, _status(up))
+    return answer("delta", "gaussian", shape, check_grid_size(grid_size, shape), s, qq, t, e)
 
 
 def dpsgd_calibrate_sigma(*, target_epsilon, q, steps, delta, rtol=1e-6, sigma_range=(0.3, 200.0),
