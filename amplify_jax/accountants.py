@@ -679,7 +679,8 @@ def dpsgd_calibrate_sigma(
     re-checked with :func:`dpsgd_epsilon`'s accountant (epsilon is its value at sigma, <= target), and within
     ``rtol`` of the boundary (the search runs on a local accountant around the answer's best order, which
     agrees with the full accountant there).  Targets no sigma in ``sigma_range`` meets get status
-    INFEASIBLE (sigma = the range's upper end), never NaN.
+    INFEASIBLE (sigma = the range's upper end), never NaN; with the default range, such targets are searched
+    again in ranges growing 32-fold up to ``SIGMA_LIMIT`` first (a range given by the caller is kept).
 
     ``n_panels`` (static, an integer >= 3): the quadrature panel count; by default :func:`dpsgd_n_panels` of
     ``sigma_range`` and q (see there, and :func:`dpsgd_epsilon` for ``devices``); ``sigma_range``: by default
@@ -691,6 +692,7 @@ def dpsgd_calibrate_sigma(
         extra = {} if sigma_range is None else {"sigma_range": sigma_range}
         return pld.dpsgd_calibrate_sigma(target_epsilon=target_epsilon, q=q, steps=steps, delta=delta, rtol=rtol,
                                          **extra)
+    grow = sigma_range is None
     sigma_range = DEFAULT_SIGMA_RANGE if sigma_range is None else sigma_range
     e = V.positive("target_epsilon", target_epsilon)
     qq = raise_tiny_rate(V.probability("q", q))  # sound: eps grows with q
@@ -706,7 +708,28 @@ def dpsgd_calibrate_sigma(
     plan = _CalibrationPlan(a, n_panels, method)
     value, eps, status = run_in_slabs(lambda *b: _calibrate_jit(*b, plan, r), shape, e, qq, t, np.log(d), lo, hi,
                                       devices=devices)
+    if grow and np.any(np.asarray(status) == INFEASIBLE):
+        value, eps, status = _grown(shape, (e, qq, t, np.log(d)), (value, eps, status), hi, plan, r, devices)
     return Calibration(value, eps, status)
+
+
+#: Largest noise multiplier a calibration with the default range searches (its range grows to it 32-fold).
+SIGMA_LIMIT = 1e7
+
+
+def _grown(shape, args, found, top, plan, rtol, devices):
+    """Search the INFEASIBLE points again in [top, 32 top], [32 top, 1024 top], ... up to SIGMA_LIMIT (eps
+    decreases in sigma: a point the range's top does not meet has its answer above it)."""
+    flat = [np.broadcast_to(np.asarray(a, dtype=np.float64), shape).ravel() for a in args]
+    out = [np.array(np.broadcast_to(np.asarray(x), shape)).ravel() for x in found]
+    while top < SIGMA_LIMIT and np.any(out[2] == INFEASIBLE):
+        idx, lo, top = np.nonzero(out[2] == INFEASIBLE)[0], top, min(top * 32.0, SIGMA_LIMIT)
+        part = run_in_slabs(lambda *b: _calibrate_jit(*b, plan, rtol), idx.shape, *(f[idx] for f in flat), lo, top,
+                            devices=devices)
+        for o, p in zip(out, part):
+            o[idx] = np.asarray(p)
+    with x64_scope():
+        return tuple(jnp.asarray(o.reshape(shape)) for o in out)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -39,6 +39,19 @@ def test_calibration_round_trip_and_published():
     assert sig[0] <= 1.3 + 1e-9 and sig[3] <= 1.3562 + 1e-9
 
 
+def test_default_range_grows_to_meet_a_target_beyond_it():
+    # 1e10 steps at q = 0.01: eps(sigma = 2000) = 2.17, so eps = 1 needs sigma above the default range's top
+    p = dict(q=0.01, steps=1e10, delta=1e-5)
+    cal = aj.dpsgd_calibrate_sigma(target_epsilon=[1.0, 8.0], **p)
+    sig = np.asarray(cal.sigma)
+    assert list(np.asarray(cal.status)) == [K.OK, K.OK] and sig[0] > aj.accountants.DEFAULT_SIGMA_RANGE[1] > sig[1]
+    eps = np.asarray(aj.dpsgd_epsilon(sigma=sig, **p).epsilon)
+    assert np.all(eps <= [1.0, 8.0]) and eps[0] > 0.99  # feasible and tight
+    # a range given by the caller is kept
+    kept = aj.dpsgd_calibrate_sigma(target_epsilon=1.0, **p, sigma_range=(0.05, 2e3))
+    assert int(kept.status) == K.INFEASIBLE and float(kept.sigma) == 2e3
+
+
 def test_infeasible_target_is_reported_not_nan():
     cal = aj.dpsgd_calibrate_sigma(target_epsilon=[1e-6, 2.0], q=0.5, steps=1e4, delta=1e-5)
     assert list(np.asarray(cal.status)) == [K.INFEASIBLE, K.OK]
