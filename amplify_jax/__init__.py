@@ -20,7 +20,15 @@ Families of bounds, one module each (find a bound by its paper's concept):
 
 Every public function validates its inputs (ValueError naming the parameter) and computes in float64
 whatever the global JAX setting.
+
+Importing amplify_jax turns JAX's persistent compilation cache on (``~/.cache/amplify_jax``, or
+``$AMPLIFY_JAX_CACHE``; ``AMPLIFY_JAX_CACHE=off`` opts out; a cache directory you set in JAX first is kept),
+so a new process loads the kernels it compiled before instead of compiling them again.
 """
+
+from ._cache import enable_compilation_cache as _enable_compilation_cache
+
+_enable_compilation_cache()
 
 from . import accountants, bounds, calibrate, checkin, conversions, network, numerics, rdp, secrdp, shuffle, status
 from . import approx_dp, graphs, sweep, traffic

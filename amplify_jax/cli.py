@@ -9,6 +9,7 @@
     amplify-jax sweep GRID.toml [--output DIR]
     amplify-jax demo [--output DIR]
     amplify-jax figures [--list | NAME ...]
+    amplify-jax explore [--port 8050] [--host 127.0.0.1] [--no-browser]
 
 Every numeric flag takes a number, a list ``1,3,8`` or a range ``start:stop:count`` (``0.5:5:1000``, linear;
 ``log:1e-3:1:50`` for a geometric range); several list-valued flags make a Cartesian grid (row-major in the
@@ -20,12 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from ._cache import enable_compilation_cache
 from ._grid import parse_values
 
 __all__ = ["main", "parse_values"]
@@ -148,7 +149,7 @@ def cmd_rdp(args):
 
 
 def cmd_calibrate(args):
-    from .accountants import calibrate_sigma
+    from .accountants import SIGMA_LIMIT, calibrate_sigma
     from .calibrate import STATUS_NAMES
 
     if args.mechanism not in ("poisson-gaussian", "gaussian"):
@@ -172,7 +173,8 @@ def cmd_calibrate(args):
             "epsilon": np.asarray(res.epsilon), "status": np.array([STATUS_NAMES[int(s)] for s in status])}
     _emit(args, {}, cols)
     if np.any(status == 1):
-        print("note: some targets cannot be met within the sigma range (status 'infeasible').", file=sys.stderr)
+        where = "the PLD's sigma range" if args.accountant == "pld" else f"sigma up to {SIGMA_LIMIT:g}"
+        print(f"note: some targets cannot be met with {where} (status 'infeasible').", file=sys.stderr)
 
 
 def cmd_sweep(args):
@@ -248,6 +250,13 @@ def cmd_figures(args):
     for s in chosen:
         print(f"running {s.name}", flush=True)
         subprocess.run([sys.executable, str(s)], check=True)
+
+
+def cmd_explore(args):
+    """Serve the explorer (a local web page over the bound registry) until Ctrl-C."""
+    from .explore import serve
+
+    serve(args.host, args.port, open_browser=not args.no_browser)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -458,30 +467,19 @@ def build_parser():
     f.add_argument("names", nargs="*")
     f.add_argument("--list", action="store_true")
     f.set_defaults(func=cmd_figures)
+
+    x = sub.add_parser("explore", help="the explorer: every registered bound, live, in a browser (local web page)")
+    x.add_argument("--port", type=int, default=8050, help="port to serve on (default 8050; 0: any free port)")
+    x.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    x.add_argument("--no-browser", action="store_true", help="do not open a browser on the page")
+    x.set_defaults(func=cmd_explore)
     return p
-
-
-def _enable_compilation_cache():
-    """Persistent XLA compilation cache, so repeated command-line runs do not recompile (in
-    ``$AMPLIFY_JAX_CACHE``, default ~/.cache/amplify_jax; ``AMPLIFY_JAX_CACHE=off`` turns it off)."""
-    import jax
-
-    path = os.environ.get("AMPLIFY_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "amplify_jax"))
-    if path.strip().lower() in ("", "0", "off", "none", "false"):  # the opt-out
-        return
-    try:
-        os.makedirs(path, exist_ok=True)
-        jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    except (OSError, AttributeError):  # read-only home or an older jax: run without the cache
-        pass
 
 
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    _enable_compilation_cache()
+    enable_compilation_cache(min_compile_time_secs=0.2)
     try:
         args.func(args)
     except ValueError as exc:

@@ -1,15 +1,20 @@
-"""Suite-wide settings: x64 on, four host devices (for the sharded sweep tests), a fixed hypothesis profile.
+"""Suite-wide settings: x64 on, four host devices (for the sharded sweep tests), a fixed hypothesis profile,
+and one persistent compilation cache for the whole run.
 
 The library scopes float64 itself (float64_jit); the suite also turns x64 on so that reference arrays built
 in tests are float64.  One test module (test_numerics.py) checks the library with x64 *off* in a subprocess.
+
+Compilation is most of the suite's time, and the same kernels are compiled by both xdist workers and by the
+command-line subprocesses: the run shares one fresh cache directory (``AMPLIFY_JAX_CACHE``, made by the
+controlling process before the workers start, removed at the end; JAX locks its files, ``amplify_jax._cache``).
+Subprocesses inherit it and the XLA flags, so their programs have the same cache keys as the test process's.
 """
 
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
-# the command line's persistent compilation cache stays off in the test process (tests that call cli.main
-# in-process would otherwise switch it on for every later test; a sharded compile then crashed writing to it)
-os.environ.setdefault("AMPLIFY_JAX_CACHE", "off")
 
 import jax  # noqa: E402
 from hypothesis import settings  # noqa: E402
@@ -18,3 +23,17 @@ jax.config.update("jax_enable_x64", True)
 
 settings.register_profile("amplify", deadline=None, derandomize=True, max_examples=25, print_blob=True)
 settings.load_profile("amplify")
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput") or "AMPLIFY_JAX_CACHE" in os.environ:
+        return  # an xdist worker (it inherited the controller's directory), or a directory the user chose
+    path = tempfile.mkdtemp(prefix="amplify-jax-test-cache-")
+    os.environ["AMPLIFY_JAX_CACHE"] = path
+    config._amplify_jax_cache = path
+
+
+def pytest_unconfigure(config):
+    path = getattr(config, "_amplify_jax_cache", None)
+    if path:
+        shutil.rmtree(path, ignore_errors=True)

@@ -1,7 +1,6 @@
 """The command-line contract, through the installed console script."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -13,15 +12,12 @@ import amplify_jax as aj
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("jaxcache")
+def run():
     exe = shutil.which("amplify-jax")
     base = [exe] if exe else [sys.executable, "-m", "amplify_jax.cli"]
 
-    def _run(*args, cwd=None):
-        env = {**os.environ, "AMPLIFY_JAX_CACHE": str(cache)}
-        env.pop("XLA_FLAGS", None)
-        return subprocess.run(base + list(args), capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+    def _run(*args, cwd=None):  # the run's compilation cache and XLA flags are inherited (conftest.py)
+        return subprocess.run(base + list(args), capture_output=True, text=True, cwd=cwd, timeout=600)
 
     return _run
 

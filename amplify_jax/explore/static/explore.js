@@ -1,0 +1,463 @@
+// amplify-jax explore: the page.  Controls come from /api/catalog; each change asks /api/curve for the
+// curves (one broadcast evaluation on the server) and draws them with Plotly where the server ships it, else
+// asks /api/render for matplotlib's SVG.  The page's state lives in its query string.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const RANGE = 1000;          // slider positions
+const MAX_PINS = 6;
+const DEFAULT_BOUND = "shuffle.clones";
+
+let CAT = null;              // the catalog
+const BOUNDS = {};           // id -> bound info
+let B = null;                // the bound shown
+const S = { x: "", lo: "", hi: "", points: "", logx: true, logy: false, family: "", fv: "", values: {},
+            solveFor: "", target: "" };
+let lastCurve = null, lastRequest = null, solved = null;
+let pins = [];               // {request, x, traces}
+const warm = new Set();      // bounds whose kernel has answered once in this page
+let inflight = false, pending = false, timer = null;
+
+// ------------------------------------------------------------------------------------------------------
+// helpers
+
+function fmt(v, digits = 6) {
+  if (v === null || v === undefined) return "–";
+  if (typeof v !== "number") return String(v);
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a >= 1e6 || a < 1e-3) return v.toExponential(digits - 1).replace(/\.?0+e/, "e");
+  return String(+v.toPrecision(digits));
+}
+
+function num(text) {        // a typed number, or the text itself (the server names the parameter)
+  const t = String(text).trim();
+  if (t === "") return t;
+  const v = Number(t);
+  return Number.isFinite(v) ? v : t;
+}
+
+async function call(path, body) {
+  let r;
+  try {
+    r = await fetch(path, body === undefined ? {} : {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  } catch (e) {
+    return { error: "the explorer's server does not answer (stopped?)" };
+  }
+  try { return await r.json(); } catch (e) { return { error: `HTTP ${r.status} from the server` }; }
+}
+
+function setStatus(text, busy) { $("status").textContent = text; $("status").className = busy ? "busy" : ""; }
+function setMessage(text) { $("message").textContent = text || ""; }
+function param(name) { return B.params.find((p) => p.name === name); }
+function numeric(p) { return p.kind === "real" || p.kind === "integer"; }
+
+function toPos(p, v) {
+  const [a, b] = p.slider;
+  let t;
+  if (p.log) t = v > 0 ? (Math.log(v) - Math.log(a)) / (Math.log(b) - Math.log(a)) : 0;
+  else t = (v - a) / (b - a);
+  return Math.round(Math.min(1, Math.max(0, t)) * RANGE);
+}
+
+function fromPos(p, pos) {
+  const [a, b] = p.slider, t = pos / RANGE;
+  let v = p.log ? Math.exp(Math.log(a) + t * (Math.log(b) - Math.log(a))) : a + t * (b - a);
+  v = p.integer ? Math.round(v) : +v.toPrecision(4);
+  return Math.min(b, Math.max(a, v));
+}
+
+// ------------------------------------------------------------------------------------------------------
+// building the controls from the catalog
+
+function fillBoundSelect() {
+  const sel = $("bound");
+  for (const g of CAT.groups) {
+    const og = document.createElement("optgroup");
+    og.label = `${g.title} — ${g.paper}`;
+    for (const b of g.bounds) {
+      BOUNDS[b.id] = b;
+      const o = document.createElement("option");
+      o.value = b.id;
+      o.textContent = `${b.id}: ${b.summary}`.slice(0, 140);
+      og.appendChild(o);
+    }
+    sel.appendChild(og);
+  }
+  const lim = CAT.limits;
+  $("limits").textContent = `At most ${lim.max_points} points per request (x values × curves), ` +
+    `${lim.max_curves} family values, ${lim.max_orders} Rényi orders, graphs of up to ${lim.max_graph_users} ` +
+    `users. Curves drawn by ${CAT.plotting === "plotly" ? "Plotly (from the installed plotly package)" : "matplotlib (SVG)"}.`;
+}
+
+function defaults(b) {
+  S.values = {};
+  for (const p of b.params) S.values[p.name] = Array.isArray(p.value) ? p.value.join(",") : String(p.value);
+  S.x = b.axes.find((n) => { const p = b.params.find((q) => q.name === n); return p && p.monotone && n !== b.pair; })
+    || b.axes[0];
+  S.family = ""; S.fv = ""; S.points = "";
+  axisDefaults();
+  S.logy = b.answer === "delta";
+  S.solveFor = b.solvable[0] || ""; S.target = "";
+}
+
+function axisDefaults() {
+  const p = param(S.x);
+  if (p && numeric(p)) { S.lo = fmt(p.x_range[0]); S.hi = fmt(p.x_range[1]); S.logx = p.log; }
+  else { S.lo = "2"; S.hi = "256"; S.logx = true; }     // Rényi orders
+}
+
+function privacyNote(p) {
+  const sym = B.symbol;
+  if (p.more_privacy_at) return p.more_privacy_at === "low" ? "← more privacy" : "more privacy →";
+  if (p.smaller_answer_at) return p.smaller_answer_at === "low" ? `← smaller ${sym}` : `smaller ${sym} →`;
+  return "";
+}
+
+function buildParams() {
+  const table = $("params");
+  table.replaceChildren();
+  for (const p of B.params) {
+    const tr = document.createElement("tr");
+    tr.dataset.name = p.name;
+    const role = p.name === S.x ? "x axis" : p.name === S.family ? "family" : "";
+    if (role) tr.className = "axis";
+    const tdName = document.createElement("td");
+    tdName.className = "name"; tdName.textContent = p.name; tdName.title = `${p.doc} (${p.domain})`;
+    const tdCtl = document.createElement("td"), tdBox = document.createElement("td");
+    tr.append(tdName, tdCtl, tdBox);
+    if (numeric(p)) {
+      const lo = document.createElement("span"), hi = document.createElement("span");
+      lo.className = hi.className = "end";
+      lo.textContent = fmt(p.slider[0]); hi.textContent = fmt(p.slider[1]);
+      const slider = document.createElement("input");
+      slider.type = "range"; slider.min = 0; slider.max = RANGE; slider.step = 1; slider.id = "slider-" + p.name;
+      slider.title = `${p.doc}; ${p.log ? "log scale" : "linear"}${p.integer ? ", integers" : ""}`;
+      const v = Number(S.values[p.name]);
+      slider.value = toPos(p, Number.isFinite(v) ? v : p.value);
+      slider.disabled = !!role;
+      const wrap = document.createElement("div");
+      wrap.className = "slider";
+      const note = document.createElement("span");
+      note.className = "privacy"; note.textContent = privacyNote(p);
+      note.style.textAlign = p.smaller_answer_at === "high" ? "right" : "left";
+      const dom = document.createElement("span");
+      dom.className = "domain"; dom.textContent = p.domain + (p.log ? " · log slider" : "");
+      wrap.append(lo, slider, hi, note, dom);
+      tdCtl.append(wrap);
+      slider.addEventListener("input", () => {
+        const val = fromPos(p, Number(slider.value));
+        S.values[p.name] = String(val);
+        const box = $("box-" + p.name);
+        if (box) { box.value = fmt(val); box.classList.remove("bad"); }
+        schedule();
+      });
+    } else if (p.kind === "choice") {
+      const sel = document.createElement("select");
+      sel.id = "box-" + p.name;
+      for (const c of p.choices) { const o = document.createElement("option"); o.value = o.textContent = c; sel.appendChild(o); }
+      sel.value = S.values[p.name];
+      sel.addEventListener("change", () => { S.values[p.name] = sel.value; schedule(); });
+      tdCtl.append(sel);
+      tdCtl.title = p.doc;
+    } else {           // graph spec or Rényi orders: typed
+      const input = document.createElement("input");
+      input.id = "box-" + p.name; input.size = 28; input.value = S.values[p.name];
+      if (p.kind === "graph") {
+        input.setAttribute("list", "graph-examples");
+        let dl = $("graph-examples");
+        if (!dl) {
+          dl = document.createElement("datalist"); dl.id = "graph-examples";
+          for (const e of p.examples) { const o = document.createElement("option"); o.value = e; dl.appendChild(o); }
+          document.body.appendChild(dl);
+        }
+      }
+      input.disabled = !!role;
+      input.addEventListener("change", () => { S.values[p.name] = input.value.trim(); schedule(); });
+      tdCtl.append(input);
+      const dom = document.createElement("span");
+      dom.className = "domain"; dom.textContent = p.kind === "graph" ? "graph spec, e.g. ring:16, torus:4x4" : p.domain;
+      tdCtl.append(dom);
+    }
+    if (role) {
+      tdBox.className = "role"; tdBox.textContent = role;
+    } else if (numeric(p)) {
+      const box = document.createElement("input");
+      box.id = "box-" + p.name; box.size = 10; box.value = fmt(Number(S.values[p.name]));
+      box.title = "exact value (Enter)";
+      box.addEventListener("change", () => {
+        const t = box.value.trim(), v = Number(t);
+        if (t === "" || !Number.isFinite(v)) {
+          box.classList.add("bad");
+          setMessage(`${p.name}: expected a number, got ${JSON.stringify(t)}`);
+          return;
+        }
+        box.classList.remove("bad");
+        S.values[p.name] = t;
+        $("slider-" + p.name).value = toPos(p, v);
+        schedule();
+      });
+      tdBox.append(box);
+    }
+    table.appendChild(tr);
+  }
+}
+
+function buildAxes() {
+  const xs = $("x"), fam = $("family");
+  xs.replaceChildren(); fam.replaceChildren();
+  for (const n of B.axes) { const o = document.createElement("option"); o.value = o.textContent = n; xs.appendChild(o); }
+  xs.value = S.x;
+  const none = document.createElement("option"); none.value = ""; none.textContent = "(none)"; fam.appendChild(none);
+  for (const n of B.axes) if (n !== S.x) { const o = document.createElement("option"); o.value = o.textContent = n; fam.appendChild(o); }
+  fam.value = S.family;
+  $("lo").value = S.lo; $("hi").value = S.hi; $("points").value = S.points;
+  $("points").placeholder = String(CAT.limits.default_points);
+  $("logx").checked = S.logx; $("logy").checked = S.logy; $("family-values").value = S.fv;
+  const sf = $("solve-for");
+  sf.replaceChildren();
+  for (const n of B.solvable) { const o = document.createElement("option"); o.value = o.textContent = n; sf.appendChild(o); }
+  sf.value = S.solveFor;
+  $("solve-row").style.display = B.solvable.length ? "" : "none";
+  $("solve-result").textContent = B.solvable.length ? "" : "Nothing to solve for: this bound declares no monotone parameter " +
+    (B.answer === "rdp" ? "(an RDP curve)." : "beyond its (ε, δ) pair.");
+  $("solve-target-name").textContent = B.target === "target_delta" ? "target δ" : "target ε";
+  $("solve-target").value = S.target;
+  updateSolveDirection();
+}
+
+function updateSolveDirection() {
+  const p = B.solvable.length ? param($("solve-for").value) : null;
+  $("solve-direction").textContent = p ? (p.monotone === "decreasing" ? "smallest" : "largest") : "value of";
+}
+
+function showBound() {
+  $("bound").value = B.id;
+  $("bound-title").textContent = `${B.id} — ${B.summary}` + (B.side === "lower" ? " (a lower bound)" : "");
+  $("bound-paper").textContent = `${B.paper}; ${B.theorem}`;
+  $("bound-notes").textContent = B.notes;
+  $("bound-notes-box").style.display = B.notes ? "" : "none";
+  buildAxes();
+  buildParams();
+}
+
+// ------------------------------------------------------------------------------------------------------
+// the URL holds the state
+
+function syncURL() {
+  const q = new URLSearchParams();
+  q.set("bound", B.id); q.set("x", S.x);
+  if (S.lo) q.set("lo", S.lo);
+  if (S.hi) q.set("hi", S.hi);
+  if (S.points) q.set("points", S.points);
+  q.set("logx", S.logx ? "1" : "0"); q.set("logy", S.logy ? "1" : "0");
+  if (S.family) { q.set("family", S.family); if (S.fv) q.set("fv", S.fv); }
+  for (const p of B.params) q.set("p." + p.name, S.values[p.name]);
+  if (S.solveFor) q.set("solve_for", S.solveFor);
+  if (S.target) q.set("target", S.target);
+  for (const pin of pins) q.append("pin", JSON.stringify(pin.request));
+  history.replaceState(null, "", "?" + q.toString());
+}
+
+function readURL() {
+  const q = new URLSearchParams(location.search);
+  const id = q.get("bound");
+  B = BOUNDS[id] || BOUNDS[DEFAULT_BOUND] || BOUNDS[CAT.groups[0].bounds[0].id];
+  defaults(B);
+  if (id && !BOUNDS[id]) setMessage(`bound ${JSON.stringify(id)} is not registered; showing ${B.id}`);
+  if (B.id !== id) return [];
+  if (q.has("x") && B.axes.includes(q.get("x"))) { S.x = q.get("x"); axisDefaults(); }
+  for (const k of ["lo", "hi", "points", "fv", "target"]) if (q.has(k)) S[k] = q.get(k);
+  if (q.has("family") && B.axes.includes(q.get("family")) && q.get("family") !== S.x) S.family = q.get("family");
+  if (q.has("logx")) S.logx = q.get("logx") === "1";
+  if (q.has("logy")) S.logy = q.get("logy") === "1";
+  if (q.has("solve_for") && B.solvable.includes(q.get("solve_for"))) S.solveFor = q.get("solve_for");
+  for (const p of B.params) if (q.has("p." + p.name)) S.values[p.name] = q.get("p." + p.name);
+  return q.getAll("pin").slice(0, MAX_PINS);
+}
+
+// ------------------------------------------------------------------------------------------------------
+// curves
+
+function wire(p, text) {
+  return numeric(p) ? num(text) : text;
+}
+
+function curveRequest() {
+  const params = {};
+  for (const p of B.params) if (p.name !== S.x && p.name !== S.family) params[p.name] = wire(p, S.values[p.name]);
+  const req = { bound: B.id, x: S.x, params, log: S.logx };
+  if (S.lo !== "") req.lo = num(S.lo);
+  if (S.hi !== "") req.hi = num(S.hi);
+  if (S.points !== "") req.points = num(S.points);
+  if (S.family) { req.family = S.family; if (S.fv.trim()) req.family_values = S.fv; }
+  return req;
+}
+
+function curveTraces(curve, prefix) {
+  const out = [];
+  for (const s of curve.series) {
+    const label = prefix ? (curve.series.length > 1 ? `${prefix}: ${s.label}` : prefix) : s.label;
+    out.push({ label, x: curve.x.values, y: s.y, style: "solid" });
+    for (const [k, v] of Object.entries(s.outputs || {})) {
+      if (/lower/.test(k) && Array.isArray(v) && typeof v[0] !== "boolean") out.push({ label: `${label} (${k})`, x: curve.x.values, y: v, style: "dashed" });
+    }
+  }
+  return out;
+}
+
+function schedule() {
+  syncURL();
+  clearTimeout(timer);
+  timer = setTimeout(redraw, 120);
+}
+
+async function redraw() {
+  if (inflight) { pending = true; return; }
+  inflight = true; pending = false;
+  const req = curveRequest(), id = B.id;
+  const t0 = performance.now();
+  const slow = setTimeout(() => setStatus(warm.has(id) ? "computing…" :
+    `compiling the kernel of ${id} (the first curve of a bound compiles it: seconds to a minute)…`, true), 300);
+  const r = await call("/api/curve", req);
+  clearTimeout(slow);
+  if (r.error) {
+    setMessage(r.error);
+    setStatus("");
+  } else {
+    warm.add(id);
+    setMessage("");
+    lastCurve = r; lastRequest = req;
+    await draw();
+    setStatus(`${r.points} points: ${r.elapsed_ms.toFixed(1)} ms on the kernel, ${(performance.now() - t0).toFixed(0)} ms ` +
+      `to the page (at most ${r.max_points} points per request)`);
+    $("notes").textContent = (r.notes || []).join("; ");
+  }
+  inflight = false;
+  if (pending) redraw();
+}
+
+async function draw() {
+  if (!lastCurve) return;
+  const c = lastCurve;
+  const many = pins.some((p) => p.x === c.x.name);
+  let traces = curveTraces(c, many || c.series.length === 1 ? c.bound : "");
+  const hidden = [];
+  for (const pin of pins) {
+    if (pin.x === c.x.name) traces = traces.concat(pin.traces); else hidden.push(pin.traces[0].label);
+  }
+  $("pins").textContent = pins.length ? `${pins.length} pinned` + (hidden.length ? ` (${hidden.length} on another x axis, hidden)` : "") : "";
+  const ylabel = c.symbol + (c.side === "lower" ? " (lower bound)" : "");
+  const full = `${c.bound} — ${c.theorem}`;
+  const title = full.length > 100 ? full.slice(0, 99) + "…" : full;
+  const mark = solved && solved.bound === c.bound && solved.solve_for === c.x.name && solved.value !== null
+    ? { x: solved.value, label: `${solved.solve_for} = ${fmt(solved.value)}` } : null;
+  if (window.Plotly) {
+    const data = traces.map((t) => ({ x: t.x, y: t.y, name: t.label || c.bound, mode: "lines",
+      line: { dash: t.style === "dashed" ? "dash" : "solid" }, connectgaps: false }));
+    const layout = { margin: { l: 60, r: 20, t: 60, b: 50 }, title: { text: title, font: { size: 12 }, x: 0.01, xanchor: "left", y: 0.98 },
+      xaxis: { title: { text: c.x.name }, type: S.logx ? "log" : "linear" },
+      yaxis: { title: { text: ylabel }, type: S.logy ? "log" : "linear" }, showlegend: traces.length > 1,
+      shapes: mark ? [{ type: "line", x0: mark.x, x1: mark.x, yref: "paper", y0: 0, y1: 1, line: { dash: "dot", color: "#555" } }] : [],
+      annotations: mark ? [{ x: S.logx ? Math.log10(mark.x) : mark.x, y: 1, yref: "paper", text: mark.label, showarrow: false, xanchor: "left" }] : [] };
+    window.Plotly.react("plot", data, layout, { responsive: true, displaylogo: false });
+    return;
+  }
+  const r = await call("/api/render", { series: traces.map((t) => ({ label: t.label, x: t.x, y: t.y, style: t.style })),
+    xlabel: c.x.name, ylabel, title, logx: S.logx, logy: S.logy, mark });
+  if (r.error) setMessage(r.error); else $("plot").innerHTML = r.svg;   // the server's own SVG (matplotlib)
+}
+
+// ------------------------------------------------------------------------------------------------------
+// solve
+
+async function solve() {
+  const sf = $("solve-for").value, t = $("solve-target").value.trim();
+  S.solveFor = sf; S.target = t; syncURL();
+  const out = $("solve-result");
+  out.replaceChildren();
+  if (t === "") { out.textContent = `Expected a ${$("solve-target-name").textContent}.`; return; }
+  const params = {};
+  for (const p of B.params) if (p.name !== sf) params[p.name] = wire(p, S.values[p.name]);
+  const req = { bound: B.id, solve_for: sf, params };
+  req[B.target] = num(t);
+  out.textContent = "solving…";
+  const r = await call("/api/solve", req);
+  out.replaceChildren();
+  if (r.error) { out.textContent = r.error; out.style.color = "#b00"; return; }
+  out.style.color = "";
+  solved = r;
+  const v = document.createElement("span");
+  v.className = "value"; v.textContent = `${sf} = ${fmt(r.value, 10)}`;
+  out.append(`${r.direction} `, v, ` (${r.symbol} there = ${fmt(r.achieved, 10)}; ${r.status === "ok" ? r.message : r.status + ": " + r.message}; ${r.elapsed_ms.toFixed(0)} ms) `);
+  if (r.value !== null && sf !== S.x && sf !== S.family) {
+    const use = document.createElement("button");
+    use.type = "button"; use.textContent = "use it";
+    use.addEventListener("click", () => {
+      S.values[sf] = String(r.value);
+      buildParams();
+      schedule();
+    });
+    out.append(use);
+  }
+  if (sf === S.x) draw();
+}
+
+// ------------------------------------------------------------------------------------------------------
+// wiring
+
+async function pinCurrent(req) {
+  const r = req ? await call("/api/curve", req) : lastCurve;
+  if (!r || r.error) { if (r) setMessage(`pinned curve: ${r.error}`); return; }
+  pins.push({ request: req || lastRequest, x: r.x.name, traces: curveTraces(r, r.bound) });
+}
+
+function wireEvents() {
+  $("bound").addEventListener("change", () => {
+    B = BOUNDS[$("bound").value]; defaults(B); solved = null; showBound(); schedule();
+  });
+  $("x").addEventListener("change", () => {
+    S.x = $("x").value; if (S.family === S.x) { S.family = ""; S.fv = ""; }
+    axisDefaults(); buildAxes(); buildParams(); schedule();
+  });
+  $("family").addEventListener("change", () => { S.family = $("family").value; S.fv = ""; buildAxes(); buildParams(); schedule(); });
+  for (const k of ["lo", "hi", "points"]) $(k).addEventListener("change", () => { S[k] = $(k).value.trim(); schedule(); });
+  $("family-values").addEventListener("change", () => { S.fv = $("family-values").value.trim(); schedule(); });
+  $("logx").addEventListener("change", () => { S.logx = $("logx").checked; schedule(); });
+  $("logy").addEventListener("change", () => { S.logy = $("logy").checked; syncURL(); draw(); });
+  $("solve-for").addEventListener("change", () => { S.solveFor = $("solve-for").value; updateSolveDirection(); syncURL(); });
+  $("solve").addEventListener("click", solve);
+  $("solve-target").addEventListener("keydown", (e) => { if (e.key === "Enter") solve(); });
+  $("pin").addEventListener("click", async () => {
+    if (pins.length >= MAX_PINS) { setMessage(`at most ${MAX_PINS} pinned curves`); return; }
+    await pinCurrent(null); syncURL(); draw();
+  });
+  $("unpin").addEventListener("click", () => { pins = []; syncURL(); draw(); });
+}
+
+async function main() {
+  setStatus("loading the catalog…", true);
+  CAT = await call("/api/catalog");
+  if (CAT.error) { setMessage(CAT.error); return; }
+  if (CAT.plotting === "plotly") {
+    await new Promise((resolve) => {
+      const s = document.createElement("script");
+      s.src = "/static/plotly.min.js"; s.onload = resolve; s.onerror = resolve;
+      document.head.appendChild(s);
+    });
+  }
+  fillBoundSelect();
+  const pinned = readURL();
+  showBound();
+  wireEvents();
+  for (const text of pinned) {
+    let req = null;
+    try { req = JSON.parse(text); } catch (e) { setMessage("a pinned curve in the URL is not JSON: ignored"); }
+    if (req && typeof req === "object") await pinCurrent(req);
+  }
+  syncURL();
+  redraw();
+}
+
+main();
