@@ -45,11 +45,7 @@ def enable_compilation_cache(min_compile_time_secs: float = 0.5) -> str | None:
         return None
     try:
         import filelock  # noqa: F401  (JAX locks its cache files with it once a size limit is set)
-
-        locked = True
     except ImportError:  # pragma: no cover - a dependency; without it the cache stays off rather than unlocked
-        locked = False
-    if not locked:
         return None
     try:
         os.makedirs(path, exist_ok=True)

@@ -23,8 +23,8 @@ from ._grid import check_grid_size, flat_padded, unpad
 from ._queries import eps_batch
 from ._results import SIGMA_RANGE, PldDelta, PldEpsilon, answer, check_parameter
 
-__all__ = ["PldCalibration", "dpsgd_epsilon", "dpsgd_delta", "dpsgd_calibrate_sigma",
-           ]
+__all__ = ["PldCalibration", "dpsgd_epsilon", "dpsgd_delta", "dpsgd_calibrate_sigma"]
+
 
 class PldCalibration(NamedTuple):
     """Minimal sigma (feasible side, re-checked), the PLD eps there (<= target), status."""
