@@ -181,10 +181,21 @@ def cmd_sweep(args):
     from .sweep import BoundSweepSpec, load_spec, run_sweep
 
     spec = load_spec(args.grid, output=args.output, export=args.export)
+    coord = {"coordinator_address": args.coordinator, "num_processes": args.num_processes,
+             "process_id": args.process_id}
+    given = {k: v for k, v in coord.items() if v is not None}
+    if given and not args.distributed:
+        raise ValueError(f"Expected --distributed with --{next(iter(given)).replace('_', '-')}.")
+    if given and len(given) != 3:
+        raise ValueError("Expected --coordinator, --num-processes and --process-id together (or none of them: "
+                         "jax.distributed then reads the cluster's environment, e.g. SLURM).")
+    if given and not 0 <= args.process_id < args.num_processes:
+        raise ValueError(f"Expected 0 <= --process-id < --num-processes, got process_id={args.process_id}, "
+                         f"num_processes={args.num_processes}.")
     if args.distributed:
         import jax
 
-        jax.distributed.initialize()
+        jax.distributed.initialize(**given)
     out = run_sweep(spec, progress=not args.quiet, distributed=args.distributed)
     if out is None:
         return
@@ -455,7 +466,14 @@ def build_parser():
     s.add_argument("grid")
     s.add_argument("--output", default=None)
     s.add_argument("--quiet", action="store_true")
-    s.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize() first")
+    s.add_argument("--distributed", action="store_true",
+                   help="several processes (hosts) share the sweep: host h takes chunks i %% hosts == h; calls "
+                        "jax.distributed.initialize() first (output on a file system all hosts share)")
+    s.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="with --distributed: the coordinator's address (process 0's host); without it, "
+                        "jax.distributed reads the cluster's environment (SLURM, TPU pods, ...)")
+    s.add_argument("--num-processes", type=int, default=None, help="with --coordinator: number of processes")
+    s.add_argument("--process-id", type=int, default=None, help="with --coordinator: this process's index")
     s.add_argument("--export", default=None, help="bound sweeps: also write csv and/or parquet (comma-separated)")
     s.set_defaults(func=cmd_sweep)
 

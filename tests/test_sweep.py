@@ -282,3 +282,71 @@ def test_pld_accountant_sweep(tmp_path):
     with pytest.raises(ValueError, match="accountant"):
         S.run_sweep(S.load_spec({"sweep": {"accountant": "prv"}, "grid": SPEC["grid"]},
                                 output=str(tmp_path / "bad")), progress=False)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_through_jax_distributed_kill_one_then_resume(tmp_path):
+    """One sweep as two processes (jax.distributed, coordinator on 127.0.0.1), each taking its share of the
+    chunks; one process SIGKILLed mid-sweep; the sweep resumed by two new processes equals a one-process run."""
+    spec_dict = KILL["gaussian"]
+    toml = tmp_path / "grid.toml"
+    toml.write_text(_toml(spec_dict))
+    out, done = tmp_path / "two", tmp_path / "two" / "done"
+    env = {**os.environ, "AMPLIFY_JAX_CACHE": str(tmp_path / "xla-cache")}
+    n_chunks = S.load_spec(spec_dict).n_chunks
+
+    def start(port):
+        return [subprocess.Popen([sys.executable, "-m", "amplify_jax.cli", "sweep", str(toml), "--output", str(out),
+                                  "--quiet", "--distributed", "--coordinator", f"127.0.0.1:{port}",
+                                  "--num-processes", "2", "--process-id", str(h)], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for h in (0, 1)]
+
+    def odd_markers():
+        return sum(int(m[-8:]) % 2 for m in os.listdir(done) if m.startswith("chunk-")) if done.exists() else 0
+
+    procs = start(_free_port())
+    deadline = time.monotonic() + 180
+    while procs[1].poll() is None and odd_markers() < 5 and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert procs[1].poll() is None, procs[1].communicate()[1][-2000:]
+    procs[1].send_signal(signal.SIGKILL)  # host 1 dies mid-sweep; the job (host 0) is then stopped too
+    procs[1].wait()
+    time.sleep(0.5)
+    procs[0].send_signal(signal.SIGKILL)
+    procs[0].wait()
+    markers = [m for m in os.listdir(done) if m.startswith("chunk-")]
+    assert 5 <= len(markers) < n_chunks
+    assert any(int(m[-8:]) % 2 == 0 for m in markers)  # host 0 had written its own share meanwhile
+
+    procs = start(_free_port())
+    res = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [r[1][-2000:] for r in res]
+    assert "results.zarr" in res[0][0] and "results.zarr" not in res[1][0]  # host 0 reports it, once all are done
+    assert sorted(os.listdir(done)) == [f"chunk-{i:08d}" for i in range(n_chunks)]
+    got = xr.open_zarr(out / "results.zarr").load()
+    ref = xr.open_zarr(S.run_sweep(S.load_spec(spec_dict, output=str(tmp_path / "one")), progress=False)
+                       / "results.zarr").load()
+    xr.testing.assert_identical(got, ref)
+    assert not list(out.rglob("*.tmp"))
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--coordinator", "127.0.0.1:1234"], "Expected --distributed with --coordinator"),
+    (["--distributed", "--coordinator", "127.0.0.1:1234"], "together"),
+    (["--distributed", "--coordinator", "127.0.0.1:1", "--num-processes", "2", "--process-id", "2"], "process_id=2"),
+])
+def test_distributed_flags_are_checked(tmp_path, capsys, argv, needle):
+    from amplify_jax.cli import main
+
+    toml = tmp_path / "grid.toml"
+    toml.write_text(_toml(KILL["gaussian"]))
+    assert main(["sweep", str(toml), "--output", str(tmp_path / "o"), "--quiet", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err

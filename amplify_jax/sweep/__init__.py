@@ -31,8 +31,11 @@ parameters and write an N-D labelled ``xarray`` Dataset to ``OUTPUT/results.zarr
   an atomic rename.  A restart (after any kill, SIGKILL included) recomputes every chunk without its marker;
   each Zarr chunk file belongs to exactly one sweep chunk, so rewriting a half-written one is safe, and the
   result equals an uninterrupted run's.  A store of a different spec (hash) is refused.
-- With several hosts started through ``jax.distributed`` (``--distributed``), host h takes the chunks
-  i with i % hosts == h (a shared file system holds OUTPUT).
+- With several hosts started through ``jax.distributed`` (``--distributed``; ``--coordinator HOST:PORT
+  --num-processes N --process-id I`` on the command line, or the cluster's environment), host h takes the
+  chunks i with i % hosts == h (a shared file system holds OUTPUT); at the end every host waits for the others
+  (a barrier through ``jax.distributed``), then host 0 removes a killed run's temporary files, checks that
+  every chunk is done and writes the exports.  A job killed on any host resumes when started again.
 - CSV / Parquet (``format`` or ``--export``) are exports of small grids (at most :data:`EXPORT_LIMIT` rows),
   written through temporary files and renames at the end.
 
@@ -46,7 +49,7 @@ program, the whole grid's answers) and each chunk laid out over a 1-D ``Mesh`` o
 (``devices=``).  Each chunk goes to ``OUTPUT/parts/part-XXXXXXXX.npz`` (temporary file + atomic rename; a
 restart skips the parts present after checking ``OUTPUT/spec.json``); the parts are merged into
 ``OUTPUT/results.csv`` and ``OUTPUT/results.parquet``.  With ``--distributed`` host h takes the chunks
-i % hosts == h.
+i % hosts == h, and host 0 merges the parts after the barrier.
 """
 
 from ._common import BOUND_QUANTITIES as BOUND_QUANTITIES, EXPORT_LIMIT as EXPORT_LIMIT, FORMATS as FORMATS

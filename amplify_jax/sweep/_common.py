@@ -29,6 +29,23 @@ def device_mesh(devices=None):
     return jax.sharding.Mesh(devs, ("points",))
 
 
+def hosts(distributed: bool) -> tuple[int, int]:
+    """(this host's index, number of hosts): from ``jax.distributed`` when ``distributed``, else (0, 1)."""
+    return (jax.process_index(), jax.process_count()) if distributed else (0, 1)
+
+
+def barrier(name: str, distributed: bool) -> None:
+    """Wait until every host of a ``jax.distributed`` run gets here (a no-op for one host).
+
+    Through :func:`jax.experimental.multihost_utils.sync_global_devices`, a tiny collective over all devices
+    (Gloo between CPU processes), so that host 0 sees every host's chunks before it checks and exports them.
+    """
+    if distributed and jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
+
+
 def _save_npz(tmp, arrays):
     with open(tmp, "wb") as fh:
         np.savez(fh, **arrays)

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import numpy as np
-import jax
 
 from .._io import atomic_write
-from ._common import _bar, _save_npz, _write_table, device_mesh
+from ._common import _bar, _save_npz, _write_table, barrier, device_mesh, hosts as _hosts
 from ._quantities import QUANTITIES, Quantity
 from ._spec import SweepSpec, grid_points
 
@@ -47,7 +46,7 @@ def run_dpsgd_sweep(spec: SweepSpec, *, progress: bool, devices, distributed: bo
     devs = list(device_mesh(devices).devices.flat)
     names = list(q.params)
     n_chunks = -(-spec.size // spec.chunk_size)
-    host, hosts = (jax.process_index(), jax.process_count()) if distributed else (0, 1)
+    host, hosts = _hosts(distributed)
     todo = [i for i in range(n_chunks) if i % hosts == host and not (parts / f"part-{i:08d}.npz").exists()]
     if max_chunks is not None:
         todo = todo[:max_chunks]
@@ -69,6 +68,7 @@ def run_dpsgd_sweep(spec: SweepSpec, *, progress: bool, devices, distributed: bo
     if bar is not None:
         bar.close()
     write_spec()
+    barrier(f"amplify_jax sweep {digest[:16]}", distributed)  # every host's parts are written
     done = all((parts / f"part-{i:08d}.npz").exists() for i in range(n_chunks))
     if not done or host != 0:
         return None

@@ -9,10 +9,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import jax
 
 from .._io import atomic_write
-from ._common import EXPORT_LIMIT, FORMATS, _bar, _write_table
+from ._common import EXPORT_LIMIT, FORMATS, _bar, _write_table, barrier, hosts as _hosts
 from ._spec import BoundSweepSpec, _formats
 
 
@@ -175,16 +174,21 @@ def _write_chunk(spec: BoundSweepSpec, store: Path, layout: dict, i: int, values
         ds.to_zarr(str(store), region=region, mode="r+", consolidated=False)
 
 
+def _remove_leftovers(out: Path) -> None:
+    """Temporary files of a killed run: a store never renamed into place, done-markers never renamed."""
+    for p in out.glob(f".{STORE}.*.tmp"):
+        shutil.rmtree(p, ignore_errors=True)
+    for p in (out / DONE).glob(".chunk-*.tmp"):
+        p.unlink(missing_ok=True)
+
+
 def run_bound_sweep(spec: BoundSweepSpec, *, progress: bool, distributed: bool, max_chunks) -> Path | None:
     out = Path(spec.output)
     out.mkdir(parents=True, exist_ok=True)
     store, done = out / STORE, out / DONE
-    host, hosts = (jax.process_index(), jax.process_count()) if distributed else (0, 1)
+    host, hosts = _hosts(distributed)
     if not distributed:  # leftovers of a killed run (in a distributed run another host may be writing them)
-        for p in out.glob(f".{STORE}.*.tmp"):
-            shutil.rmtree(p, ignore_errors=True)
-        for p in done.glob(".chunk-*.tmp"):
-            p.unlink(missing_ok=True)
+        _remove_leftovers(out)
     if store.exists():
         _check_store(spec, store)
     present = set(os.listdir(done)) if (done.exists() and store.exists()) else set()
@@ -207,6 +211,9 @@ def run_bound_sweep(spec: BoundSweepSpec, *, progress: bool, distributed: bool, 
             bar.update(1)
     if bar is not None:
         bar.close()
+    barrier(f"amplify_jax sweep {spec.digest()[:16]}", distributed)  # every host's chunks are written
+    if distributed and host == 0:  # no host writes now: a killed run's temporary files can go
+        _remove_leftovers(out)
     if host != 0 or not store.exists():
         return None
     present = set(os.listdir(done)) if done.exists() else set()
