@@ -9,7 +9,7 @@
     amplify-jax sweep GRID.toml [--output DIR]
     amplify-jax demo [--output DIR]
     amplify-jax figures [--list | NAME ...]
-    amplify-jax explore [--port 8050] [--host 127.0.0.1] [--no-browser]
+    amplify-jax explore [--port 8050] [--host 127.0.0.1] [--no-browser] [--sweep PATH ...]
 
 Every numeric flag takes a number, a list ``1,3,8`` or a range ``start:stop:count`` (``0.5:5:1000``, linear;
 ``log:1e-3:1:50`` for a geometric range); several list-valued flags make a Cartesian grid (row-major in the
@@ -267,7 +267,7 @@ def cmd_explore(args):
     """Serve the explorer (a local web page over the bound registry) until Ctrl-C."""
     from .explore import serve
 
-    serve(args.host, args.port, open_browser=not args.no_browser)
+    serve(args.host, args.port, open_browser=not args.no_browser, sweeps=args.sweep or ())
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -490,15 +490,18 @@ def build_parser():
     x.add_argument("--port", type=int, default=8050, help="port to serve on (default 8050; 0: any free port)")
     x.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     x.add_argument("--no-browser", action="store_true", help="do not open a browser on the page")
+    x.add_argument("--sweep", action="append", default=None, metavar="PATH",
+                   help="a bound sweep's output folder (or its results.zarr) to slice in the page; repeatable. "
+                        "The page reads no other path")
     x.set_defaults(func=cmd_explore)
     return p
 
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    enable_compilation_cache(min_compile_time_secs=0.2)
     try:
+        args = parser.parse_args(argv)  # a usage error is one ValueError line too (_OneLineParser)
+        enable_compilation_cache(min_compile_time_secs=0.2)
         args.func(args)
     except ValueError as exc:
         msg = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__

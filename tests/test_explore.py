@@ -313,3 +313,193 @@ def test_cli_explore_command():
     assert args.func.__name__ == "cmd_explore"
     args = build_parser().parse_args(["explore"])
     assert (args.port, args.host, args.no_browser) == (8050, "127.0.0.1", False)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# export: the command and the Python snippet reproduce the curve
+
+
+def _run_cli(capsys, command: str) -> list:
+    import csv
+    import io
+    import shlex
+
+    from amplify_jax.cli import main
+
+    argv = shlex.split(command)
+    assert argv[0] == "amplify-jax"
+    capsys.readouterr()
+    assert main(argv[1:]) == 0
+    return list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+
+
+def _snippet(python: str):
+    ns = {}
+    exec(python, ns)  # noqa: S102 - the snippet the page shows
+    return ns["res"]
+
+
+EXPORTS = [
+    # (request, how the curve's series map onto the command's rows and columns)
+    {"bound": FMT, "x": "eps0", "lo": 0.1, "hi": 5.0, "points": 20, "family": "n", "family_values": [1e4, 1e5],
+     "params": {"delta": 1e-6}},
+    {"bound": FMT, "x": "n", "lo": 10, "hi": 1e6, "points": 30, "params": {"eps0": "2.5"}},
+    {"bound": "rdp.gaussian", "x": "sigma", "points": 12, "params": {"orders": "2,8"}},
+    {"bound": "rdp.gaussian", "x": "orders", "x_values": [2, 4, 8], "family": "sigma", "family_values": [1, 2]},
+    {"bound": "rdp.gaussian", "x": "sigma", "points": 5, "family": "orders", "family_values": [2, 3]},
+]
+
+
+@pytest.mark.parametrize("req", EXPORTS, ids=lambda r: f"{r['bound']}:{r['x']}:{r.get('family')}")
+def test_export_command_and_snippet_reproduce_the_curve(req, capsys):
+    c = explore.request("curve", req)
+    e = explore.export(req)
+    _json_safe(e)
+    assert e["command"].startswith(f"amplify-jax evaluate {req['bound']} ") and e["command"].endswith(" --csv")
+    series = np.array([s["y"] for s in c["series"]], dtype=np.float64)  # (curves, x)
+    rows = _run_cli(capsys, e["command"])
+    assert len(rows) == e["rows"]
+    res = _snippet(e["python"])
+    if req["bound"] == FMT:  # one row per point, row-major in the bound's parameter order (eps0, n, delta)
+        assert e["row_order"] == [p for p in ("eps0", "n") if p in (req["x"], req.get("family"))]
+        shape = series.shape if e["row_order"][0] != req["x"] else series.shape[::-1]
+        got = np.array([float(r["epsilon"]) for r in rows]).reshape(shape)
+        xcol = np.array([float(r[req["x"]]) for r in rows]).reshape(shape)
+        got, xcol = (got, xcol) if shape == series.shape else (got.T, xcol.T)
+        np.testing.assert_array_equal(xcol, np.broadcast_to(c["x"]["values"], series.shape))
+        snippet = np.asarray(res.epsilon).reshape(series.shape)
+    else:  # RDP: one column per order
+        cols = [k for k in rows[0] if k.startswith("rdp@")]
+        table = np.array([[float(r[k]) for k in cols] for r in rows])
+        if req["x"] == "orders":  # rows: sigma, columns: the x axis
+            got, snippet = table, np.asarray(res.rdp)
+        else:  # rows: the x axis, columns: the orders (each a curve)
+            got, snippet = table.T, np.asarray(res.rdp).T
+    np.testing.assert_array_equal(got, series)
+    np.testing.assert_array_equal(snippet, series)
+
+
+def test_export_names_a_bad_request_in_one_line():
+    assert explore.export({"bound": FMT, "x": "eps0", "params": {"delta": 2}}) == \
+        {"error": "Expected delta in (0, 1), got delta=2.0."}
+    assert "'bogus'" in explore.export({"bound": FMT, "x": "eps0", "bogus": 1})["error"]
+    assert "'x'" in explore.export({"bound": FMT})["error"]
+    e = explore.export({"bound": "secrdp.step", "x": "sigma_cor", "points": 5, "params": {"graph": "ring:8"}})
+    assert "--graph ring:8" in e["command"] and "graph='ring:8'" in e["python"]
+
+
+def test_render_png():
+    import base64
+
+    r = explore.render({"series": [{"label": "a", "x": [1, 2, 3], "y": [1.0, 2.0, 3.0]}], "format": "png"})
+    assert base64.b64decode(r["png"]).startswith(b"\x89PNG\r\n\x1a\n")
+    assert "format" in explore.render({"series": [{"x": [1], "y": [1]}], "format": "gif"})["error"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# sweep stores opened with --sweep
+
+
+@pytest.fixture(scope="module")
+def sweep_store(tmp_path_factory):
+    from amplify_jax import sweep
+
+    out = tmp_path_factory.mktemp("sweep") / "fmt"
+    spec = sweep.load_spec({"sweep": {"bound": FMT, "quantity": "evaluate", "output": str(out)},
+                            "grid": {"eps0": {"start": 0.1, "stop": 5.0, "num": 6, "scale": "log"},
+                                     "n": [1000, 10000, 100000], "delta": [1e-6, 1e-5]}})
+    assert sweep.run_sweep(spec, progress=False) is not None
+    return out
+
+
+def test_sweep_slice_curves_and_heatmap_equal_the_store_and_the_bound(sweep_store):
+    from amplify_jax.explore._sweeps import open_store, sweep_slice
+
+    stores = [open_store(sweep_store)]
+    info = stores[0].info
+    assert info["bound"] == FMT and info["variables"] == ["epsilon"] and "path" not in info
+    assert [(d["name"], d["size"]) for d in info["dims"]] == [("eps0", 6), ("n", 3), ("delta", 2)]
+    _json_safe(info)
+    r = sweep_slice(stores, {"x": "eps0", "y": "n", "fixed": {"delta": 1}})
+    _json_safe(r)
+    xs = np.array(r["x"]["values"])
+    ns = np.array([1e3, 1e4, 1e5])
+    ref = bounds.evaluate(FMT, eps0=xs[None, :], n=ns[:, None], delta=1e-5).epsilon
+    assert [s["label"] for s in r["series"]] == ["n=1000", "n=10000", "n=100000"] and "<svg" in r["svg"]
+    np.testing.assert_array_equal(np.array([s["y"] for s in r["series"]]), ref)
+    assert r["fixed"] == {"delta": {"index": 1, "value": 1e-5}}
+    r = sweep_slice(stores, {"x": "n", "y": "eps0", "kind": "heatmap", "logz": True})  # delta at index 0
+    ref = bounds.evaluate(FMT, eps0=xs[:, None], n=ns[None, :], delta=1e-6).epsilon
+    np.testing.assert_array_equal(np.array(r["z"]), ref)
+    assert r["y"]["name"] == "eps0" and "<svg" in r["svg"]
+    r = sweep_slice(stores, {"x": "delta", "fixed": {"eps0": 5, "n": 2}})  # one curve
+    np.testing.assert_array_equal(r["series"][0]["y"], bounds.evaluate(FMT, eps0=5.0, n=1e5,
+                                                                        delta=np.array([1e-6, 1e-5])).epsilon)
+
+
+SWEEP_BAD = [
+    ({"x": "zz"}, "x='zz'"), ({"store": 3}, "store=3"), ({"store": "0"}, "store='0'"),
+    ({"fixed": {"delta": 5}}, "delta=5"), ({"fixed": {"delta": -1}}, "delta=-1"), ({"fixed": {"zz": 0}}, "zz=0"),
+    ({"kind": "heatmap", "y": None}, "y=null"), ({"kind": "pie"}, "kind='pie'"), ({"var": "status"}, "var='status'"),
+    ({"x": "n", "y": "n"}, "y='n'"), ({"bogus": 1}, "'bogus'"), ({"logx": "maybe"}, "logx='maybe'"),
+]
+
+
+@pytest.mark.parametrize("body, needle", SWEEP_BAD, ids=[b[1] for b in SWEEP_BAD])
+def test_sweep_bad_request_is_one_line(sweep_store, body, needle):
+    from amplify_jax.explore._sweeps import open_store, sweep_slice
+
+    r = sweep_slice([open_store(sweep_store)], body)
+    assert set(r) == {"error"} and needle in r["error"] and "\n" not in r["error"], r
+
+
+def test_sweep_paths_only_from_the_command_line(sweep_store, tmp_path):
+    from amplify_jax.explore._sweeps import sweep_slice
+
+    assert "none is open" in sweep_slice([], {"x": "eps0"})["error"]
+    (tmp_path / "empty").mkdir()
+    for bad in (tmp_path / "nothing", tmp_path / "empty"):
+        with pytest.raises(ValueError, match="--sweep") as err:
+            explore.make_server("127.0.0.1", 0, sweeps=[bad])
+        assert "\n" not in str(err.value)
+    server = explore.make_server("127.0.0.1", 0, sweeps=[sweep_store, sweep_store / "results.zarr"])
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        _, _, body = _get(server.url + "api/catalog")
+        assert str(sweep_store) not in body.decode() and "results.zarr" not in body.decode()
+        cat = json.loads(body)
+        assert [s["id"] for s in cat["sweeps"]] == [0, 1] and cat["sweeps"][0]["name"] == "fmt"
+        status, r = _post(server.url + "api/sweep", {"store": 1, "x": "eps0", "y": "n"})
+        assert status == 200 and len(r["series"]) == 3
+        status, r = _post(server.url + "api/sweep", {"store": str(sweep_store), "x": "eps0"})  # a path: refused
+        assert status == 400 and "store=" in r["error"]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+    args = build_parser().parse_args(["explore", "--sweep", "a", "--sweep", "b"])
+    assert args.sweep == ["a", "b"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# operational reading: the attacker's true-positive rate at a false-positive rate
+
+
+def test_tpr_bound_closed_form_and_properties():
+    eps = np.array([0.0, 0.1, 1.0, 3.0, 8.0, 50.0])[:, None, None]
+    delta = np.array([0.0, 1e-6, 1e-2])[None, :, None]
+    fpr = np.linspace(0, 1, 101)[None, None, :]
+    got = explore.tpr_bound(eps, delta, fpr)
+    ref = np.minimum(1.0, np.minimum(np.exp(eps) * fpr + delta, 1 - np.exp(-eps) * (1 - delta - fpr)))
+    np.testing.assert_array_equal(got, ref)
+    # Dong-Roth-Su's trade-off function f(a) = max(0, 1 - delta - e^eps a, e^-eps (1 - delta - a)): TPR = 1 - f
+    f = np.maximum(0, np.maximum(1 - delta - np.exp(eps) * fpr, np.exp(-eps) * (1 - delta - fpr)))
+    np.testing.assert_allclose(got, 1 - f, rtol=0, atol=1e-15)
+    assert np.all(got >= fpr - 1e-15) and np.all(np.diff(got, axis=-1) >= -1e-15) and np.all(got <= 1)
+    np.testing.assert_array_equal(explore.tpr_bound(0.0, 0.0, [0.0, 0.3, 1.0]), [0.0, 0.3, 1.0])  # no advantage
+    assert explore.tpr_bound(1.0, 0.0, 0.01) == pytest.approx(math.e * 0.01, rel=1e-15)
+    assert explore.tpr_bound(1e4, 0.0, 0.01) == 1.0  # no overflow
+    for bad, needle in (((-1, 0, 0.1), "epsilon=-1"), ((1, 2, 0.1), "delta=2"), ((1, 0, math.nan), "fpr=nan")):
+        with pytest.raises(ValueError, match=needle):
+            explore.tpr_bound(*bad)

@@ -396,7 +396,10 @@ def curve(bound_id, x, *, x_values=None, lo=None, hi=None, points=None, log=None
         return _error(exc)
 
 
-def _curve(bound_id, x, x_values, lo, hi, points, log, params, family, family_values) -> dict:
+def _plan(bound_id, x, x_values, lo, hi, points, log, params, family, family_values) -> tuple:
+    """A curve request, validated: (bound, x parameter, family parameter or None, fixed values, x values,
+    family values or None, log x, Rényi orders that are curves or None, the keyword arguments of the one
+    bounds.evaluate call); raises ValueError naming the bad value."""
     b = bounds.get(bound_id)
     xp = _axis_param(b, x, "x")
     fp = None
@@ -428,6 +431,14 @@ def _curve(bound_id, x, x_values, lo, hi, points, log, params, family, family_va
         kw[xp.name], kw[fp.name] = xs[None, :], fs[:, None]
     else:
         kw[xp.name] = xs
+    return b, xp, fp, fixed, xs, fs, xlog, orders, kw
+
+
+def _curve(bound_id, x, x_values, lo, hi, points, log, params, family, family_values) -> dict:
+    b, xp, fp, fixed, xs, fs, xlog, orders, kw = _plan(bound_id, x, x_values, lo, hi, points, log, params, family,
+                                                       family_values)
+    rdp = b.answer == "rdp"
+    total = xs.size * (fs.size if fs is not None else 1) * (orders.size if orders is not None else 1)
     t0 = time.perf_counter()
     res = bounds.evaluate(b.id, **kw)
     elapsed = (time.perf_counter() - t0) * 1e3

@@ -6,6 +6,7 @@ matplotlib's object API (a ``Figure`` of its own, no pyplot state) keeps one dra
 
 from __future__ import annotations
 
+import base64
 import io
 import math
 
@@ -62,22 +63,28 @@ def _series(spec) -> list:
 
 def render(spec) -> dict:
     """Draw ``spec`` = ``{"series": [{"label", "x", "y", "style"}], "xlabel", "ylabel", "title", "logx",
-    "logy", "mark": {"x", "label"}}`` as SVG: ``{"svg": "<svg ...>"}``, or ``{"error": "..."}``."""
+    "logy", "mark": {"x", "label"}, "format"}`` as SVG: ``{"svg": "<svg ...>"}``, or with ``"format": "png"``
+    as a PNG (150 dpi) in base64: ``{"png": "iVBOR..."}`` (the page's export); ``{"error": "..."}``."""
     try:
+        fmt = spec.get("format", "svg") if isinstance(spec, dict) else "svg"
+        if fmt not in ("svg", "png"):
+            raise ValueError(f"Expected format 'svg' or 'png', got format={fmt!r:.60}.")
+        if fmt == "png":
+            return {"png": base64.b64encode(_render(spec, "png")).decode("ascii")}
         return {"svg": _render(spec)}
     except ValueError as exc:
         text = str(exc).strip()
         return {"error": text.splitlines()[0] if text else type(exc).__name__}
 
 
-def _render(spec) -> str:
+def _render(spec, fmt: str = "svg"):
     from matplotlib import rc_context
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, NullLocator
 
     if not isinstance(spec, dict):
         raise ValueError(f"Expected a JSON object as the render request, got {spec!r:.60}.")
-    known = {"series", "xlabel", "ylabel", "title", "logx", "logy", "mark"}
+    known = {"series", "xlabel", "ylabel", "title", "logx", "logy", "mark", "format"}
     unknown = [k for k in spec if k not in known]
     if unknown:
         raise ValueError(f"Expected render request keys {', '.join(sorted(known))}, got {unknown[0]!r}.")
@@ -109,6 +116,6 @@ def _render(spec) -> str:
         ax.grid(True, which="major", alpha=0.35)
         if len(series) > 1 and any(s[0] for s in series):
             ax.legend(fontsize=8, loc="best", framealpha=0.85)
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg")
+        buf = io.StringIO() if fmt == "svg" else io.BytesIO()
+        fig.savefig(buf, format=fmt, **({"dpi": 150} if fmt == "png" else {}))
     return buf.getvalue()

@@ -5,9 +5,12 @@
     GET  /api/catalog          catalog()
     POST /api/curve            request("curve", body)
     POST /api/solve            request("solve", body)
-    POST /api/render           render(body): the curves as SVG (the page's drawing without Plotly)
+    POST /api/render           render(body): the curves as SVG (the page's drawing without Plotly), or PNG
+    POST /api/export           export(body): the command and the Python snippet that reproduce a curve
+    POST /api/sweep            a slice of a sweep store opened by --sweep (by its index: the page sends no path)
 
-Files are read once at start from a fixed table: no path of a request reaches the file system.  One computation
+Files are read once at start from a fixed table: no path of a request reaches the file system; the only other
+files read are the sweep stores given to ``make_server(sweeps=[...])`` (``--sweep``), named by index.  One computation
 runs at a time (a lock); at most ``queue`` requests wait for it, each at most ``wait`` seconds, and the others
 are answered 503 at once, so that requests never pile up.  Bound to loopback, the server also refuses a request
 whose Host header names another machine (a web page that rebinds its name to 127.0.0.1 cannot read it).
@@ -27,7 +30,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ._api import catalog, request
+from ._export import export
 from ._render import render
+from ._sweeps import open_store, sweep_slice
 
 __all__ = ["ExploreServer", "make_server", "serve", "plotly_js", "MAX_BODY"]
 
@@ -95,10 +100,12 @@ class ExploreServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address, *, queue: int = 8, wait: float = 120.0, verbose: bool = False):
+    def __init__(self, address, *, queue: int = 32, wait: float = 120.0, verbose: bool = False, sweeps=()):
         self.assets = _assets()
+        self.sweeps = [open_store(p, i) for i, p in enumerate(sweeps)]  # ValueError naming a bad path, at start
         cat = catalog()
         cat["plotting"] = "plotly" if "/static/plotly.min.js" in self.assets else "matplotlib"
+        cat["sweeps"] = [s.info for s in self.sweeps]
         self.catalog_bytes = json.dumps(cat).encode()
         self.gate = _Gate(queue, wait)
         self.verbose = verbose
@@ -146,6 +153,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         if path == "/api/catalog":
             return self._send(200, self.server.catalog_bytes, "application/json")
+        if path == "/favicon.ico":  # browsers ask for it: no icon, no error in the page's console
+            return self._send(204, b"", "image/x-icon")
         if path in self.server.assets:
             body, ctype = self.server.assets[path]
             return self._send(200, body, ctype)
@@ -158,7 +167,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(403, {"error": "Expected a request to this machine (Host 127.0.0.1 or localhost)."})
         path = urlsplit(self.path).path
         handlers = {"/api/curve": lambda b: request("curve", b), "/api/solve": lambda b: request("solve", b),
-                    "/api/render": render}
+                    "/api/render": render, "/api/export": export,
+                    "/api/sweep": lambda b: sweep_slice(self.server.sweeps, b)}
         if path not in handlers:
             return self._json(404, {"error": f"Expected a POST to {', '.join(handlers)}, got {path[:80]!r}."})
         try:
@@ -198,6 +208,9 @@ def serve(host: str = "127.0.0.1", port: int = 8050, *, open_browser: bool = Tru
         raise ValueError(f"Expected an address and a free port to serve on, got --host {host} --port {port} "
                          f"({reason.rstrip('.')}).") from None
     print(f"amplify-jax explore: {server.url}  (Ctrl-C to stop)", flush=True)
+    for st in server.sweeps:
+        print(f"sweep store {st.index}: {st.path} ({st.info['bound']}, dimensions "
+              f"{', '.join(d['name'] for d in st.info['dims'])})", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: bound to {host}: other machines can reach the explorer", file=sys.stderr, flush=True)
     if open_browser:

@@ -16,7 +16,11 @@ const S = { x: "", lo: "", hi: "", points: "", logx: true, logy: false, family: 
 let lastCurve = null, lastRequest = null, solved = null;
 let pins = [];               // {request, x, traces}
 const warm = new Set();      // bounds whose kernel has answered once in this page
-let inflight = false, pending = false, timer = null;
+let inflight = false, pending = false, timer = null, armed = false;
+// What the plot shows, for export and for the browser tests: the request, the traces drawn (label, x, y,
+// style), a counter of drawings and whether a change waits to be drawn.
+const shown = { request: null, bound: null, x: null, symbol: null, traces: [], drawn: 0, settled: false };
+window.explorerShown = shown;
 
 // ------------------------------------------------------------------------------------------------------
 // helpers
@@ -308,9 +312,11 @@ function curveTraces(curve, prefix) {
 }
 
 function schedule() {
+  shown.settled = false;
   syncURL();
   clearTimeout(timer);
-  timer = setTimeout(redraw, 120);
+  armed = true;
+  timer = setTimeout(() => { armed = false; redraw(); }, 120);
 }
 
 async function redraw() {
@@ -322,6 +328,7 @@ async function redraw() {
     `compiling the kernel of ${id} (the first curve of a bound compiles it: seconds to a minute)…`, true), 300);
   const r = await call("/api/curve", req);
   clearTimeout(slow);
+  shown.error = r.error || null;
   if (r.error) {
     setMessage(r.error);
     setStatus("");
@@ -336,6 +343,7 @@ async function redraw() {
   }
   inflight = false;
   if (pending) redraw();
+  else if (!armed) shown.settled = true;
 }
 
 async function draw() {
@@ -362,11 +370,18 @@ async function draw() {
       shapes: mark ? [{ type: "line", x0: mark.x, x1: mark.x, yref: "paper", y0: 0, y1: 1, line: { dash: "dot", color: "#555" } }] : [],
       annotations: mark ? [{ x: S.logx ? Math.log10(mark.x) : mark.x, y: 1, yref: "paper", text: mark.label, showarrow: false, xanchor: "left" }] : [] };
     window.Plotly.react("plot", data, layout, { responsive: true, displaylogo: false });
-    return;
+  } else {
+    const r = await call("/api/render", renderSpec(traces, c, ylabel, title, mark));
+    if (r.error) setMessage(r.error); else $("plot").innerHTML = r.svg;   // the server's own SVG (matplotlib)
   }
-  const r = await call("/api/render", { series: traces.map((t) => ({ label: t.label, x: t.x, y: t.y, style: t.style })),
-    xlabel: c.x.name, ylabel, title, logx: S.logx, logy: S.logy, mark });
-  if (r.error) setMessage(r.error); else $("plot").innerHTML = r.svg;   // the server's own SVG (matplotlib)
+  if (shown.request !== lastRequest) { $("export-out").hidden = true; shown.exported = null; }
+  Object.assign(shown, { request: lastRequest, bound: c.bound, x: c.x.name, symbol: c.symbol, ylabel, title, mark,
+                         traces, drawn: shown.drawn + 1 });
+}
+
+function renderSpec(traces, c, ylabel, title, mark) {
+  return { series: traces.map((t) => ({ label: t.label, x: t.x, y: t.y, style: t.style })),
+    xlabel: c.x.name, ylabel, title, logx: S.logx, logy: S.logy, mark };
 }
 
 // ------------------------------------------------------------------------------------------------------
@@ -382,12 +397,13 @@ async function solve() {
   for (const p of B.params) if (p.name !== sf) params[p.name] = wire(p, S.values[p.name]);
   const req = { bound: B.id, solve_for: sf, params };
   req[B.target] = num(t);
-  out.textContent = "solving…";
+  out.textContent = "solving…"; shown.solved = null;
   const r = await call("/api/solve", req);
   out.replaceChildren();
-  if (r.error) { out.textContent = r.error; out.style.color = "#b00"; return; }
+  if (r.error) { shown.solved = r; out.textContent = r.error; out.style.color = "#b00"; return; }
   out.style.color = "";
-  solved = r;
+  solved = r; shown.solved = r;
+  operationalFrom(r);
   const v = document.createElement("span");
   v.className = "value"; v.textContent = `${sf} = ${fmt(r.value, 10)}`;
   out.append(`${r.direction} `, v, ` (${r.symbol} there = ${fmt(r.achieved, 10)}; ${r.status === "ok" ? r.message : r.status + ": " + r.message}; ${r.elapsed_ms.toFixed(0)} ms) `);
@@ -402,6 +418,187 @@ async function solve() {
     out.append(use);
   }
   if (sf === S.x) draw();
+}
+
+// ------------------------------------------------------------------------------------------------------
+// operational reading: the attacker's largest true-positive rate at a false-positive rate, from (eps, delta)
+// (Kairouz, Oh, Viswanath 2015 Thm 2.1; Dong, Roth, Su 2019 Eq. 5; amplify_jax.explore.tpr_bound)
+
+function tprBound(eps, delta, fpr) {
+  return Math.min(1, Math.exp(eps) * fpr + delta, 1 - Math.exp(-eps) * (1 - delta - fpr));
+}
+
+function updateOperational() {
+  const out = $("op-result");
+  const eps = Number($("op-eps").value), delta = Number($("op-delta").value), fpr = Number($("op-fpr").value);
+  shown.operational = null;
+  if ($("op-eps").value.trim() === "" || $("op-delta").value.trim() === "") {
+    out.textContent = "Solve for a parameter, or type ε and δ."; return;
+  }
+  for (const [name, v, hi] of [["ε", eps, Infinity], ["δ", delta, 1], ["false-positive rate", fpr, 1]]) {
+    if (!Number.isFinite(v) && !(hi === Infinity && v === Infinity) || v < 0 || v > hi) {
+      out.textContent = `Expected ${name} in [0, ${hi}], got ${JSON.stringify(v)}.`; return;
+    }
+  }
+  const tpr = tprBound(eps, delta, fpr);
+  shown.operational = { epsilon: eps, delta, fpr, tpr };
+  out.replaceChildren();
+  const v = document.createElement("span");
+  v.className = "value"; v.id = "op-tpr"; v.textContent = fmt(tpr, 6);
+  out.append(`An attacker testing whether one person's data was used, wrong on ${fmt(100 * fpr, 4)}% of the people ` +
+    "not in the data, finds at most ", v, ` of those in it (true-positive rate; a random guess finds ${fmt(fpr, 4)}) ` +
+    `under (ε = ${fmt(eps)}, δ = ${fmt(delta)})-DP.`);
+}
+
+function operationalFrom(r) {   // a solved point: its (eps, delta)
+  if (!r || r.value === null || r.achieved === null) return;
+  const eps = r.answer === "epsilon" ? r.achieved : r.params.epsilon;
+  const delta = r.answer === "delta" ? r.achieved : (r.targets.target_delta ?? r.params.delta);
+  if (eps === undefined || delta === undefined) return;
+  $("op-eps").value = String(eps); $("op-delta").value = String(delta);
+  updateOperational();
+}
+
+// ------------------------------------------------------------------------------------------------------
+// export: PNG (matplotlib on the server), CSV (the curves shown), the command and the Python call
+
+function download(name, href) {
+  const a = document.createElement("a");
+  a.href = href; a.download = name;
+  document.body.appendChild(a); a.click(); a.remove();
+}
+
+function csvField(v) {
+  if (v === null || v === undefined) return "";
+  const t = String(v);          // numbers: JavaScript's shortest round-trip text
+  return /[",\n]/.test(t) ? `"${t.replace(/"/g, '""')}"` : t;
+}
+
+function shownCSV() {
+  const answer = lastCurve ? lastCurve.answer : "value";
+  const lines = [["curve", shown.x, answer].join(",")];
+  for (const t of shown.traces) {
+    for (let i = 0; i < t.x.length; i++) lines.push([csvField(t.label), csvField(t.x[i]), csvField(t.y[i])].join(","));
+  }
+  return lines.join("\n") + "\n";
+}
+
+function fileStem() { return `${shown.bound}-${shown.x}`.replace(/[^A-Za-z0-9._-]/g, "_"); }
+
+async function exportPNG() {
+  if (!lastCurve) return;
+  const r = await call("/api/render", { ...renderSpec(shown.traces, lastCurve, shown.ylabel, shown.title, shown.mark),
+                                         format: "png" });
+  if (r.error) { setMessage(`PNG: ${r.error}`); return; }
+  download(fileStem() + ".png", "data:image/png;base64," + r.png);
+}
+
+function exportCSV() {
+  if (!lastCurve) return;
+  download(fileStem() + ".csv", URL.createObjectURL(new Blob([shownCSV()], { type: "text/csv" })));
+}
+
+async function exportCode() {
+  if (!shown.request) return;
+  const r = await call("/api/export", shown.request);
+  if (r.error) { setMessage(`export: ${r.error}`); return; }
+  $("export-command-note").textContent = "Command (prints CSV, one row per point" +
+    (r.row_order.length > 1 ? `, ${r.row_order[0]} the outer loop` : "") +
+    (lastCurve && lastCurve.answer === "rdp" ? ", one column per Rényi order" : "") + "):";
+  $("export-command").textContent = r.command;
+  $("export-python").textContent = r.python;
+  $("export-out").hidden = false;
+  shown.exported = r;
+}
+
+// ------------------------------------------------------------------------------------------------------
+// sweep stores: the ones the server was started with (--sweep), named by index; sliced on the server
+
+const SW = { fixed: {} };
+
+function swStore() { return CAT.sweeps[Number($("sweep-store").value) || 0]; }
+
+function fillSelect(sel, names, value) {
+  sel.replaceChildren();
+  for (const n of names) { const o = document.createElement("option"); o.value = n; o.textContent = n || "(none)"; sel.appendChild(o); }
+  if (value !== undefined && names.includes(value)) sel.value = value;
+}
+
+function buildSweep() {
+  const st = swStore();
+  const dims = st.dims.map((d) => d.name);
+  fillSelect($("sweep-var"), st.variables, st.default);
+  fillSelect($("sweep-x"), dims, $("sweep-x").value || dims[0]);
+  buildSweepAxes();
+  $("sweep-about").textContent = `${st.name}: ${st.bound || "?"} (${st.quantity || "?"}${st.solve_for ? ", solved for " + st.solve_for : ""}) — ` +
+    `${st.paper || ""}; ${st.theorem || ""}. Dimensions: ${st.dims.map((d) => `${d.name} (${d.size})`).join(", ")}.`;
+}
+
+function buildSweepAxes() {
+  const st = swStore(), x = $("sweep-x").value;
+  const others = st.dims.map((d) => d.name).filter((n) => n !== x);
+  const y = others.includes($("sweep-y").value) ? $("sweep-y").value : (others[0] || "");
+  fillSelect($("sweep-y"), [""].concat(others), y);
+  const dx = st.dims.find((d) => d.name === x);
+  $("sweep-logx").checked = dx ? dx.log : false;
+  const table = $("sweep-fixed");
+  table.replaceChildren();
+  for (const d of st.dims) {
+    if (d.name === x || d.name === $("sweep-y").value) continue;
+    const i = Math.min(SW.fixed[d.name] || 0, d.size - 1);
+    SW.fixed[d.name] = i;
+    const tr = document.createElement("tr");
+    const name = document.createElement("td"); name.className = "name"; name.textContent = d.name;
+    const ctl = document.createElement("td"), val = document.createElement("td");
+    const slider = document.createElement("input");
+    slider.type = "range"; slider.min = 0; slider.max = d.size - 1; slider.step = 1; slider.value = i;
+    slider.id = "sweep-fixed-" + d.name; slider.disabled = d.size < 2;
+    val.id = "sweep-fixed-value-" + d.name; val.textContent = `${d.name} = ${fmt(d.values[i])} (index ${i} of ${d.size})`;
+    slider.addEventListener("input", () => {
+      const k = Number(slider.value); SW.fixed[d.name] = k;
+      val.textContent = `${d.name} = ${fmt(d.values[k])} (index ${k} of ${d.size})`;
+      sweepSchedule();
+    });
+    ctl.append(slider); tr.append(name, ctl, val); table.appendChild(tr);
+  }
+}
+
+let swTimer = null, swBusy = false, swPending = false;
+function sweepSchedule() { shown.sweepSettled = false; clearTimeout(swTimer); swTimer = setTimeout(sweepDraw, 100); }
+
+async function sweepDraw() {
+  if (swBusy) { swPending = true; return; }
+  swBusy = true; swPending = false;
+  const st = swStore(), y = $("sweep-y").value;
+  const fixed = {};
+  for (const d of st.dims) if (d.name !== $("sweep-x").value && d.name !== y) fixed[d.name] = SW.fixed[d.name] || 0;
+  const req = { store: st.id, var: $("sweep-var").value, x: $("sweep-x").value, y: y || null, fixed,
+                kind: $("sweep-kind").value, logx: $("sweep-logx").checked, logy: $("sweep-logy").checked,
+                logz: $("sweep-logz").checked };
+  const r = await call("/api/sweep", req);
+  if (r.error) {
+    $("sweep-message").textContent = r.error;
+  } else {
+    $("sweep-message").textContent = "";
+    $("sweep-plot").innerHTML = r.svg;   // the server's own SVG (matplotlib)
+    $("sweep-notes").textContent = (r.notes || []).join("; ");
+  }
+  shown.sweep = { request: req, answer: r, drawn: ((shown.sweep && shown.sweep.drawn) || 0) + 1 };
+  swBusy = false;
+  if (swPending) sweepDraw(); else shown.sweepSettled = true;
+}
+
+function wireSweeps() {
+  if (!CAT.sweeps || !CAT.sweeps.length) return;
+  $("sweep-section").hidden = false;
+  fillSelect($("sweep-store"), CAT.sweeps.map((s) => String(s.id)));
+  for (const o of $("sweep-store").options) o.textContent = `${o.value}: ${CAT.sweeps[Number(o.value)].name}`;
+  $("sweep-store").addEventListener("change", () => { SW.fixed = {}; $("sweep-x").value = ""; buildSweep(); sweepSchedule(); });
+  $("sweep-x").addEventListener("change", () => { buildSweepAxes(); sweepSchedule(); });
+  $("sweep-y").addEventListener("change", () => { buildSweepAxes(); sweepSchedule(); });
+  for (const id of ["sweep-var", "sweep-kind", "sweep-logx", "sweep-logy", "sweep-logz"]) $(id).addEventListener("change", sweepSchedule);
+  buildSweep();
+  sweepSchedule();
 }
 
 // ------------------------------------------------------------------------------------------------------
@@ -434,6 +631,10 @@ function wireEvents() {
     await pinCurrent(null); syncURL(); draw();
   });
   $("unpin").addEventListener("click", () => { pins = []; syncURL(); draw(); });
+  for (const id of ["op-eps", "op-delta", "op-fpr"]) $(id).addEventListener("input", updateOperational);
+  $("export-png").addEventListener("click", exportPNG);
+  $("export-csv").addEventListener("click", exportCSV);
+  $("export-code").addEventListener("click", exportCode);
 }
 
 async function main() {
@@ -448,6 +649,7 @@ async function main() {
     });
   }
   fillBoundSelect();
+  wireSweeps();
   const pinned = readURL();
   showBound();
   wireEvents();
