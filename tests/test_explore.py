@@ -216,6 +216,36 @@ def test_render_draws_svg_and_refuses_bad_series():
     assert "'bogus'" in explore.render({"series": [{"x": [1], "y": [1]}], "bogus": 1})["error"]
 
 
+def test_render_band_between_lower_and_upper_with_cited_legend():
+    """A curve with a lower output (shuffle.clones: epsilon and ``lower``) as the page sends it: one shaded
+    band (matplotlib's fill_between, an SVG group with id explore-band) under the upper line, and a legend
+    entry "bound — paper, theorem"; the solved mark is a point (explore-solved) or a line at the target."""
+    b = next(b for g in explore.catalog()["groups"] for b in g["bounds"] if b["id"] == "shuffle.clones")
+    assert b["cite"] == "FMT 2021, Thm 3.2" and "lower" in b["outputs"]
+    x, upper = [0.5, 1.0, 2.0, 4.0], [0.05, 0.11, 0.3, 0.9]
+    lower = [0.04, 0.1, 0.27, 0.8]
+    spec = {"series": [{"label": "shuffle.clones", "cite": b["cite"], "x": x, "y": upper, "lower": lower}],
+            "logx": True, "logy": True, "mark": {"x": 1.0, "y": 0.11, "label": "eps0 = 1"}}
+    svg = explore.render(spec)["svg"]
+    band = svg[svg.index('<g id="explore-band">'):]
+    assert "<path" in band[:band.index("</g>")]  # the filled polygon
+    assert svg.count('<g id="explore-band">') == 1
+    assert "shuffle.clones — FMT 2021, Thm 3.2" in svg and '<g id="explore-solved">' in svg
+    assert svg.index('<g id="explore-band">') < svg.index("shuffle.clones — ")  # the band under its line
+    without = explore.render({**spec, "series": [{**spec["series"][0], "lower": None}],
+                              "mark": {"y": 0.3, "label": "t"}})
+    assert "explore-band" not in without["svg"] and '<g id="explore-solved">' in without["svg"]
+    assert "series[0].lower" in explore.render({"series": [{"x": x, "y": upper, "lower": [1]}]})["error"]
+    assert "mark.y" in explore.render({**spec, "mark": {"y": "high"}})["error"]
+    # the short citation of every bound: authors (initials of three, et al. beyond) and year, numbered item
+    cites = {b["id"]: b["cite"] for g in explore.catalog()["groups"] for b in g["bounds"]}
+    assert cites["pld.dpsgd"] == "Doroshenko et al. 2022, Thm 3.3"
+    assert cites["network.ring-sum"] == "Cyffers & Bellet 2022, Thm 1"
+    assert cites["shuffle.erlingsson"] == "Erlingsson et al. 2019, Cor. 9"
+    assert all(c and len(c) < 60 for c in cites.values())
+    assert explore.curve(FMT, "eps0", points=5)["cite"] == "FMT 2021, Thm 3.1"
+
+
 # ----------------------------------------------------------------------------------------------------------
 # the server and the command line
 

@@ -280,6 +280,37 @@ def test_solve_equals_invert(page):
     _check_against_python(shown)
 
 
+def test_solved_answer_marked_on_the_curve_and_cited_legend(page):
+    shown = _open(page, "bound=shuffle.fmt-closed-form&x=n&lo=100&hi=1000000&points=25&p.eps0=2")
+    svg = page.locator("#plot svg").inner_html()
+    assert "shuffle.fmt-closed-form — FMT 2021, Thm 3.1" in svg  # the legend names the paper and theorem
+    assert page.locator("#plot svg #explore-solved").count() == 0
+    before = shown["drawn"]
+    page.select_option("#solve-for", "n")
+    page.locator("#solve-target").fill("0.5")
+    page.locator("#solve").click()
+    page.wait_for_function("n => { const s = window.explorerShown; return s.solved && s.drawn > n && s.mark; }",
+                           arg=before)
+    shown = page.evaluate("window.explorerShown")
+    solved = shown["solved"]
+    assert solved["status"] == "ok" and 100 <= solved["value"] <= 1e6
+    assert shown["mark"]["x"] == solved["value"] and shown["mark"]["y"] == solved["achieved"] <= 0.5
+    page.wait_for_selector("#plot svg #explore-solved", state="attached")  # the point (n, eps) in matplotlib's SVG
+    assert page.locator("#plot svg #explore-solved path").count() >= 1
+    _check_against_python(shown)  # the traces themselves are unchanged
+    # solved for a parameter that is not the x axis: a line at the target
+    before = _drawn(page)
+    page.select_option("#x", "eps0")
+    _settle(page, before)
+    before = _drawn(page)
+    page.locator("#solve").click()
+    page.wait_for_function("n => { const s = window.explorerShown; return s.drawn > n && s.mark && s.mark.x === "
+                           "undefined; }", arg=before)
+    mark = page.evaluate("window.explorerShown.mark")
+    assert mark["y"] == 0.5 and "target ε = 0.5" in mark["label"]
+    page.wait_for_selector("#plot svg #explore-solved", state="attached")
+
+
 def test_url_reopens_the_same_view(page):
     shown = _open(page, "bound=shuffle.fmt-closed-form&x=n&lo=100&hi=100000&points=20&p.eps0=2&logy=1")
     url = page.url

@@ -9,7 +9,12 @@ best membership attack it allows (:func:`tpr_bound`: the true-positive rate at a
 Kairouz-Oh-Viswanath 2015 / Dong-Roth-Su 2019), exports what is shown (PNG drawn by matplotlib, CSV of the
 curves, and the ``amplify-jax evaluate`` command and ``bounds.evaluate`` call that reproduce it:
 :func:`export`), and slices the sweep stores opened with ``amplify-jax explore --sweep PATH`` (two dimensions
-as curves or a heat map, the others fixed; ``_sweeps.py``).
+as curves or a heat map, the others fixed; ``_sweeps.py``).  Each legend entry names its bound's paper and
+theorem in short (``"shuffle.clones — FMT 2021, Thm 3.2"``; the ``cite`` of the catalog and of each curve); a
+bound with a lower value beside its upper one (``shuffle.clones``' ``lower``, ``pld.dpsgd``'s
+``epsilon_lower``) is drawn as a shaded band from the lower to the upper value under the upper line; a solved
+answer is marked on the plot (a point at (value, achieved) when the solved parameter is the x axis, otherwise a
+line at the target; SVG id ``explore-solved``) while the other parameters stay those it was solved at.
 
 The JSON interface (pure functions, no server needed; every answer is JSON, a bad request answers
 ``{"error": "<one line naming the parameter and the value>"}``)::

@@ -273,13 +273,46 @@ def _param_info(bound, p) -> dict:
     return info
 
 
+_CITE_WORDS = {"Theorem": "Thm", "Corollary": "Cor.", "Proposition": "Prop.", "Section": "Sec.", "Appendix": "App."}
+_CITE_ITEM = re.compile(r"\b(Thm\.?|Theorem|Cor\.?|Corollary|Prop\.?|Proposition|Lemma|Sec\.|Section|App\.|Appendix|"
+                        r"Table|Algorithm|Eq\.)\s+([A-Z]?[0-9IVX][0-9.IVX]*[0-9A-Za-z]?)")
+
+
+def cite(paper: str, theorem: str) -> str:
+    """A bound's paper and theorem in short: ``"FMT 2021, Thm 3.2"`` (two or three authors: their initials,
+    or both names for two; more: the first et al.; the first numbered item of ``theorem``), for the legend."""
+    head = re.split(r"[(;]", paper or "", maxsplit=1)[0]
+    year = re.search(r"\b(19|20)[0-9]{2}\b", head)
+    names_text = head[:year.start()] if year else head
+    names = [n.strip() for n in re.split(r",|&|\band\b", names_text) if n.strip()]
+    if not year:  # a title follows the authors: keep the first
+        names = names[:1] + (["", ""] if len(names) > 1 else [])
+    if not names:
+        who = head.strip()
+    elif len(names) == 1:
+        who = names[0]
+    elif len(names) == 2 and year:
+        who = f"{names[0]} & {names[1]}"
+    elif len(names) == 3 and year:
+        who = "".join(n.split()[-1][0] for n in names)
+    else:
+        who = f"{names[0]} et al."
+    short = who + (f" {year.group(0)}" if year else "")
+    item = _CITE_ITEM.search(theorem or "") or _CITE_ITEM.search(paper or "")
+    if item:
+        word = item.group(1).rstrip(".")
+        word = _CITE_WORDS.get(word, word + "." if word in ("Cor", "Prop", "Sec", "App", "Eq") else word)
+        short += f", {word} {item.group(2).rstrip('.')}"
+    return short
+
+
 def _bound_info(b) -> dict:
     params = [_param_info(b, p) for p in b.params]
     axes = [q["name"] for q in params if q["kind"] in ("real", "integer")]
     if b.answer == "rdp":
         axes.append("orders")
-    return {"id": b.id, "family": b.family, "paper": b.paper, "theorem": b.theorem, "summary": b.summary,
-            "notes": b.notes, "answer": b.answer, "symbol": _SYMBOL[b.answer], "side": b.side,
+    return {"id": b.id, "family": b.family, "paper": b.paper, "theorem": b.theorem, "cite": cite(b.paper, b.theorem),
+            "summary": b.summary, "notes": b.notes, "answer": b.answer, "symbol": _SYMBOL[b.answer], "side": b.side,
             "outputs": list(b.outputs), "solvable": list(b.solvable),
             "target": None if b.answer == "rdp" else "target_" + b.answer, "pair": _PAIR[b.answer],
             "axes": axes, "params": params, "example": _params_json(b.example)}
@@ -485,8 +518,9 @@ def _curve(bound_id, x, x_values, lo, hi, points, log, params, family, family_va
             counts[name] = counts.get(name, 0) + 1
     notes = [f"{counts[str(Status(c))]} point(s) {Status(c)}: {_STATUS_TEXT[Status(c)]}" for c in Status
              if c != Status.OK and str(Status(c)) in counts]
-    return {"bound": b.id, "paper": b.paper, "theorem": b.theorem, "answer": b.answer, "symbol": _SYMBOL[b.answer],
-            "side": b.side, "x": {"name": xp.name, "values": _jsonable(xs), "log": bool(xlog)},
+    return {"bound": b.id, "paper": b.paper, "theorem": b.theorem, "cite": cite(b.paper, b.theorem),
+            "answer": b.answer, "symbol": _SYMBOL[b.answer], "side": b.side,
+            "x": {"name": xp.name, "values": _jsonable(xs), "log": bool(xlog)},
             "family": None if fp is None else {"name": fp.name, "values": _jsonable(fs)},
             "series": series, "params": _params_json(fixed), "points": int(total), "max_points": MAX_POINTS,
             "status_counts": counts, "notes": notes, "elapsed_ms": round(elapsed, 3)}

@@ -14,11 +14,13 @@ import numpy as np
 
 from ._api import MAX_POINTS
 
-__all__ = ["MAX_SERIES", "render"]
+__all__ = ["MAX_SERIES", "SOLVED_GID", "render"]
 
 MAX_SERIES = 48  #: curves in one drawing (the current family and the pinned curves)
 MAX_TOTAL_POINTS = 24 * MAX_POINTS  #: points in one drawing, all curves together
 _DASHES = {"solid": "-", "dashed": "--", "dotted": ":"}
+_SERIES_KEYS = ("label", "cite", "x", "y", "lower", "style")
+SOLVED_GID = "explore-solved"  #: the SVG id of the solved answer's mark (a point on the curve, or the target line)
 
 
 def _text(name: str, value, limit: int = 200) -> str:
@@ -49,21 +51,36 @@ def _series(spec) -> list:
     for i, s in enumerate(spec):
         if not isinstance(s, dict):
             raise ValueError(f"Expected series[{i}] as an object {{label, x, y}}, got {s!r:.60}.")
+        unknown = [k for k in s if k not in _SERIES_KEYS]
+        if unknown:
+            raise ValueError(f"Expected series[{i}] keys {', '.join(_SERIES_KEYS)}, got {unknown[0]!r:.60}.")
         x = _column(f"series[{i}].x", s.get("x"), None)
         y = _column(f"series[{i}].y", s.get("y"), x.size)
+        lower = None if s.get("lower") is None else _column(f"series[{i}].lower", s.get("lower"), x.size)
         style = s.get("style", "solid")
         if style not in _DASHES:
             raise ValueError(f"Expected series[{i}].style in {list(_DASHES)}, got style={style!r:.60}.")
-        total += x.size
-        out.append((_text(f"series[{i}].label", s.get("label")), x, y, _DASHES[style]))
+        total += x.size * (1 if lower is None else 2)
+        label, cite = _text(f"series[{i}].label", s.get("label")), _text(f"series[{i}].cite", s.get("cite"))
+        out.append((" — ".join(t for t in (label, cite) if t), x, y, _DASHES[style], lower))
     if total > MAX_TOTAL_POINTS:
         raise ValueError(f"Expected at most {MAX_TOTAL_POINTS} points in one drawing, got {total}.")
     return out
 
 
+def _finite(name: str, value) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"Expected {name} as a finite number, got {name}={value!r:.60}.")
+    return float(value)
+
+
 def render(spec) -> dict:
-    """Draw ``spec`` = ``{"series": [{"label", "x", "y", "style"}], "xlabel", "ylabel", "title", "logx",
-    "logy", "mark": {"x", "label"}, "format"}`` as SVG: ``{"svg": "<svg ...>"}``, or with ``"format": "png"``
+    """Draw ``spec`` = ``{"series": [{"label", "cite", "x", "y", "lower", "style"}], "xlabel", "ylabel", "title",
+    "logx", "logy", "mark": {"x", "y", "label"}, "format"}`` as SVG (a legend entry reads "label — cite"; a
+    series with ``lower`` is a shaded band from lower to y under its line; ``mark``: see ``_mark``):
+    ``{"svg": "<svg ...>"}``, or with ``"format": "png"``
     as a PNG (150 dpi) in base64: ``{"png": "iVBOR..."}`` (the page's export); ``{"error": "..."}``."""
     try:
         fmt = spec.get("format", "svg") if isinstance(spec, dict) else "svg"
@@ -78,7 +95,7 @@ def render(spec) -> dict:
 
 
 def _render(spec, fmt: str = "svg"):
-    from matplotlib import rc_context
+    from matplotlib import rc_context, rcParams
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, NullLocator
 
@@ -93,16 +110,21 @@ def _render(spec, fmt: str = "svg"):
     with rc_context({"svg.fonttype": "none", "font.size": 10}):
         fig = Figure(figsize=(8.4, 4.6), dpi=100)
         ax = fig.add_axes((0.09, 0.12, 0.89, 0.8))
-        for label, x, y, dash in series:
+        colors = rcParams["axes.prop_cycle"].by_key().get("color") or ["C0"]
+        for i, (label, x, y, dash, lower) in enumerate(series):
+            color = colors[i % len(colors)]
             if logy:
                 y = np.where(y > 0, y, np.nan)
-            ax.plot(x, y, dash, label=label or None, lw=1.6)
-        mark = spec.get("mark")
-        if isinstance(mark, dict) and isinstance(mark.get("x"), (int, float)) and math.isfinite(mark["x"]):
-            ax.axvline(float(mark["x"]), color="0.3", ls=":", lw=1.2)
-            ax.annotate(_text("mark.label", mark.get("label")), (float(mark["x"]), 1.0),
-                        xycoords=("data", "axes fraction"), xytext=(4, -12), textcoords="offset points", fontsize=9,
-                        color="0.25")
+                lower = None if lower is None else np.where(lower > 0, lower, np.nan)
+            if lower is None:
+                ax.plot(x, y, dash, color=color, label=label or None, lw=1.6)
+                continue
+            # an upper and a lower value: the band between them, the upper line on top, one colour
+            ax.fill_between(x, lower, y, color=color, alpha=0.18, lw=0, zorder=1.5, gid="explore-band")
+            ax.plot(x, lower, ":", color=color, lw=0.9, alpha=0.8, zorder=1.8)
+            entry = (label + " (shaded: down to its lower value)") if label else None
+            ax.plot(x, y, dash, color=color, label=entry, lw=1.6, zorder=2.5)
+        _mark(ax, spec.get("mark"))
         for axis, set_scale, log in ((ax.xaxis, ax.set_xscale, logx), (ax.yaxis, ax.set_yscale, logy)):
             if log:  # plain tick labels (1e-05, 0.01, 10): mathtext labels cost ~0.3 s a drawing
                 set_scale("log")
@@ -114,8 +136,32 @@ def _render(spec, fmt: str = "svg"):
         if title:
             ax.set_title(title, fontsize=10, loc="left")
         ax.grid(True, which="major", alpha=0.35)
-        if len(series) > 1 and any(s[0] for s in series):
+        if any(s[0] for s in series) and (len(series) > 1 or any(s[4] is not None for s in series)
+                                           or any(isinstance(t, dict) and t.get("cite") for t in spec["series"])):
             ax.legend(fontsize=8, loc="best", framealpha=0.85)
         buf = io.StringIO() if fmt == "svg" else io.BytesIO()
         fig.savefig(buf, format=fmt, **({"dpi": 150} if fmt == "png" else {}))
     return buf.getvalue()
+
+
+def _mark(ax, mark) -> None:
+    """The solved answer: ``{"x", "y", "label"}`` a point on the curve (the solved parameter is the x axis),
+    ``{"y", "label"}`` a horizontal line at the target, ``{"x", "label"}`` a vertical line."""
+    if mark is None:
+        return
+    if not isinstance(mark, dict) or any(k not in ("x", "y", "label") for k in mark):
+        raise ValueError(f"Expected mark as an object {{x, y, label}}, got mark={mark!r:.60}.")
+    x, y = _finite("mark.x", mark.get("x")), _finite("mark.y", mark.get("y"))
+    label = _text("mark.label", mark.get("label"))
+    note = {"fontsize": 9, "color": "0.2", "textcoords": "offset points",
+            "bbox": {"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8}}
+    if x is not None:
+        ax.axvline(x, color="0.3", ls=":", lw=1.2)
+    if x is not None and y is not None:
+        ax.plot([x], [y], "o", ms=7, mfc="none", mec="black", mew=1.6, zorder=4, gid=SOLVED_GID)
+        ax.annotate(label, (x, y), xytext=(7, 7), **note)
+    elif y is not None:
+        ax.axhline(y, color="0.3", ls="--", lw=1.1, zorder=3, gid=SOLVED_GID)
+        ax.annotate(label, (0.0, y), xycoords=("axes fraction", "data"), xytext=(4, 4), **note)
+    elif x is not None:
+        ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(4, -12), **note)

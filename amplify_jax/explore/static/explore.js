@@ -303,9 +303,11 @@ function curveTraces(curve, prefix) {
   const out = [];
   for (const s of curve.series) {
     const label = prefix ? (curve.series.length > 1 ? `${prefix}: ${s.label}` : prefix) : s.label;
-    out.push({ label, x: curve.x.values, y: s.y, style: "solid" });
-    for (const [k, v] of Object.entries(s.outputs || {})) {
-      if (/lower/.test(k) && Array.isArray(v) && typeof v[0] !== "boolean") out.push({ label: `${label} (${k})`, x: curve.x.values, y: v, style: "dashed" });
+    out.push({ label, x: curve.x.values, y: s.y, style: "solid", bound: curve.bound, cite: curve.cite });
+    for (const [k, v] of Object.entries(s.outputs || {})) {     // a lower value: drawn as a band under its curve
+      if (/lower/.test(k) && Array.isArray(v) && typeof v[0] !== "boolean") {
+        out.push({ label: `${label} (${k})`, x: curve.x.values, y: v, style: "dashed", bound: curve.bound, lowerOf: label });
+      }
     }
   }
   return out;
@@ -359,16 +361,20 @@ async function draw() {
   const ylabel = c.symbol + (c.side === "lower" ? " (lower bound)" : "");
   const full = `${c.bound} — ${c.theorem}`;
   const title = full.length > 100 ? full.slice(0, 99) + "…" : full;
-  const mark = solved && solved.bound === c.bound && solved.solve_for === c.x.name && solved.value !== null
-    ? { x: solved.value, label: `${solved.solve_for} = ${fmt(solved.value)}` } : null;
+  const mark = solvedMark(c);
   if (window.Plotly) {
-    const data = traces.map((t) => ({ x: t.x, y: t.y, name: t.label || c.bound, mode: "lines",
+    const data = traces.map((t) => ({ x: t.x, y: t.y, name: (t.label || c.bound) + (t.cite ? ` — ${t.cite}` : ""), mode: "lines",
       line: { dash: t.style === "dashed" ? "dash" : "solid" }, connectgaps: false }));
     const layout = { margin: { l: 60, r: 20, t: 60, b: 50 }, title: { text: title, font: { size: 12 }, x: 0.01, xanchor: "left", y: 0.98 },
       xaxis: { title: { text: c.x.name }, type: S.logx ? "log" : "linear" },
       yaxis: { title: { text: ylabel }, type: S.logy ? "log" : "linear" }, showlegend: traces.length > 1,
-      shapes: mark ? [{ type: "line", x0: mark.x, x1: mark.x, yref: "paper", y0: 0, y1: 1, line: { dash: "dot", color: "#555" } }] : [],
-      annotations: mark ? [{ x: S.logx ? Math.log10(mark.x) : mark.x, y: 1, yref: "paper", text: mark.label, showarrow: false, xanchor: "left" }] : [] };
+      shapes: !mark ? [] : mark.x === undefined
+        ? [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: mark.y, y1: mark.y, line: { dash: "dash", color: "#555" } }]
+        : [{ type: "line", x0: mark.x, x1: mark.x, yref: "paper", y0: 0, y1: 1, line: { dash: "dot", color: "#555" } }],
+      annotations: !mark ? [] : mark.x === undefined
+        ? [{ xref: "paper", x: 0, y: S.logy ? Math.log10(mark.y) : mark.y, text: mark.label, showarrow: false, xanchor: "left", yanchor: "bottom" }]
+        : [{ x: S.logx ? Math.log10(mark.x) : mark.x, y: mark.y === undefined ? 1 : (S.logy ? Math.log10(mark.y) : mark.y),
+             yref: mark.y === undefined ? "paper" : "y", text: mark.label, showarrow: mark.y !== undefined, xanchor: "left" }] };
     window.Plotly.react("plot", data, layout, { responsive: true, displaylogo: false });
   } else {
     const r = await call("/api/render", renderSpec(traces, c, ylabel, title, mark));
@@ -380,8 +386,38 @@ async function draw() {
 }
 
 function renderSpec(traces, c, ylabel, title, mark) {
-  return { series: traces.map((t) => ({ label: t.label, x: t.x, y: t.y, style: t.style })),
-    xlabel: c.x.name, ylabel, title, logx: S.logx, logy: S.logy, mark };
+  // a curve with a lower value (a trace with lowerOf naming it) is drawn as a band from lower to upper
+  const used = new Set(), series = [];
+  for (const t of traces) {
+    if (t.lowerOf !== undefined) continue;
+    const s = { label: t.label, x: t.x, y: t.y, style: t.style };
+    if (t.cite) s.cite = t.cite;
+    const low = traces.find((u) => !used.has(u) && u.lowerOf === t.label && u.bound === t.bound && u.x === t.x);
+    if (low) { used.add(low); s.lower = low.y; }
+    series.push(s);
+  }
+  for (const t of traces) if (t.lowerOf !== undefined && !used.has(t)) series.push({ label: t.label, x: t.x, y: t.y, style: t.style });
+  return { series, xlabel: c.x.name, ylabel, title, logx: S.logx, logy: S.logy, mark };
+}
+
+// The solved answer on the plot, while the page's other parameters are those it was solved at: a point
+// (value, achieved) when the solved parameter is the x axis, else a horizontal line at the target.
+function solveKey(sf) {
+  const params = {};
+  for (const p of B.params) if (p.name !== sf) params[p.name] = wire(p, S.values[p.name]);
+  return JSON.stringify(params);
+}
+
+function solvedMark(c) {
+  if (!solved || solved.bound !== c.bound || solved.value === null || solved.key !== solveKey(solved.solve_for)) return null;
+  const v = `${solved.solve_for} = ${fmt(solved.value)}`;
+  if (solved.solve_for === c.x.name) {
+    return solved.achieved === null ? { x: solved.value, label: v }
+      : { x: solved.value, y: solved.achieved, label: `${v} (${solved.symbol} = ${fmt(solved.achieved, 4)})` };
+  }
+  const target = solved.targets["target_" + solved.answer];
+  if (target === undefined || (S.logy && !(target > 0))) return null;
+  return { y: target, label: `target ${solved.symbol} = ${fmt(target)}: ${solved.direction} ${v}` };
 }
 
 // ------------------------------------------------------------------------------------------------------
@@ -402,7 +438,7 @@ async function solve() {
   out.replaceChildren();
   if (r.error) { shown.solved = r; out.textContent = r.error; out.style.color = "#b00"; return; }
   out.style.color = "";
-  solved = r; shown.solved = r;
+  solved = { ...r, key: solveKey(sf) }; shown.solved = r;
   operationalFrom(r);
   const v = document.createElement("span");
   v.className = "value"; v.textContent = `${sf} = ${fmt(r.value, 10)}`;
@@ -417,7 +453,7 @@ async function solve() {
     });
     out.append(use);
   }
-  if (sf === S.x) draw();
+  draw();
 }
 
 // ------------------------------------------------------------------------------------------------------
