@@ -26,17 +26,9 @@ from .conversions import METHODS, EpsilonResult, refine_order, rdp_epsilon_terms
 from .numerics import SMALL_SLAB, float64_jit, run_in_slabs, x64_scope
 from .rdp import DEFAULT_ORDERS, SGMCurve, raise_tiny_rate
 
-__all__ = [
-    "MECHANISMS",
-    "DEFAULT_SIGMA_RANGE",
-    "Calibration",
-    "SGMCurve",
-    "dpsgd_epsilon",
-    "dpsgd_calibrate_sigma",
-    "dpsgd_n_panels",
-    "epsilon",
-    "calibrate_sigma",
-]
+__all__ = ["MECHANISMS", "DEFAULT_SIGMA_RANGE", "Calibration", "SGMCurve", "dpsgd_epsilon", "dpsgd_calibrate_sigma",
+           "dpsgd_n_panels", "epsilon", "calibrate_sigma"]
+
 
 class Calibration(NamedTuple):
     sigma: jax.Array  #: the minimal noise multiplier found (feasible side)
@@ -89,6 +81,10 @@ def _check_sigma_range(sigma_range):
     if not (0 < lo < hi):
         raise ValueError(f"Expected 0 < sigma_range[0] < sigma_range[1], got sigma_range={sigma_range!r}.")
     return lo, hi
+
+
+#: Relative margin of the pruning's chord bounds around the integer orders' RDP (rounded up by their error bound)
+_KNOWN_REL = 1e-9
 
 
 def _sorted_orders(orders):
@@ -170,8 +166,8 @@ def _integer_rdp_or_bounds(int_orders, frac_orders, n_panels, sigma, q, steps, l
     e_low = eps(low, r_low)
     best_low = jnp.min(e_low, axis=-1)
     a, b = low[-2], low[-1]
-    k_a = (a - 1.0) * r_low[..., -2] * (1.0 + 1e-12)  # upper end of the chord's left point
-    k_b = (b - 1.0) * r_low[..., -1] * (1.0 - 1e-12)  # lower end of its right point
+    k_a = (a - 1.0) * r_low[..., -2] * (1.0 + _KNOWN_REL)  # upper end of the chord's left point
+    k_b = (b - 1.0) * r_low[..., -1] * (1.0 - _KNOWN_REL)  # lower end of its right point
     h = jnp.asarray(high)
     k_lb = jnp.maximum(k_b[..., None] + (h - b) * ((k_b - k_a) / (b - a))[..., None],
                        (h - 1.0) * (k_b / (b - 1.0))[..., None])
@@ -200,12 +196,12 @@ def _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method):
     # Certified lower bounds on the RDP at the fractional orders.  K(a) = (a - 1) D_a is convex with K(1) = 0,
     # so K lies above the extension of every chord beyond its end points: the chords through the two known
     # points just below alpha and the two just above bound K(alpha) from below; so does monotonicity,
-    # D_alpha >= D_(point below).  The integer series is exact to ~1e-15: end points are moved 1e-12 toward
-    # the safe side.  (High integer orders may hold lower bounds, _integer_rdp_or_bounds; no chord below uses
-    # them, and they rank above the best.)
+    # D_alpha >= D_(point below).  The integer series is rounded up by its error bound (<< 1e-9 relative at
+    # the default orders): end points move _KNOWN_REL to the safe side.  (High integer orders may hold lower
+    # bounds, _integer_rdp_or_bounds; no chord below uses them, and they rank above the best.)
     pts = np.concatenate([[1.0], orders[int_idx]])  # known points of K: 1 and the integer orders
     kpts = jnp.concatenate([jnp.zeros(r_int.shape[:-1] + (1,)), (alpha[int_idx] - 1.0) * r_int], axis=-1)
-    lo_k, hi_k = kpts * (1.0 - 1e-12), kpts * (1.0 + 1e-12)
+    lo_k, hi_k = kpts * (1.0 - _KNOWN_REL), kpts * (1.0 + _KNOWN_REL)
     af = orders[frac_idx]
     p = np.searchsorted(pts, af, side="right") - 1  # pts[p] < alpha < pts[p + 1] (p >= 0 since alpha > 1)
     n_pts = pts.size
@@ -437,9 +433,9 @@ def _dpsgd_eps_jit(sigma, q, steps, log_delta, curve, at_order, method, refine):
 
 
 def _check_dpsgd(sigma, q, steps, delta):
-    s = V.positive("sigma", sigma)
+    s = V.between("sigma", sigma, 1e-3, 1e10)  # beyond: the quadrature's panel count is NaN or ~1e11 (sigma 1e-10)
     qq = raise_tiny_rate(V.probability("q", q))  # sound: eps grows with q
-    t = V.nonnegative("steps", steps)
+    t = V.integer("steps", steps, minimum=0).astype(np.float64)  # a count: 1.5 steps is refused
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(sigma=s, q=qq, steps=t, delta=d)
     return s, qq, t, d, shape
@@ -696,7 +692,7 @@ def dpsgd_calibrate_sigma(
     sigma_range = DEFAULT_SIGMA_RANGE if sigma_range is None else sigma_range
     e = V.positive("target_epsilon", target_epsilon)
     qq = raise_tiny_rate(V.probability("q", q))  # sound: eps grows with q
-    t = V.nonnegative("steps", steps)
+    t = V.integer("steps", steps, minimum=0).astype(np.float64)  # a count: 1.5 steps is refused
     d = V.unit_open("delta", delta)
     V.one_of("method", method, METHODS)
     lo, hi = _check_sigma_range(sigma_range)
@@ -767,7 +763,7 @@ def epsilon(mechanism: str, *, delta, orders=None, method="balle2020", accountan
     from . import rdp as R
 
     a = _sorted_orders(orders)
-    t = V.nonnegative("steps", steps)
+    t = V.integer("steps", steps, minimum=0).astype(np.float64)  # a count: 1.5 steps is refused
     if mechanism == "gaussian":
         return optimal_epsilon(_gaussian_steps, delta=delta, args=(V.positive("sigma", params["sigma"]), t),
                                orders=a, method=method)

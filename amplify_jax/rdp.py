@@ -83,12 +83,32 @@ def gaussian_rdp(orders, *, sigma, sensitivity=1.0):
         return _finish(shape, _gaussian_kernel(a, s, d))
 
 
+def _expm1_minus_x(y):
+    """e^y - 1 - y >= 0 without cancellation: the series y^2 sum_k y^k / (k + 2)! for |y| < 1/2 (17 terms,
+    truncation < 1e-17 relative), expm1(y) - y elsewhere."""
+    ys = jnp.clip(y, -0.5, 0.5)
+    acc, term = jnp.zeros_like(ys), jnp.full_like(ys, 0.5)
+    for k in range(17):
+        acc = acc + term
+        term = term * ys / (k + 3.0)
+    return jnp.where(jnp.abs(y) < 0.5, ys * ys * acc, jnp.expm1(y) - y)
+
+
 @float64_jit
 def _laplace_kernel(alpha, scale, sensitivity):
     lam = (scale / sensitivity)[..., None]  # noise scale per unit sensitivity
     t1 = jnp.log(alpha / (2 * alpha - 1)) + (alpha - 1) / lam
     t2 = jnp.log((alpha - 1) / (2 * alpha - 1)) - alpha / lam
-    return jnp.logaddexp(t1, t2) / (alpha - 1)
+    # For a large scale the two terms nearly sum to 1 and logaddexp loses relative accuracy (up to 4e-12 below
+    # the exact value at lambda ~ 1e3, benchmarks/soundness_campaign.py).  There, with x = 1 / lambda,
+    # the sum minus 1 is (alpha phi((alpha-1) x) + (alpha-1) phi(-alpha x)) / (2 alpha - 1), phi(y) = e^y - 1 - y:
+    # two non-negative terms (the first-order parts cancel exactly), so log1p of it keeps full accuracy.
+    x = 1.0 / lam
+    small = alpha * x < 1.0
+    xs = jnp.where(small, x, 0.0)
+    excess = (alpha * _expm1_minus_x((alpha - 1) * xs) + (alpha - 1) * _expm1_minus_x(-alpha * xs)) / (2 * alpha - 1)
+    val = jnp.where(small, jnp.log1p(excess), jnp.logaddexp(t1, t2))
+    return val / (alpha - 1) * (1.0 + 4.0 * _EPS)
 
 
 def laplace_rdp(orders, *, scale, sensitivity=1.0):
@@ -245,13 +265,16 @@ class SGMCurve:
 
     def __call__(self, q, sigma):
         alpha = jnp.asarray(self.orders)
-        return jnp.logaddexp(0.0, self.log_a_minus_one(q, sigma)) / (alpha - 1.0)
+        # 4 ulps up: the rounding of logaddexp and of the division (the logs carry their own error bounds)
+        return jnp.logaddexp(0.0, self.log_a_minus_one(q, sigma)) / (alpha - 1.0) * (1.0 + 4.0 * _EPS)
 
 
 @float64_jit(static_argnames=("curve",))
 def _sgm_curve_kernel(q, sigma, curve):
     return curve(q, sigma)
 
+
+_EPS = float(np.finfo(np.float64).eps)
 
 #: Smallest positive sampling rate evaluated as given; smaller positive rates are raised to it.
 Q_FLOOR = 1e-100
@@ -355,7 +378,15 @@ def without_replacement_rdp_kernel(base, q, orders=None, *, log_inf_factor=None)
     alpha = jnp.asarray(_wor_orders(orders, base.shape[-1] + 1), dtype=jnp.float64)
     log_q = jnp.where(q > 0, jnp.log(jnp.where(q > 0, q, 1.0)), -jnp.inf)
     log_excess = without_replacement_log_excess(base, log_q, orders, log_inf_factor=log_inf_factor)
-    return jnp.logaddexp(0.0, log_excess) / (alpha - 1.0)
+    # Rounded up by a bound on the float64 error (the sum was up to 8e-15 below the exact value,
+    # benchmarks/soundness_campaign.py): a few ulps of the magnitudes of each log-term's parts (alpha |log q|,
+    # log C(alpha, j) <= alpha log 2, (alpha - 1) eps(alpha)) and one ulp per summed term.
+    amax = base.shape[-1] + 1
+    lq_abs = jnp.where(q > 0, jnp.abs(log_q), 0.0)[..., None]
+    top = jnp.max(jnp.abs(base), axis=-1, keepdims=True)
+    err = 8.0 * _EPS * (alpha * (lq_abs + np.log(2.0) + top) + jnp.where(jnp.isfinite(log_excess), jnp.abs(log_excess), 0.0))
+    log_excess = log_excess + err + (amax + 4.0) * _EPS
+    return jnp.logaddexp(0.0, log_excess) / (alpha - 1.0) * (1.0 + 4.0 * _EPS)
 
 
 @float64_jit

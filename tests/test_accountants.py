@@ -58,12 +58,12 @@ def test_infeasible_target_is_reported_not_nan():
     assert np.all(np.isfinite(np.asarray(cal.sigma)))
 
 
-@given(s=st.floats(0.6, 8.0), q=st.floats(1e-3, 0.2), t=st.floats(1.0, 1e4), d=st.floats(1e-9, 1e-3))
+@given(s=st.floats(0.6, 8.0), q=st.floats(1e-3, 0.2), t=st.integers(1, 10_000), d=st.floats(1e-9, 1e-3))
 def test_monotone(s, q, t, d):
     """eps decreases in sigma, increases in q and in steps, and is >= 0 (one batched call per example)."""
     sig = np.array([s, s * 1.05, s, s])
     qq = np.array([q, q, min(1.0, q * 1.05), q])
-    tt = np.array([t, t, t, t * 1.05])
+    tt = np.array([t, t, t, max(t + 1, round(t * 1.05))], dtype=float)
     e = np.asarray(aj.dpsgd_epsilon(sigma=sig, q=qq, steps=tt, delta=d).epsilon)
     assert np.all(e >= 0)
     assert e[1] <= e[0] * (1 + 1e-12)

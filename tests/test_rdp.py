@@ -183,7 +183,9 @@ def test_wor_public_kernel_vs_mpmath_pure_dp_base(q, eps0):
     for i, a in enumerate(orders):
         ref = mp_wor_log_excess(q, base, a, eps_inf=eps0)
         assert abs(lex[i] - float(ref)) <= 1e-12 * max(1.0, abs(float(ref)))
-        assert abs(rdp[i] - float(mp.log1p(mp.exp(ref)) / (a - 1))) <= 1e-12 * float(mp.log1p(mp.exp(ref)) / (a - 1))
+        exact = float(mp.log1p(mp.exp(ref)) / (a - 1))
+        # rounded up by the kernel's float64 error bound: never below, and within 1e-10 above
+        assert exact * (1 - 1e-15) <= rdp[i] <= exact * (1 + 1e-10)
     # the same through the validated public function (all orders 2..40)
     full = np.asarray(R.without_replacement_rdp(base, q=q, base_rdp_inf=eps0))
     np.testing.assert_allclose(full[[o - 2 for o in orders]], rdp, rtol=1e-13)
