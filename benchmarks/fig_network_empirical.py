@@ -15,8 +15,11 @@ number of contributions composed with the same bound.  delta' = delta_cycle = 1e
   of length m >= 16 e^eps0 ln(4/delta).
 
 The epsilon is reported at delta' = 1e-7; the delta it holds with (KOV delta with Balle et al. Thm 10's
-full per-cycle delta, including the group terms the paper omits) is printed: about 5e-3 for the Gaussian
-curves at n = 400, and close to 1 for histograms (see amplify_jax.network's module docstring).
+full per-cycle delta, including the group terms the paper omits, docs/errata.md#e-network-cycle-delta) is
+printed, the largest over all pairs and walks: for the Gaussian curves 0.025 (eps0 = 0.1) and 0.030
+(eps0 = 0.4) at n = 400 (between 0.005 and 0.048 over n = 5..400; the walks are seeded, so these are
+reproducible), and 1 for histograms at every n (see amplify_jax.network's module docstring): the histogram
+curves of Fig. 3 are therefore not (eps, delta) guarantees under this accounting (figures/README.md).
 
 Dotted in Fig. 1(b): the receiver-known variant (App. G), where contributions adjacent to v cost the full eps0.
 

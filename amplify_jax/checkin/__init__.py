@@ -26,6 +26,10 @@ What is here (every curve has the orders axis last and broadcasts over its numer
   (eps0, delta0)-LDP randomizers.
 - Calibration: minimal sigma, largest gamma, most rounds (steps) for a target (eps, delta); the results name
   their answer (``.sigma``, ``.gamma``, ``.steps``).
+- The order cap: every RDP -> (eps, delta) conversion here (the epsilon and delta functions and the three
+  calibrations) checks whether its best order is the largest of the grid it was given (:func:`order_at_cap`)
+  and then warns with :class:`OrderCapWarning` (the value is a valid bound, but wider orders may give a
+  smaller one); the registry's check-in bounds report such points with status ``fallback``.
 
 Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``steps`` is the number of rounds,
 ``target_epsilon`` what a calibration must meet, ``delta`` / ``epsilon`` the fixed side of the pair.  The
@@ -71,6 +75,9 @@ from ._baselines import shuffled_checkin_strong_composition_epsilon as shuffled_
 from ._baselines import distributed_gaussian_strong_composition_epsilon as distributed_gaussian_strong_composition_epsilon
 from ._accounting import CHECKIN_ORDERS as CHECKIN_ORDERS
 from ._accounting import CALIBRATION_ORDERS as CALIBRATION_ORDERS
+from ._accounting import LOWER_ORDERS as LOWER_ORDERS
+from ._accounting import OrderCapWarning as OrderCapWarning
+from ._accounting import order_at_cap as order_at_cap
 from ._accounting import distributed_gaussian_epsilon as distributed_gaussian_epsilon
 from ._accounting import distributed_gaussian_delta as distributed_gaussian_delta
 from ._accounting import CheckinCalibration as CheckinCalibration
@@ -103,6 +110,9 @@ __all__ = [
     "subsampled_shuffle_checkin_rdp",
     "CHECKIN_ORDERS",
     "CALIBRATION_ORDERS",
+    "LOWER_ORDERS",
+    "OrderCapWarning",
+    "order_at_cap",
     "distributed_gaussian_epsilon",
     "distributed_gaussian_delta",
     "CheckinCalibration",

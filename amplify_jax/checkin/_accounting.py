@@ -32,6 +32,58 @@ CHECKIN_ORDERS = np.arange(2, 65, dtype=np.float64)
 #: the number of requested orders times the largest one).
 CALIBRATION_ORDERS = np.array([2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64], dtype=np.float64)
 
+#: Default orders of the Thm 3 lower bound's conversion (``shuffled_checkin_epsilon(bound="lower")``): Eq. 8 is a
+#: closed form in the order, so a wide geometric grid costs little, and at small T / large n its best order is
+#: in the tens of thousands (n = 1e7, gamma = 1e-3, T = 100, delta = 1e-7: about 3e4), far above 64.
+LOWER_ORDERS = np.unique(np.round(np.geomspace(2.0, 1e8, 241)))
+
+
+class OrderCapWarning(UserWarning):
+    """An RDP -> (eps, delta) conversion of the check-in family found its best order at the largest order of the
+    grid it was given: the answer is still a valid bound (every order gives one), but larger orders would
+    probably give a smaller one.  Pass wider ``orders``.  The registry's check-in bounds report the same points
+    with status ``fallback`` instead of warning."""
+
+
+def order_at_cap(order, orders, value=None) -> np.ndarray:
+    """True where the best order of a conversion is the largest of ``orders`` (the order cap binds).
+
+    ``order`` is the best order a conversion returned (any shape), ``orders`` the grid it chose from.  With
+    ``value`` (the eps or delta found), points where it is 0 are not flagged (no order can improve on 0).  A grid
+    of one order never binds: the caller chose that order.
+    """
+    o = np.unique(np.asarray(orders, dtype=np.float64))
+    at = np.asarray(order, dtype=np.float64) >= o[-1] if o.size > 1 else np.zeros(np.shape(order), bool)
+    if value is not None:
+        at = at & (np.asarray(value, dtype=np.float64) > 0)
+    return at
+
+
+def _report_cap_curve(alpha_int, rdp, steps, delta, what):
+    """The conversion of a calibration's answer (curve ``rdp`` per round, composed over ``steps``) checked for the
+    order cap (:func:`_report_cap`)."""
+    from ..conversions import epsilon_from_rdp
+
+    o = np.asarray(alpha_int, dtype=np.float64)
+    r = np.asarray(rdp)
+    shape = np.broadcast_shapes(r.shape[:-1], np.shape(steps), np.shape(delta))
+    total = np.broadcast_to(np.asarray(steps, dtype=np.float64)[..., None] * r, shape + o.shape)
+    ok = np.all(np.isfinite(total), axis=-1)
+    res = epsilon_from_rdp(o, np.where(ok[..., None], total, 0.0), delta=np.broadcast_to(delta, shape))
+    return _report_cap(np.where(ok, np.asarray(res.order), 0.0), o, np.where(ok, np.asarray(res.epsilon), 0.0),
+                       what)
+
+
+def _report_cap(order, orders, value, what):
+    """Warn (:class:`OrderCapWarning`) where the order cap binds; returns the boolean mask."""
+    at = order_at_cap(order, orders, value)
+    if np.any(at):
+        o = np.max(np.asarray(orders, dtype=np.float64))
+        warnings.warn(f"{what}: the best Rényi order is the largest of the grid ({o:g}) at {int(np.sum(at))} of "
+                      f"{at.size} points; the value is a valid bound, but wider orders may give a smaller one.",
+                      OrderCapWarning, stacklevel=3)
+    return at
+
 
 @renamed_params(rounds="steps")
 def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, method="exact"):
@@ -39,19 +91,22 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
 
     The per-round curve of :func:`distributed_gaussian_rdp` composed over the rounds (Mironov 2017) and
     converted by :func:`amplify_jax.conversions.epsilon_from_rdp` (Balle et al. 2020; Lemma 2 of the paper)
-    on the integer ``orders`` (default 2..64).  Broadcasts over n, gamma, sigma, steps, delta.
-    (``rounds=`` is the deprecated spelling of ``steps=``.)
+    on the integer ``orders`` (default 2..64).  Broadcasts over n, gamma, sigma, steps, delta.  Warns
+    (:class:`OrderCapWarning`) where the best order is the largest of ``orders``, as do the delta function and the
+    calibrations below.  (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
     from ..conversions import epsilon_from_rdp
 
     o = CHECKIN_ORDERS if orders is None else orders
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
+    d = V.unit_open("delta", delta)  # checked before the curve is computed (compiled)
     rdp = distributed_gaussian_rdp(o, n=n, gamma=gamma, sigma=sigma, method=method)
-    d = V.unit_open("delta", delta)
     shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, delta=d)
     with x64_scope():
         total = jnp.broadcast_to(jnp.asarray(t)[..., None] * rdp, shape + rdp.shape[-1:])
-    return epsilon_from_rdp(np.asarray(o, dtype=np.float64), np.asarray(total), delta=np.broadcast_to(d, shape))
+    res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), np.asarray(total), delta=np.broadcast_to(d, shape))
+    _report_cap(res.order, o, res.epsilon, "distributed_gaussian_epsilon")
+    return res
 
 
 @renamed_params(rounds="steps")
@@ -66,11 +121,13 @@ def distributed_gaussian_delta(*, n, gamma, sigma, steps, epsilon, orders=None, 
 
     o = CHECKIN_ORDERS if orders is None else orders
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
+    e = V.nonnegative("epsilon", epsilon)  # checked before the curve is computed (compiled)
     rdp = distributed_gaussian_rdp(o, n=n, gamma=gamma, sigma=sigma, method=method)
-    e = V.nonnegative("epsilon", epsilon)
     shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, epsilon=e)
     total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
-    return delta_from_rdp(np.asarray(o, dtype=np.float64), total, epsilon=np.broadcast_to(e, shape))
+    res = delta_from_rdp(np.asarray(o, dtype=np.float64), total, epsilon=np.broadcast_to(e, shape))
+    _report_cap(res.order, o, res.delta, "distributed_gaussian_delta")
+    return res
 
 
 class CheckinCalibration(tuple):
@@ -158,6 +215,10 @@ def distributed_gaussian_calibrate_sigma(*, n, gamma, steps, target_epsilon, del
     width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), tail_tol)
     inv = invert_monotone(_cal_fn("sigma", alpha_int, width), e, args=(nn, g, t, np.log(d)),
                           lo=sigma_lo, hi=sigma_hi, feasible="above", rtol=rtol)
+    rdp = distributed_gaussian_rdp(alpha_int, n=np.broadcast_to(nn, shape), gamma=np.broadcast_to(g, shape),
+                                   sigma=np.asarray(inv.value), tail_tol=tail_tol)
+    _report_cap_curve(alpha_int, rdp, np.broadcast_to(t, shape), np.broadcast_to(d, shape),
+                      "distributed_gaussian_calibrate_sigma")
     return SigmaCalibration(inv.value, inv.achieved, inv.status)
 
 
@@ -224,6 +285,8 @@ def distributed_gaussian_max_gamma(*, n, sigma, steps, target_epsilon, delta, or
     width = _sum_plan(b(nn), _variance_cap(lo, hi), tail_tol)
     inv = invert_monotone(_cal_fn("gamma", alpha_int, width), e, args=(b(nn), b(s), b(t), np.log(b(d))),
                           lo=lo, hi=hi, feasible="below", rtol=rtol)
+    rdp = distributed_gaussian_rdp(alpha_int, n=b(nn), gamma=np.asarray(inv.value), sigma=b(s), tail_tol=tail_tol)
+    _report_cap_curve(alpha_int, rdp, b(t), b(d), "distributed_gaussian_max_gamma")
     return GammaCalibration(inv.value, inv.achieved, inv.status)
 
 
@@ -267,6 +330,9 @@ def distributed_gaussian_max_steps(*, n, gamma, sigma, target_epsilon, delta, or
                                    jnp.broadcast_to(jnp.log(jnp.asarray(d)), shape))
         status = jnp.where(t < 1, int(Status.INFEASIBLE),
                            jnp.where(t >= 2.0 ** 53, int(Status.AT_LIMIT), int(Status.OK))).astype(jnp.int32)
+    tt = np.asarray(t)
+    _report_cap_curve(alpha_int, np.where(((tt >= 1) & (tt < 2.0 ** 53))[..., None], np.asarray(r), np.inf),
+                      np.maximum(tt, 1.0), np.broadcast_to(d, shape), "distributed_gaussian_max_steps")
     return StepsCalibration(t, ach, status)
 
 
@@ -284,13 +350,16 @@ def shuffled_checkin_epsilon(*, n, gamma, eps0, steps, delta, bound="upper", met
     ``bound="upper"``: Thm 2 (:func:`shuffled_checkin_upper_rdp`, ``method`` "exact" or "eq7"), a valid
     (eps, delta)-DP guarantee.  ``bound="lower"``: the same conversion applied to Thm 3's lower bound on the
     RDP (what Figure 1 plots as the lower bound): the best any RDP accounting of this mechanism can give
-    through Eq. 3, *not* a DP guarantee and not a lower bound on the true eps.  Orders default to 2..64.
+    through Eq. 3, *not* a DP guarantee and not a lower bound on the true eps.  Orders default to 2..64 for the
+    upper bound (:data:`CHECKIN_ORDERS`) and to :data:`LOWER_ORDERS` (241 integers from 2 to 1e8) for the lower
+    bound.  Where the best order is the largest of the grid an :class:`OrderCapWarning` is emitted (the value
+    is still valid for the upper bound; pass wider ``orders``).
     (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
     from ..conversions import epsilon_from_rdp
 
     V.one_of("bound", bound, ("upper", "lower"))
-    o = CHECKIN_ORDERS if orders is None else orders
+    o = (CHECKIN_ORDERS if bound == "upper" else LOWER_ORDERS) if orders is None else orders
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
     if bound == "upper":
         rdp = shuffled_checkin_upper_rdp(o, n=n, gamma=gamma, eps0=eps0, method=method)
@@ -299,7 +368,9 @@ def shuffled_checkin_epsilon(*, n, gamma, eps0, steps, delta, bound="upper", met
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, delta=d)
     total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
-    return epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
+    res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
+    _report_cap(res.order, o, res.epsilon, f"shuffled_checkin_epsilon(bound={bound!r})")
+    return res
 
 
 class ApproxEpsilon(NamedTuple):
@@ -338,4 +409,6 @@ def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, steps, delta, shuffle_
     res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.where(valid, left, 0.5))
     with x64_scope():
         eps = jnp.where(jnp.asarray(valid), res.epsilon, jnp.inf)
+    _report_cap(np.where(valid, np.asarray(res.order), 0.0), o, np.where(valid, np.asarray(res.epsilon), 0.0),
+                "subsampled_shuffle_checkin_epsilon")
     return ApproxEpsilon(eps, res.order, jnp.asarray(valid), jnp.broadcast_to(r.fallback, shape))

@@ -21,13 +21,16 @@ those forms only to reproduce the paper's figures.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Integer, Orders, Param, Real, register
+from ..rdp import DEFAULT_ORDERS
 from ..status import Status
-from ._accounting import (CHECKIN_ORDERS, distributed_gaussian_calibrate_sigma, distributed_gaussian_delta,
-                          distributed_gaussian_epsilon, distributed_gaussian_max_steps, shuffled_checkin_epsilon,
-                          subsampled_shuffle_checkin_epsilon)
+from ._accounting import (CHECKIN_ORDERS, OrderCapWarning, distributed_gaussian_calibrate_sigma,
+                          distributed_gaussian_delta, distributed_gaussian_epsilon, distributed_gaussian_max_steps,
+                          order_at_cap, shuffled_checkin_epsilon, subsampled_shuffle_checkin_epsilon)
 from ._baselines import distributed_gaussian_strong_composition_epsilon, shuffled_checkin_strong_composition_epsilon
 from ._distributed import distributed_gaussian_rdp
 from ._shuffled import shuffled_checkin_lower_rdp, shuffled_checkin_upper_rdp
@@ -37,6 +40,9 @@ from ._weighted import MAX_N
 
 PAPER = "Liew, Hasegawa, Takahashi 2022 (Self check-in / Privacy amplification via shuffled check-ins)"
 CONVERSION = "composed over rounds (Mironov 2017) and converted by Lemma 2 (Balle et al. 2020), orders 2..64"
+CAP = ("  Status fallback where the best order of the conversion is the largest of the grid (the order cap binds: "
+       "still a valid bound, but larger orders may give a smaller one; the Python functions warn with "
+       "amplify_jax.checkin.OrderCapWarning there and take wider orders=).")
 RATE = ("Exact Thm 1 (Eq. 5) sum over every k at the conditional rate k / n (the paper's Eqs. 7, 10, 11 write "
         "the rate gamma; the sums here use the sound rate k / n, see amplify_jax.checkin).")
 
@@ -57,8 +63,21 @@ ORDERS_INT = Param("orders", Orders(hi=256.0, integer=True), "integer Rényi ord
 ORDERS_PART = Param("orders", Orders(hi=128.0, integer=True), "integer Rényi orders >= 2")
 
 
+def _quiet(fn, **kw):
+    """fn(**kw) with the order-cap warning silenced: the registry reports it as a status (see :func:`_capped`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OrderCapWarning)
+        return fn(**kw)
+
+
+def _capped(order, value, orders=CHECKIN_ORDERS, status=None):
+    """Status fallback where the conversion's best order is the grid's largest (``order_at_cap``)."""
+    st = np.full(np.shape(order), int(Status.OK), np.int32) if status is None else np.asarray(status, np.int32)
+    return np.where(order_at_cap(order, orders, value), int(Status.FALLBACK), st).astype(np.int32)
+
+
 def _eps(res):
-    return {"epsilon": res.epsilon, "order": res.order}
+    return {"epsilon": res.epsilon, "order": res.order, "status": _capped(res.order, res.epsilon)}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -66,7 +85,7 @@ def _eps(res):
 
 
 def _dg(n, gamma, sigma, steps, delta):
-    return _eps(distributed_gaussian_epsilon(n=n, gamma=gamma, sigma=sigma, steps=steps, delta=delta))
+    return _eps(_quiet(distributed_gaussian_epsilon, n=n, gamma=gamma, sigma=sigma, steps=steps, delta=delta))
 
 
 def _dg_sigma(target, lo, hi, rtol, *, n, gamma, steps, delta):
@@ -90,8 +109,8 @@ def _dg_steps(target, lo, hi, rtol, *, n, gamma, sigma, delta):
     t = np.clip(np.asarray(cal.steps, np.float64), lo, hi)
 
     def eps_at(x):
-        return np.asarray(distributed_gaussian_epsilon(n=n, gamma=gamma, sigma=sigma, steps=x,
-                                                       delta=delta).epsilon, np.float64)
+        return np.asarray(_quiet(distributed_gaussian_epsilon, n=n, gamma=gamma, sigma=sigma, steps=x,
+                                 delta=delta).epsilon, np.float64)
 
     e = eps_at(t)
     for _ in range(8):  # step down where the candidate fails (rounding at the boundary)
@@ -122,13 +141,13 @@ register(Bound(
     summary="eps of distributed check-in with the Gaussian mechanism (secure aggregation of the mean) over rounds",
     params=(N, GAMMA, SIGMA, STEPS, DELTA), answer="epsilon", kernel=_dg, outputs=("order",),
     notes=RATE + " Base RDP 2 lambda / (k sigma^2) amplified by sampling without replacement (Wang, Balle, "
-          "Kasiviswanathan 2019, Thm 9).  eps is not monotone in gamma (few participants at small rates).",
+          "Kasiviswanathan 2019, Thm 9).  eps is not monotone in gamma (few participants at small rates)." + CAP,
     solvers={"sigma": _dg_sigma, "steps": _dg_steps}))
 
 
 def _dg_delta(n, gamma, sigma, steps, epsilon):
-    res = distributed_gaussian_delta(n=n, gamma=gamma, sigma=sigma, steps=steps, epsilon=epsilon)
-    return {"delta": res.delta, "order": res.order}
+    res = _quiet(distributed_gaussian_delta, n=n, gamma=gamma, sigma=sigma, steps=steps, epsilon=epsilon)
+    return {"delta": res.delta, "order": res.order, "status": _capped(res.order, res.delta)}
 
 
 register(Bound(
@@ -136,7 +155,7 @@ register(Bound(
     paper=PAPER, theorem="Thm 4 (Eq. 10) with Thm 1 (Eq. 5); composed over rounds, inverse conversion "
                          "(Balle et al. 2020), orders 2..64",
     summary="delta of distributed check-in with the Gaussian mechanism over rounds, at epsilon",
-    params=(N, GAMMA, SIGMA, STEPS, EPSILON), answer="delta", kernel=_dg_delta, outputs=("order",), notes=RATE))
+    params=(N, GAMMA, SIGMA, STEPS, EPSILON), answer="delta", kernel=_dg_delta, outputs=("order",), notes=RATE + CAP))
 
 
 def _dg_rdp(orders, n, gamma, sigma):
@@ -172,7 +191,8 @@ register(Bound(
 
 
 def _sh_upper(n, gamma, eps0, steps, delta):
-    return _eps(shuffled_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, steps=steps, delta=delta, bound="upper"))
+    return _eps(_quiet(shuffled_checkin_epsilon, n=n, gamma=gamma, eps0=eps0, steps=steps, delta=delta,
+                       bound="upper"))
 
 
 register(Bound(
@@ -180,22 +200,24 @@ register(Bound(
     paper=PAPER, theorem=f"Thm 2 (Eq. 7 per k, constants corrected against Girgis et al. 2021, Thm 1); {CONVERSION}",
     summary="eps of shuffled check-in with eps0-LDP discrete randomizers over rounds (upper bound)",
     params=(N, GAMMA, EPS0, STEPS, DELTA), answer="epsilon", kernel=_sh_upper, outputs=("order",),
-    notes="ERRATA: Eq. 7's l-tilde is floor((k - 1) / (2 e^eps0)) + 1 and Upsilon_k decays like "
-          "e^{-(k-1)/(8 e^eps0)} (Girgis et al.), not as extracted. " + RATE))
+    notes="Corrected: Eq. 7's l-tilde is floor((k - 1) / (2 e^eps0)) + 1 and Upsilon_k decays like "
+          "e^{-(k-1)/(8 e^eps0)} (Girgis et al.), not as extracted (docs/errata.md#e-checkin-eq7). " + RATE + CAP))
 
 
 def _sh_lower(n, gamma, eps0, steps, delta):
-    return _eps(shuffled_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, steps=steps, delta=delta, bound="lower"))
+    return _eps(_quiet(shuffled_checkin_epsilon, n=n, gamma=gamma, eps0=eps0, steps=steps, delta=delta,
+                       bound="lower"))
 
 
 register(Bound(
     id="checkin.shuffled-lower", example=dict(n=1000, gamma=0.1, eps0=1.0, steps=10, delta=1e-5),
-    paper=PAPER, theorem=f"Thm 3 (Eq. 8), maximised over the Chernoff parameter; {CONVERSION}",
+    paper=PAPER, theorem="Thm 3 (Eq. 8), maximised over the Chernoff parameter; composed over rounds (Mironov "
+                         "2017) and converted by Lemma 2 (Balle et al. 2020), 241 orders from 2 to 1e8",
     summary="eps that the Thm 3 lower bound on the RDP of shuffled check-in gives (binary randomized response)",
     params=(N, GAMMA_LOWER, EPS0, STEPS, DELTA), answer="epsilon", kernel=_sh_lower, outputs=("order",),
     side="lower",
     notes="What Figure 1 plots as the lower bound: the best any RDP accounting of this mechanism can give "
-          "through the Lemma 2 conversion, not a lower bound on the true eps of the mechanism."))
+          "through the Lemma 2 conversion, not a lower bound on the true eps of the mechanism." + CAP))
 
 
 def _rdp(fn, **fixed):
@@ -210,7 +232,8 @@ register(Bound(
     paper=PAPER, theorem="Thm 2 (per-k bound of Eq. 7, corrected against Girgis et al. 2021) with Thm 1 (Eq. 5)",
     summary="RDP curve of one round of shuffled check-in with eps0-LDP discrete randomizers (upper bound)",
     params=(ORDERS_INT, N, GAMMA, EPS0), answer="rdp", kernel=_rdp(shuffled_checkin_upper_rdp),
-    notes="ERRATA: Eq. 7's constants as in Girgis et al. (2 e^eps0 in l-tilde, e^{-(k-1)/(8 e^eps0)}). " + RATE))
+    notes="Corrected: Eq. 7's constants as in Girgis et al. (2 e^eps0 in l-tilde, e^{-(k-1)/(8 e^eps0)}; "
+          "docs/errata.md#e-checkin-eq7). " + RATE))
 
 register(Bound(
     id="checkin.shuffled-lower-rdp", example=dict(orders=[2.0, 8.0, 32.0], n=1000, gamma=0.1, eps0=1.0),
@@ -233,7 +256,8 @@ register(Bound(
     summary="strong-composition baseline for shuffled check-in with eps0-LDP randomizers",
     params=(N, GAMMA_OPEN, EPS0, STEPS, DELTA), answer="epsilon", kernel=_sh_sc,
     notes="Girgis et al. state it up to constants; this instantiation is ours and sound.  The FMT condition uses "
-          "ln(4/delta) (ERRATA on footnote 3: not ln(2/delta)); outside it the round counts eps0."))
+          "ln(4/delta) (footnote 3 quotes ln(2/delta), weaker than FMT's Thm 3.1 needs; "
+          "docs/errata.md#e-checkin-fmt-condition); outside it the round counts eps0."))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -245,7 +269,8 @@ register(Bound(
     summary="RDP curve of the shuffled Gaussian mechanism with n users (every user participates)",
     params=(ORDERS_PART, N, Param("sigma", Real(1e-3, 1e4), "Gaussian noise std (sensitivity 1)", DECREASING)),
     answer="rdp", kernel=_rdp(shuffled_gaussian_rdp),
-    notes="ERRATA: partitions with more than n parts are excluded (the authors' code keeps them)."))
+    notes="Corrected: partitions with more than n parts are excluded (n users cannot split the order into more "
+          "parts; the authors' code keeps them; docs/errata.md#e-checkin-partitions)."))
 
 register(Bound(
     id="checkin.shuffled-gaussian-checkin-rdp", example=dict(orders=[2.0, 8.0], n=100, gamma=0.5, sigma=1.0),
@@ -256,7 +281,7 @@ register(Bound(
                                          DECREASING)),
     answer="rdp", kernel=_rdp(shuffled_gaussian_checkin_rdp),
     notes="The exact sum over k (the authors' code uses the Eq. 11 approximation); partitions with more than k "
-          "parts excluded (ERRATA). " + RATE))
+          "parts excluded (docs/errata.md#e-checkin-partitions). " + RATE))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -267,14 +292,18 @@ SHUFFLE_DELTA = Param("shuffle_delta", Real(0.0, 1.0, lo_open=True, hi_open=True
 DELTA0 = Param("delta0", Real(0.0, 1.0, hi_open=True), "local delta of the randomizer (0: pure eps0-LDP)",
                default=0.0)
 SEC41 = ("Sec. 4.1 subsampled shuffling conversion: FMT 2021 Thm 3.1 per k (condition "
-         "eps0 <= ln(k / (16 ln(4/delta))), ERRATA), subsampling (Balle et al. 2018 Thm 9), DP to RDP, Thm 1 (Eq. 5)")
+         "eps0 <= ln(k / (16 ln(4/delta))), docs/errata.md#e-checkin-fmt-condition), subsampling (Balle et al. "
+         "2018 Thm 9), DP to RDP, Thm 1 (Eq. 5)")
 
 
 def _ss(n, gamma, eps0, steps, delta, shuffle_delta, delta0):
-    r = subsampled_shuffle_checkin_epsilon(n=n, gamma=gamma, eps0=eps0, steps=steps, delta=delta,
-                                           shuffle_delta=shuffle_delta, delta0=delta0)
+    r = _quiet(subsampled_shuffle_checkin_epsilon, n=n, gamma=gamma, eps0=eps0, steps=steps, delta=delta,
+               shuffle_delta=shuffle_delta, delta0=delta0)
     bad = np.asarray(r.fallback) | ~np.asarray(r.valid)
-    return {"epsilon": r.epsilon, "order": r.order, "status": np.where(bad, Status.FALLBACK, Status.OK)}
+    st = np.where(bad, Status.FALLBACK, Status.OK)
+    return {"epsilon": r.epsilon, "order": r.order,
+            "status": _capped(np.where(np.asarray(r.valid), np.asarray(r.order), 0.0), r.epsilon,
+                              DEFAULT_ORDERS, st)}
 
 
 register(Bound(
@@ -286,7 +315,9 @@ register(Bound(
     outputs=("order",),
     notes="Status fallback where FMT's condition fails at k = round(n gamma) or delta0 > 0 (only check-in "
           "amplifies; eps still a valid bound), and where steps x round delta >= delta (eps = inf).  Lemma 3 "
-          "(DP to RDP) as in Asoodeh et al. 2021 (ERRATA), here the randomized-response curve of an eps-DP pair."))
+          "(DP to RDP): the paper cites Asoodeh et al. 2021, whose Thm 3 is the reverse (RDP to DP) statement "
+          "(docs/errata.md#e-checkin-lemma3); here the randomized-response curve of an eps-DP pair."
+          + CAP))
 
 
 def _ss_rdp(orders, n, gamma, eps0, shuffle_delta, delta0):

@@ -39,8 +39,8 @@ PAPER = "Cyffers & Bellet 2022 (Privacy amplification by decentralization)"
 DRV = "advanced composition (Dwork, Rothblum, Vadhan 2010)"
 BUDGET = ("delta is the total: delta' of the advanced composition is delta minus the other terms (eps = inf, "
           "status fallback, where nothing is left).")
-APP_D_FIX = ("ERRATA: the second term of the advanced composition is k eps_c (e^{eps_c} - 1) (App. D prints "
-             "eps for eps_c).")
+APP_D_FIX = ("Corrected: the second term of the advanced composition is k eps_c (e^{eps_c} - 1) (App. D prints "
+             "eps0 for eps_c; docs/errata.md#e-network-thm3-composition).")
 
 N = Param("n", Integer(2, 10**12), "number of users")
 STEPS_T = Param("steps", Integer(1, 10**12), "T: number of steps of the token walk", INCREASING)
@@ -173,9 +173,10 @@ register(Bound(
                          f"visits, {DRV} over K visits",
     summary="network-DP eps of histograms on the ring (randomized response at eps0, shuffled between visits)",
     params=(N, STEPS_K, EPS0, DELTA, DELTA_PRIME), answer="epsilon", kernel=_ring_hist("fmt"),
-    notes="Per-visit delta (delta - delta') / K.  FMT's condition eps0 <= ln((n - 1) / (16 ln(4/delta))) (ERRATA: "
-          "ln(4/delta)); outside it a visit costs eps0 (status fallback).  n - 1 reports shuffled (v knows her "
-          "own; the paper writes n)."))
+    notes="Per-visit delta (delta - delta') / K.  FMT's condition eps0 <= ln((n - 1) / (16 ln(4/delta))) "
+          "(Cyffers & Bellet quote ln(2/delta); FMT's Thm 3.1 needs ln(4/delta), "
+          "docs/errata.md#e-network-fmt-condition); outside it a visit costs eps0 (status fallback).  n - 1 "
+          "reports shuffled (v knows her own; the paper writes n)."))
 
 register(Bound(
     id="network.ring-histogram-erlingsson",
@@ -247,7 +248,8 @@ def _cg_hist(form):
 
 HIST_NOTES = ("Per-cycle delta: shuffle_delta (cycle_delta='paper', App. E) or with Balle et al. Thm 10's group "
               "terms (default 'group': for randomized response they are large, so eps is often inf there). " + BUDGET
-              + "  ERRATA: the second term of the composition uses eps_c (the printed Thm 6 has App. D's slip).")
+              + "  Corrected: the second term of the composition uses eps_c (the printed Thm 6 has App. D's slip, "
+              "eps0; docs/errata.md#e-network-thm6-composition).")
 
 register(Bound(
     id="network.complete-graph-histogram",
@@ -316,9 +318,10 @@ register(Bound(
             Param("composition", Choice(("advanced", "simple")), "advanced (capped by S eps0) or simple S eps0",
                   default="advanced")),
     answer="epsilon", kernel=_spotted, outputs=("spotted",),
-    notes="ERRATA: advanced composition over S spotted contributions has sqrt(2 S ln(1/delta')) (Lemma 2 prints "
-          "sqrt(S ln(1/delta'))).  delta' = delta - delta_tilde (eps = inf, status fallback, where not positive); "
-          "status fallback also where the general Chernoff form is used."))
+    notes="Corrected: advanced composition over S spotted contributions has sqrt(2 S ln(1/delta')) (Lemma 2 "
+          "prints sqrt(S ln(1/delta')), too small; docs/errata.md#e-network-lemma2-factor).  delta' = delta - "
+          "delta_tilde (eps = inf, status fallback, where not positive); status fallback also where the general "
+          "Chernoff form is used."))
 
 
 # ----------------------------------------------------------------------------------------------------------
