@@ -16,6 +16,7 @@ __all__ = [
     "nonnegative",
     "probability",
     "unit_open",
+    "between",
     "integer",
     "orders",
     "broadcastable",
@@ -37,21 +38,33 @@ def _show(a: np.ndarray, bad: np.ndarray | None = None):
     return np.array2string(a, threshold=6)
 
 
-def _as_float(name: str, x) -> np.ndarray:
+def _as_float(name: str, x, allow_empty: bool = False) -> np.ndarray:
     if _is_tracer(x):
         return x
+    if isinstance(x, (str, bytes)):  # np.asarray("1.5", float) would accept the text of a number
+        raise ValueError(f"Expected {name} to be a number or an array of numbers, got {name}={x!r}.")
     try:
         a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"Expected {name} to be a number or an array of numbers, got {name}={x!r}.") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"Expected {name} to be a number or an array of numbers, got "
+                         f"{name}={_short(x)}.") from None
+    if a.size == 0 and not allow_empty:
+        raise ValueError(f"Expected {name} to be a number or a non-empty array, got {name} with shape {a.shape} "
+                         "(empty).")
     bad = ~np.isfinite(a)
     if bad.any():
         raise ValueError(f"Expected {name} to be finite, got {name}={_show(a, bad)}.")
     return a
 
 
+def _short(x) -> str:
+    """A one-line repr of a user's value, at most 80 characters."""
+    text = " ".join(repr(x).split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def finite(name: str, x) -> np.ndarray:
-    """A finite float64 array."""
+    """A finite float64 array (not empty)."""
     return _as_float(name, x)
 
 
@@ -83,9 +96,16 @@ def unit_open(name: str, x) -> np.ndarray:
     return a if _is_tracer(a) else _check(name, a, ~((a > 0) & (a < 1)), "in (0, 1)")
 
 
-def integer(name: str, x, minimum=None) -> np.ndarray:
-    """An integer-valued array (floats like 1e6 accepted), as int64, optionally >= minimum."""
+def between(name: str, x, lo: float, hi: float) -> np.ndarray:
+    """A finite float64 array in [lo, hi] (the range a kernel supports, e.g. where its static sizes stay finite)."""
     a = _as_float(name, x)
+    return a if _is_tracer(a) else _check(name, a, ~((a >= lo) & (a <= hi)), f"in [{lo:g}, {hi:g}]")
+
+
+def integer(name: str, x, minimum=None, allow_empty: bool = False) -> np.ndarray:
+    """An integer-valued array (floats like 1e6 accepted), as int64, optionally >= minimum (``allow_empty``: an
+    empty array is accepted, e.g. an empty set of users)."""
+    a = _as_float(name, x, allow_empty=allow_empty)
     if _is_tracer(a):
         return a
     _check(name, a, a != np.round(a), "to be an integer")

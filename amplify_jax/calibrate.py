@@ -198,8 +198,11 @@ def _check_options(feasible, method):
     V.one_of("method", method, ("bisection", "illinois"))
 
 
-def _check_inputs(target, args, lo, hi, rtol, integer):
+def _check_inputs(target, args, lo, hi, rtol, integer, max_iter=200):
     """Boundary checks of the inversions: (target, lo, hi, rtol, broadcast shape) as numpy arrays."""
+    it = V.integer("max_iter", max_iter, minimum=1)
+    if np.ndim(it) or it > 10**6:
+        raise ValueError(f"Expected max_iter to be one integer in 1..1e6, got max_iter={max_iter!r}.")
     t = V.finite("target", target)
     lo_ = V.positive("lo", lo)
     hi_ = V.positive("hi", hi)
@@ -209,7 +212,8 @@ def _check_inputs(target, args, lo, hi, rtol, integer):
     if integer:
         lo_ = V.integer("lo", lo_, minimum=1).astype(np.float64)
         hi_ = V.integer("hi", hi_, minimum=1).astype(np.float64)
-    shape = V.broadcastable(target=t, lo=lo_, hi=hi_, **{f"args[{i}]": np.asarray(a) for i, a in enumerate(args)})
+    shape = V.broadcastable(target=t, lo=lo_, hi=hi_, rtol=r,
+                            **{f"args[{i}]": np.asarray(a) for i, a in enumerate(args)})
     return t, lo_, hi_, r, shape
 
 
@@ -245,7 +249,7 @@ def invert_monotone(
     of a smooth bound, the same guarantees.
     """
     _check_options(feasible, method)
-    t, lo_, hi_, r, shape = _check_inputs(target, args, lo, hi, rtol, integer)
+    t, lo_, hi_, r, shape = _check_inputs(target, args, lo, hi, rtol, integer, max_iter)
     with x64_scope():
         b = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=jnp.float64), shape)  # noqa: E731
         return _invert_jit(fn, b(t), tuple(b(a) for a in args), b(lo_), b(hi_), jnp.asarray(r, jnp.float64),
@@ -286,7 +290,7 @@ def invert_monotone_host(
     ``hi`` broadcast; ``value`` is re-checked (``achieved`` is ``fn`` at it).
     """
     _check_options(feasible, method)
-    t, lo_, hi_, r, shape = _check_inputs(target, (), lo, hi, rtol, integer)
+    t, lo_, hi_, r, shape = _check_inputs(target, (), lo, hi, rtol, integer, max_iter)
     illinois = method == "illinois" and not integer
     with x64_scope():
         b = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=jnp.float64), shape)  # noqa: E731
@@ -422,7 +426,7 @@ def invert_monotone_differentiable(
     """
     _check_options(feasible, method)
     if _is_concrete(target, args, lo, hi, rtol):
-        target, lo, hi, rtol, _ = _check_inputs(target, args, lo, hi, rtol, integer)
+        target, lo, hi, rtol, _ = _check_inputs(target, args, lo, hi, rtol, integer, max_iter)
     with x64_scope():
         shape = jnp.broadcast_shapes(jnp.shape(target), jnp.shape(lo), jnp.shape(hi), *(jnp.shape(a) for a in args))
         b = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=jnp.float64), shape)  # noqa: E731

@@ -121,7 +121,9 @@ def cmd_rdp(args):
     from . import rdp as R
 
     params = [p for p in _mechanism_params(args) if p != "steps"]
-    orders = parse_values("--orders", args.orders)
+    from .bounds import Orders  # the registry's domain of orders (alpha in (1, 1e6])
+
+    orders = Orders().check("orders", parse_values("--orders", args.orders))
     vals = _numeric(args, params + ["steps"])
     _check_registered(args.mechanism, vals)
     grid = _grid(vals)
@@ -158,6 +160,10 @@ def cmd_calibrate(args):
     if args.mechanism == "poisson-gaussian" and args.q is None:
         raise ValueError("Expected --q for --mechanism poisson-gaussian.")
     _check_registered(args.mechanism, {k: v for k, v in _numeric(args, names).items() if k != "target_epsilon"})
+    from .bounds import TARGET_DOMAINS  # the registry's inversions take the same targets
+
+    targets = _numeric(args, ["target_epsilon"]).get("target_epsilon")
+    TARGET_DOMAINS["target_epsilon"].check("target_epsilon", targets)
     grid = _grid(_numeric(args, names))
     if args.accountant == "pld" and args.method != "balle2020":
         raise ValueError("Expected no --method with --accountant pld (an option of the RDP accountant).")
@@ -416,7 +422,7 @@ def _add_numeric(p, *names):
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="amplify-jax", description="Differential-privacy amplification bounds, in JAX.")
+    p = _OneLineParser(prog="amplify-jax", description="Differential-privacy amplification bounds, in JAX.")
     sub = p.add_subparsers(dest="command", required=True)
 
     def mech(sp):

@@ -283,19 +283,19 @@ def _read_edge_list(path: str) -> sp.csr_matrix:
             if not tokens:
                 continue
             if len(tokens) not in (2, 3):
-                raise ValueError(f"Expected lines 'u v' or 'u v weight' in the edge list {path!r}, got line {lineno}: "
-                                 f"{line.strip()!r}.")
+                raise ValueError(f"Expected lines 'u v' or 'u v weight' in the graph edge list {path!r}, got line "
+                                 f"{lineno}: {line.strip()!r}.")
             w = 1.0
             if len(tokens) == 3:
                 try:
                     w = float(tokens[2])
                 except ValueError:
-                    raise ValueError(f"Expected a numeric weight in the edge list {path!r}, got line {lineno}: "
+                    raise ValueError(f"Expected a numeric weight in the graph edge list {path!r}, got line {lineno}: "
                                      f"{line.strip()!r}.") from None
             edges.append((tokens[0], tokens[1]))
             weights.append(w)
     if not edges:
-        raise ValueError(f"Expected at least one edge in the edge list {path!r}, got none.")
+        raise ValueError(f"Expected at least one edge in the graph edge list {path!r}, got none.")
     labels = sorted({u for e in edges for u in e})
     if all(re.match(r"^-?[0-9]+$", u) for u in labels):
         labels = sorted(labels, key=int)
@@ -304,15 +304,15 @@ def _read_edge_list(path: str) -> sp.csr_matrix:
     cols = np.array([index[v] for _, v in edges])
     if np.any(rows == cols):
         k = int(np.flatnonzero(rows == cols)[0])
-        raise ValueError(f"Expected no self-loops in the edge list {path!r}, got edge {edges[k]!r}.")
+        raise ValueError(f"Expected no self-loops in the graph edge list {path!r}, got edge {edges[k]!r}.")
     n = len(labels)
     # an undirected edge may be listed once or repeated (either direction) with the same weight
     seen = {}
     for k, (i, j) in enumerate(zip(rows.tolist(), cols.tolist())):
         key = (min(i, j), max(i, j))
         if key in seen and seen[key] != weights[k]:
-            raise ValueError(f"Expected one weight per edge in the edge list {path!r}, got edge {edges[k]!r} with "
-                             f"weights {seen[key]!r} and {weights[k]!r}.")
+            raise ValueError(f"Expected one weight per edge in the graph edge list {path!r}, got edge {edges[k]!r} "
+                             f"with weights {seen[key]!r} and {weights[k]!r}.")
         seen[key] = weights[k]
     ij = np.array(list(seen), dtype=np.int64).reshape(-1, 2)
     w = np.array(list(seen.values()), dtype=np.float64)

@@ -32,8 +32,8 @@ ACCOUNTANT = Param("accountant", Choice(("rdp", "pld")),
 
 def _dpsgd(sigma, q, steps, delta, accountant="rdp"):
     if accountant == "pld":
-        res = P.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
-        return {"epsilon": res.epsilon, "order": np.zeros_like(np.asarray(res.epsilon))}
+        res = P.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)  # its status flags an +inf (error)
+        return {"epsilon": res.epsilon, "order": np.zeros_like(np.asarray(res.epsilon)), "status": res.status}
     res = A.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
     return {"epsilon": res.epsilon, "order": res.order}
 
@@ -57,8 +57,8 @@ PLD_SIGMA = Param("sigma", Real(P.SIGMA_RANGE[0], P.SIGMA_RANGE[1]), "noise mult
 
 
 def _pld_dpsgd(sigma, q, steps, delta):
-    res = P.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
-    return {"epsilon": res.epsilon, "epsilon_lower": res.epsilon_lower}
+    res = P.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)  # its status flags an +inf (error)
+    return {"epsilon": res.epsilon, "epsilon_lower": res.epsilon_lower, "status": res.status}
 
 
 def _pld_dpsgd_sigma(target, lo, hi, rtol, *, q, steps, delta):

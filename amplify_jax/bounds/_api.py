@@ -157,11 +157,16 @@ def invert(id: str, /, *, solve_for: str, target_epsilon=None, target_delta=None
         params = {**params, fixed: other}
     target = TARGET_DOMAINS[tname].check(tname, given)
     vals, shape = bind(bound, params, skip=(solve_for,))
-    shape = V.broadcastable(**{tname: target}, **{k: v for k, v in vals.items() if bound.param(k).domain.numeric})
     p = bound.param(solve_for)
     dlo, dhi = p.search_range()
     lo_ = p.domain.check("lo", dlo if lo is None else lo)
     hi_ = p.domain.check("hi", dhi if hi is None else hi)
+    rtol_ = V.between("rtol", rtol, 1e-15, 0.5)  # below float64's resolution a search cannot stop
+    if np.ndim(rtol_):
+        raise ValueError(f"Expected rtol to be one number, got rtol with shape {np.shape(rtol_)}.")
+    rtol = float(rtol_)
+    shape = V.broadcastable(**{tname: target}, **{k: v for k, v in vals.items() if bound.param(k).domain.numeric},
+                            lo=lo_, hi=hi_)
     integer = isinstance(p.domain, Integer)
     # integers are searched on y = x - offset >= 1 (a domain may start at 0: no dummies); reals need lo > 0
     offset = float(np.min(lo_)) - 1.0 if integer else 0.0

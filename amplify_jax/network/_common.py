@@ -71,10 +71,8 @@ def _b(shape, *arrays):
 
 
 def _n(name, n):
-    a = V.finite(name, n)
-    if np.any(a < 2):
-        raise ValueError(f"Expected {name} >= 2, got {name}={np.min(a)!r}.")
-    return a
+    """A number of users: an integer >= 2 (as float64)."""
+    return V.integer(name, n, minimum=2).astype(np.float64)
 
 
 def _colluders(n, c):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import jax.numpy as jnp
 
@@ -75,6 +77,11 @@ def ring_histogram_gamma(*, n, L, target_epsilon, delta):
     144 eps ln(1/delta)/n: the printed gamma over-randomizes where 144 ln(1/delta) <= n (it is safe there)
     and falls short of eps elsewhere; the privacy actually obtained for a given gamma is
     :func:`ring_histogram_bound`.  The theorem's conditions (eps < 1/2, delta < 1/100, n > 1000) are enforced.
+
+    Fallback (flagged by a ``UserWarning``): where the printed gamma falls short, sqrt(n (n - 1)) <
+    144 ln(1/delta) (e.g. 1000 < n < 1990 at delta = 1e-6), the gamma returned is the one whose eps_l =
+    eps sqrt((n - 1)/ln(1/delta)) / 12 Cor. 9 maps to eps per visit on the n - 1 shuffled reports (as
+    :func:`ring_histogram_bound` counts them): the larger, safe gamma.  Elsewhere it is the printed gamma.
     """
     nn = _n("n", n)
     ll = V.integer("L", L, minimum=2).astype(np.float64)
@@ -87,7 +94,19 @@ def ring_histogram_gamma(*, n, L, target_epsilon, delta):
     if np.any(nn <= 1000):
         raise ValueError(f"Theorem 2 requires n > 1000, got n={np.min(nn)!r}.")
     with x64_scope():
-        return _f64(ll) / (jnp.exp(12.0 * _f64(e) * jnp.sqrt(jnp.log(1.0 / _f64(d)) / _f64(nn))) + _f64(ll) - 1.0)
+        log_inv = jnp.log(1.0 / _f64(d))
+        printed = 12.0 * _f64(e) * jnp.sqrt(log_inv / _f64(nn))  # eps_l of the printed gamma
+        needed = _f64(e) * jnp.sqrt((_f64(nn) - 1.0) / log_inv) / 12.0 * (1.0 - 1e-12)  # eps per visit, rounded down
+        gamma = _f64(ll) / (jnp.exp(jnp.minimum(printed, needed)) + _f64(ll) - 1.0)
+    short = np.asarray(needed < printed)
+    if short.any():
+        i = np.unravel_index(int(np.argmax(short)), short.shape) if short.ndim else ()
+        n_i, d_i = np.broadcast_to(nn, short.shape)[i], np.broadcast_to(d, short.shape)[i]
+        warnings.warn(f"ring_histogram_gamma: the printed gamma of Thm 2 falls short of target_epsilon per visit "
+                      f"where sqrt(n (n - 1)) < 144 ln(1/delta) (n={float(n_i):g}, delta={float(d_i):g}): the gamma "
+                      "calibrated by Erlingsson et al. Cor. 9 is returned there (fallback; "
+                      "docs/errata.md#e-network-thm2-gamma).", UserWarning, stacklevel=3)
+    return gamma
 
 
 @float64_jit

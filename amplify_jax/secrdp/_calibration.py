@@ -136,7 +136,7 @@ def eps1_budget(target_epsilon, *, steps, delta, method="closed_form"):
     from ..calibrate import invert_monotone
 
     e = V.positive("target_epsilon", target_epsilon)
-    t = V.positive("steps", steps)
+    t = V.integer("steps", steps, minimum=1).astype(np.float64)
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(target_epsilon=e, steps=t, delta=d)
     lo = np.asarray(closed_form_eps1(e, steps=t, delta=d))  # feasible: balle2020/mironov <= closed form
@@ -193,6 +193,13 @@ def _refine_curious_certified(g, su_b, c_b, b_b, value, status, rtol):
     return (np.where(todo, hi, value), np.where(todo, OK, status), np.where(todo, e_hi, np.nan))
 
 
+def _sigma_cor_range(g, su):
+    """The search range of sigma_cor: from near sigma_unc / sqrt(lambda_max) to 1e9 sigma_unc (lambda_max <= 2
+    max degree; a graph without edges, where sigma_cor has no effect, gets lo = 1e-6 sigma_unc, not 1e144)."""
+    lam_max = 2.0 * float(g.degrees.max()) if g.degrees.size else 0.0
+    return su * 1e-6 / math.sqrt(lam_max if lam_max > 0 else 1.0), su * 1e9
+
+
 def _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol, certified=True):
     """Minimal sigma_cor with eps1(sigma_cor; sigma_unc) <= budget, batched (the core's inversion).
 
@@ -208,9 +215,7 @@ def _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol, certified=T
         at_zero = np.asarray(fn(jnp.zeros(shape), jnp.asarray(su_b), jnp.asarray(c_b)))
     # eps1 decreases in sigma_cor towards 2 C^2 / (n_H sigma_unc^2) at best: search sigma_cor up to where the
     # component-average term dominates (hi), starting near sigma_unc / sqrt(lambda_max) scale (lo).
-    lam_max = 2.0 * float(g.degrees.max()) if g.degrees.size else 1.0
-    lo = su_b * 1e-6 / math.sqrt(max(lam_max, 1e-300))
-    hi = su_b * 1e9
+    lo, hi = _sigma_cor_range(g, su_b)
     inv = invert_monotone(fn, b_b, args=(su_b, c_b), lo=lo, hi=hi, feasible="above", rtol=rtol)
     value = np.where(at_zero <= b_b, 0.0, np.asarray(inv.value))
     status = np.where(at_zero <= b_b, AT_LIMIT, np.asarray(inv.status))
@@ -330,9 +335,10 @@ def example_level_eps1_budget(target_epsilon, *, delta, steps, batch_size, q, sa
 
     e = float(V.positive("target_epsilon", target_epsilon))
     d = float(V.unit_open("delta", delta))
-    t = float(V.positive("steps", steps))
+    t = float(V.integer("steps", steps, minimum=1))
     b = float(V.positive("batch_size", batch_size))
     q = float(V.unit_open("q", q))
+    rtol = float(V.between("rtol", rtol, 1e-15, 1.0))  # the bisection below runs until hi / lo <= 1 + rtol
     V.one_of("sampling", sampling, _SAMPLINGS)
     # integer orders by default: a superset-free, sound choice (any set of orders gives a valid bound)
     a = V.orders("orders", np.arange(2.0, 129.0) if orders is None else orders)

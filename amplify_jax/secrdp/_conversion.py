@@ -25,7 +25,7 @@ def closed_form_epsilon(eps1, *, steps, delta):
     the T-fold composition of (alpha, alpha eps1)-SecRDP.  Broadcasts over eps1 (>= 0), steps (>= 1), delta
     (in (0, 1))."""
     e = V.nonnegative("eps1", eps1)
-    t = V.positive("steps", steps)
+    t = V.integer("steps", steps, minimum=1).astype(np.float64)
     d = V.unit_open("delta", delta)
     V.broadcastable(eps1=e, steps=t, delta=d)
     x = t * e
@@ -40,7 +40,7 @@ def closed_form_eps1(target_epsilon, *, steps, delta):
     without cancellation as eps^2 / (T (sqrt(ln(1/delta) + eps) + sqrt(ln(1/delta)))^2) and rounded down by
     a relative 1e-12 (safe side)."""
     e = V.positive("target_epsilon", target_epsilon)
-    t = V.positive("steps", steps)
+    t = V.integer("steps", steps, minimum=1).astype(np.float64)
     d = V.unit_open("delta", delta)
     V.broadcastable(target_epsilon=e, steps=t, delta=d)
     ld = np.log(1.0 / d)
@@ -78,7 +78,7 @@ def epsilon(graph, *, sigma_unc, sigma_cor, clip, steps, delta, adversary, collu
     from ..conversions import epsilon_from_rdp
 
     a = _CURVE_ORDERS if orders is None else V.orders("orders", orders)
-    t = V.positive("steps", steps)
+    t = V.integer("steps", steps, minimum=1).astype(np.float64)
     with x64_scope():
         curve = jnp.asarray(t)[..., None] * acc.eps1[..., None] * jnp.asarray(a)
     return epsilon_from_rdp(a, curve, delta=delta, method=method).epsilon

@@ -179,7 +179,7 @@ def diag_inverse_covariance(graph, *, sigma_unc, sigma_cor, removed=()):
     su = V.positive("sigma_unc", sigma_unc)
     sc = V.nonnegative("sigma_cor", sigma_cor)
     shape2 = V.broadcastable(sigma_unc=su, sigma_cor=sc)
-    rem = np.asarray(V.integer("removed", np.asarray(removed, dtype=float).reshape(-1), minimum=0)).reshape(-1)
+    rem = np.asarray(V.integer("removed", np.asarray(removed, dtype=float).reshape(-1), minimum=0, allow_empty=True)).reshape(-1)
     if rem.size and (rem.max() >= g.n or len(set(rem.tolist())) != rem.size):
         raise ValueError(f"Expected distinct removed users in [0, {g.n}), got removed={rem.tolist()}.")
     su2, sc2 = _pairs(su, sc, shape2)

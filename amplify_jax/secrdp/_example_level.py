@@ -68,7 +68,7 @@ def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, 
     """
     a = V.orders("orders", orders)
     q = V.unit_open("q", q)
-    t = V.positive("steps", steps)
+    t = V.integer("steps", steps, minimum=1).astype(np.float64)
     V.one_of("sampling", sampling, _SAMPLINGS)
     acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,
                        colluders=colluders)

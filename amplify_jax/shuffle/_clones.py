@@ -477,12 +477,18 @@ def _clones_kernel(eps0, n, delta, rtol, *, W, L, z_lo, max_iter):
     return ClonesBound(*(x.reshape(shape) for x in out)), it.reshape(shape), nref.reshape(shape)
 
 
+def _log_inv_tail(delta) -> float:
+    """ln(1 / (_RTAIL min(delta))), in log space where the product underflows (delta ~ 1e-300)."""
+    x = _RTAIL * float(np.min(delta))
+    return math.log(1.0 / x) if x >= 1e-300 else -math.log(_RTAIL) - math.log(float(np.min(delta)))
+
+
 def _windows(eps0, n, delta, tail_sd):
     """Static window sizes: W (C window, multiple of 64) and L (F table), and z_lo (sd below the mean)."""
     if tail_sd is None:
         # Below the window: Pr[C < start] * A1 ~ _RTAIL delta; above: Pr[C > end] * D_last with
         # D_last <~ 2 delta near the answer, so Pr ~ _RTAIL suffices.  +1 sd for Chernoff vs Gaussian.
-        z_lo = math.sqrt(2.0 * math.log(1.0 / (_RTAIL * float(np.min(delta))))) + 1.0
+        z_lo = math.sqrt(2.0 * _log_inv_tail(delta)) + 1.0
         z_hi = math.sqrt(2.0 * math.log(2.0 / _RTAIL)) + 1.0
     else:
         z_lo = z_hi = float(tail_sd)
@@ -494,7 +500,7 @@ def _windows(eps0, n, delta, tail_sd):
     W = _round64(_bucket(W))
     # F table: z_lo sd of Bin(c0, 1/2) below its centre (its own Chernoff tail ~ _RTAIL delta).
     cmax = float(np.max((n - 1.0) * p)) + 2.0
-    zf = math.sqrt(2.0 * math.log(1.0 / (_RTAIL * float(np.min(delta))))) + 1.0 if tail_sd is None else z_lo
+    zf = math.sqrt(2.0 * _log_inv_tail(delta)) + 1.0 if tail_sd is None else z_lo
     L = math.ceil(zf * math.sqrt(cmax) / 2.0) + 4
     L = min(L, int(cmax / 2.0) + 4)
     L = _round64(_bucket(L))

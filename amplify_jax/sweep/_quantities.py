@@ -31,6 +31,11 @@ class Quantity:
         return {k: options[k] for k in self.options if k in options}
 
 
+def _count(name, values):
+    """A number of steps: an integer >= 0 (1.5 steps is refused, as by the accountants)."""
+    return V.integer(name, values, minimum=0).astype(np.float64)
+
+
 def _epsilon_panels(axes, opts):
     return dpsgd_n_panels(sigma=axes["sigma"], q=axes["q"], orders=opts.get("orders"))
 
@@ -65,7 +70,7 @@ QUANTITIES = {
     "epsilon": Quantity(
         params=("sigma", "q", "steps", "delta"),
         outputs=("epsilon", "order"),
-        validators={"sigma": V.positive, "q": V.probability, "steps": V.nonnegative, "delta": V.unit_open},
+        validators={"sigma": V.positive, "q": V.probability, "steps": _count, "delta": V.unit_open},
         options=("orders", "method", "accountant"),
         n_panels=_epsilon_panels,
         evaluate=_epsilon,
@@ -73,7 +78,7 @@ QUANTITIES = {
     "calibrate": Quantity(
         params=("target_epsilon", "q", "steps", "delta"),
         outputs=("sigma", "epsilon", "status"),
-        validators={"target_epsilon": V.positive, "q": V.probability, "steps": V.nonnegative,
+        validators={"target_epsilon": V.positive, "q": V.probability, "steps": _count,
                     "delta": V.unit_open},
         options=("orders", "method", "rtol", "sigma_range", "accountant"),
         n_panels=_calibrate_panels,

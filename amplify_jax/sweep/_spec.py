@@ -26,6 +26,9 @@ def parse_axis(name: str, value) -> np.ndarray:
 
         return parse_values(name, value)
     if isinstance(value, dict):
+        unknown = sorted(set(value) - {"start", "stop", "num", "scale"})
+        if unknown:
+            raise ValueError(f"Expected {name} = {{start, stop, num[, scale]}}, got unknown key {name}.{unknown[0]}.")
         try:
             start, stop, num = float(value["start"]), float(value["stop"]), int(value["num"])
         except (KeyError, TypeError, ValueError):
@@ -168,6 +171,11 @@ def load_spec(path_or_dict, output: str | None = None, export=None) -> SweepSpec
     added to the spec's ``format``.
     """
     raw = _read_toml(path_or_dict)
+    unknown = sorted(set(raw) - {"sweep", "grid"})
+    if unknown:
+        raise ValueError(f"Expected the tables [sweep] and [grid] only, got unknown table or key {unknown[0]!r}.")
+    if not isinstance(raw.get("sweep", {}), dict):
+        raise ValueError(f"Expected a [sweep] table, got sweep={raw['sweep']!r}.")
     sweep = dict(raw.get("sweep", {}))
     grid = raw.get("grid")
     if not isinstance(grid, dict) or not grid:
@@ -197,6 +205,10 @@ def load_spec(path_or_dict, output: str | None = None, export=None) -> SweepSpec
     chunk = _chunk_size(sweep.pop("chunk_size", 65536))
     out = output or sweep.pop("output", "sweep-out")
     sweep.pop("output", None)
+    unknown = sorted(set(sweep) - set(q.options))
+    if unknown:  # a misspelt option would otherwise be dropped silently
+        raise ValueError(f"Expected [sweep] keys quantity, mechanism, chunk_size, output, {', '.join(q.options)} "
+                         f"for quantity={quantity!r}; got unknown key {unknown[0]}.")
     sweep["mechanism"] = mechanism
     return SweepSpec(quantity=quantity, axes=axes, options=sweep, chunk_size=chunk, output=str(out))
 

@@ -140,7 +140,10 @@ register(Bound(
 def _scrambler_pure_exact(targets, n, sampling, dummies, delta):
     f = np.vectorize(lambda t, m, s, d: scrambler_pure_epsilon_exact(targets=t, n=m, sampling=s, dummies=d),
                      otypes=[np.float64])
-    return {"epsilon": f(targets, n, sampling, dummies)}
+    eps = f(targets, n, sampling, dummies)
+    # 0 < sampling < 1: every output is possible under both graphs, so eps is finite; +inf means the output
+    # probabilities underflowed (sampling ~1e-300): the safe value, flagged
+    return {"epsilon": eps, "status": np.where(np.isfinite(eps), Status.OK, Status.ERROR).astype(np.int32)}
 
 
 register(Bound(

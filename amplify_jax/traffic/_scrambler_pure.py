@@ -163,5 +163,6 @@ def scrambler_pure_epsilon_exact(*, targets, n, sampling, dummies) -> float:
                 P, Q = cache[x], cache[xp]
                 for o, p in P.items():
                     q = Q.get(o, 0.0)
-                    best = max(best, math.inf if q == 0 else math.log(p / q))
+                    if p > 0:  # p underflowed to 0 (sampling ~1e-300): this output has no loss to report
+                        best = max(best, math.inf if q == 0 else math.log(p / q))
     return best
