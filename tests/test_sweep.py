@@ -295,7 +295,10 @@ def _free_port() -> int:
 def test_two_processes_through_jax_distributed_kill_one_then_resume(tmp_path):
     """One sweep as two processes (jax.distributed, coordinator on 127.0.0.1), each taking its share of the
     chunks; one process SIGKILLed mid-sweep; the sweep resumed by two new processes equals a one-process run."""
-    spec_dict = KILL["gaussian"]
+    # 600 one-point chunks: enough that host 1 is still sweeping when 5 of its chunks are seen, even when the
+    # test process is starved for CPU (with 300, a loaded machine once saw host 1 finish first)
+    spec_dict = {"sweep": {"bound": "gaussian", "chunk_size": 1},
+                 "grid": {**KILL["gaussian"]["grid"], "delta": [1e-5, 1e-6, 1e-8, 1e-9, 1e-10, 1e-12]}}
     toml = tmp_path / "grid.toml"
     toml.write_text(_toml(spec_dict))
     out, done = tmp_path / "two", tmp_path / "two" / "done"
