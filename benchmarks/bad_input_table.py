@@ -581,8 +581,6 @@ def _graph_cases():
 # ---- command line
 
 
-MECH_EXAMPLE = {"poisson-gaussian": dict(sigma="1.1", q="0.01", steps="100"), "gaussian": dict(sigma="2", steps="10"),
-                "laplace": dict(scale="2", steps="10"), "randomized-response": dict(eps0="1", k="2", steps="10")}
 INT_FLAGS = {"steps", "k", "n", "targets", "dummies", "colluders"}
 
 
@@ -597,26 +595,18 @@ def _cli_cases():
     from amplify_jax import bounds
     from amplify_jax.bounds import Choice, Graph, Integer, Orders
 
-    for mech, ex in MECH_EXAMPLE.items():
-        for cmd in ("epsilon", "rdp", "calibrate"):
-            if cmd == "calibrate" and mech not in ("poisson-gaussian", "gaussian"):
-                continue
-            base = dict(ex)
-            if cmd == "epsilon":
-                base["delta"] = "1e-5"
-            elif cmd == "rdp":
-                base["orders"] = "2,8"
-            else:
-                base.pop("sigma")
-                base.update(target_epsilon="1", delta="1e-5")
-            for name, v in base.items():
-                for cls in numeric_classes(name, name in INT_FLAGS, name == "orders"):
-                    text = class_text(cls, float(v.split(",")[0]), name == "orders")
-                    argv = [cmd, "--mechanism", mech, *_flags({**base, name: text}), "--json"]
-                    yield Case("cli", f"{cmd} --mechanism {mech}", name, cls,
-                               lambda argv=argv, name=name: cli_outcome(argv, name))
-            yield Case("cli", f"{cmd} --mechanism {mech}", "mechanism", "string",
-                       lambda base=base, cmd=cmd: cli_outcome([cmd, "--mechanism", "abc", *_flags(base)], "mechanism"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from test_bad_input import mechanism_bases  # the valid base of each mechanism command, one home
+
+    for cmd, mech, base in mechanism_bases():
+        for name, v in base.items():
+            for cls in numeric_classes(name, name in INT_FLAGS, name == "orders"):
+                text = class_text(cls, float(v.split(",")[0]), name == "orders")
+                argv = [cmd, "--mechanism", mech, *_flags({**base, name: text}), "--json"]
+                yield Case("cli", f"{cmd} --mechanism {mech}", name, cls,
+                           lambda argv=argv, name=name: cli_outcome(argv, name))
+        yield Case("cli", f"{cmd} --mechanism {mech}", "mechanism", "string",
+                   lambda base=base, cmd=cmd: cli_outcome([cmd, "--mechanism", "abc", *_flags(base)], "mechanism"))
     for b in bounds.list():
         ex = dict(b.example)
         for p in b.params:

@@ -350,7 +350,9 @@ def _flags(d):
     return [x for k, v in d.items() for x in ("--" + k.replace("_", "-"), v)]
 
 
-def _mechanism_cases():
+def mechanism_bases():
+    """(command, mechanism, valid flags) of every mechanism command: the base a bad flag is swapped into (also
+    used by benchmarks/bad_input_table.py)."""
     for mech, ex in MECH.items():
         for cmd in ("epsilon", "rdp", "calibrate"):
             if cmd == "calibrate" and mech not in ("poisson-gaussian", "gaussian"):
@@ -363,20 +365,25 @@ def _mechanism_cases():
             else:
                 base.pop("sigma")
                 base.update(target_epsilon="1", delta="1e-5")
-            for name in base:
-                bad = dict(CLI_BAD)
-                if name in ("steps", "k"):
-                    bad["fractional"] = "1.5"
-                if name == "orders":
-                    bad = {"orders<=1": "1,2", "nan": "nan,2", "string": "abc", "empty": ""}
-                if name == "delta":
-                    bad.update({"delta>=1": "1", "delta<=0": "0"})
-                if name in ("q",):
-                    bad.pop("negative")
-                    bad["above"] = "1.5"
-                for cls, text in bad.items():
-                    yield pytest.param([cmd, "--mechanism", mech, *_flags({**base, name: text})], name,
-                                       id=f"{cmd}-{mech}-{name}={cls}")
+            yield cmd, mech, base
+
+
+def _mechanism_cases():
+    for cmd, mech, base in mechanism_bases():
+        for name in base:
+            bad = dict(CLI_BAD)
+            if name in ("steps", "k"):
+                bad["fractional"] = "1.5"
+            if name == "orders":
+                bad = {"orders<=1": "1,2", "nan": "nan,2", "string": "abc", "empty": ""}
+            if name == "delta":
+                bad.update({"delta>=1": "1", "delta<=0": "0"})
+            if name in ("q",):
+                bad.pop("negative")
+                bad["above"] = "1.5"
+            for cls, text in bad.items():
+                yield pytest.param([cmd, "--mechanism", mech, *_flags({**base, name: text})], name,
+                                   id=f"{cmd}-{mech}-{name}={cls}")
 
 
 @pytest.mark.parametrize("argv,name", list(_mechanism_cases()))
