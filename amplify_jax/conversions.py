@@ -73,10 +73,9 @@ def rdp_epsilon_terms(alpha, rdp, log_delta, method: str = "balle2020"):
     gives a negative eps).  NaN (an undefined curve value) becomes +inf so that it is never selected.
     """
     if method == "balle2020":
-        l1 = jnp.log1p(-1.0 / alpha)
-        tail = (log_delta + jnp.log(alpha)) / (alpha - 1.0)
-        eps = rdp + l1 - tail
-        scale = jnp.abs(rdp) + jnp.abs(l1) + (jnp.abs(log_delta) + jnp.abs(jnp.log(alpha))) / (alpha - 1.0)
+        l1, la = jnp.log1p(-1.0 / alpha), jnp.log(alpha)
+        eps = rdp + l1 - (log_delta + la) / (alpha - 1.0)
+        scale = jnp.abs(rdp) + jnp.abs(l1) + (jnp.abs(log_delta) + jnp.abs(la)) / (alpha - 1.0)
     elif method == "mironov":
         eps = rdp - log_delta / (alpha - 1.0)
         scale = jnp.abs(rdp) + jnp.abs(log_delta) / (alpha - 1.0)
@@ -91,9 +90,9 @@ def rdp_epsilon_terms(alpha, rdp, log_delta, method: str = "balle2020"):
 
 def _log_delta_terms(alpha, rdp, eps, method):
     if method == "balle2020":
-        l1 = jnp.log1p(-1.0 / alpha)
-        ld = (alpha - 1.0) * (rdp - eps + l1) - jnp.log(alpha)
-        scale = (alpha - 1.0) * (jnp.abs(rdp) + jnp.abs(eps) + jnp.abs(l1)) + jnp.abs(jnp.log(alpha))
+        l1, la = jnp.log1p(-1.0 / alpha), jnp.log(alpha)
+        ld = (alpha - 1.0) * (rdp - eps + l1) - la
+        scale = (alpha - 1.0) * (jnp.abs(rdp) + jnp.abs(eps) + jnp.abs(l1)) + jnp.abs(la)
     else:
         ld = (alpha - 1.0) * (rdp - eps)
         scale = (alpha - 1.0) * (jnp.abs(rdp) + jnp.abs(eps))
