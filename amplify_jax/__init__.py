@@ -30,14 +30,8 @@ from ._cache import enable_compilation_cache as _enable_compilation_cache
 
 _enable_compilation_cache()
 
-from . import accountants, bounds, calibrate, checkin, conversions, network, numerics, rdp, secrdp, shuffle, status
-from . import approx_dp, graphs, sweep, traffic
+from . import accountants, calibrate, conversions, numerics, rdp, status
 from .status import Status
-from .checkin import distributed_gaussian_rdp
-from .network import complete_graph_sum_epsilon
-from .secrdp import step_rdp
-from .shuffle import clones_epsilon
-from .traffic import scrambler_delta
 from .accountants import calibrate_sigma, dpsgd_calibrate_sigma, dpsgd_epsilon, epsilon
 from .calibrate import Inversion, invert_monotone, invert_monotone_differentiable
 from .conversions import delta_from_rdp, dp_to_rdp, epsilon_from_rdp, optimal_epsilon
@@ -55,6 +49,34 @@ from .rdp import (
 )
 
 __version__ = "0.1.0"
+
+# The paper subpackages, the registry and the front ends load on first use (PEP 562): ``import amplify_jax``
+# stays the accounting core plus JAX, so a fresh process's first answer does not wait for every paper's
+# module (and SciPy's linear algebra) to import.  ``amplify_jax.secrdp`` etc. work as attributes and imports.
+_LAZY_MODULES = ("approx_dp", "bounds", "checkin", "graphs", "network", "secrdp", "shuffle", "sweep", "traffic",
+                 "pld", "explore", "plotting")
+_LAZY_NAMES = {
+    "distributed_gaussian_rdp": "checkin",
+    "complete_graph_sum_epsilon": "network",
+    "step_rdp": "secrdp",
+    "clones_epsilon": "shuffle",
+    "scrambler_delta": "traffic",
+}
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_MODULES) | set(_LAZY_NAMES))
+
 
 __all__ = [
     "approx_dp",

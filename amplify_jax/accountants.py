@@ -20,6 +20,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from . import _host
 from . import _validate as V
 from .calibrate import INFEASIBLE, invert_monotone_kernel
 from .conversions import METHODS, EpsilonResult, refine_order, rdp_epsilon_terms
@@ -34,6 +35,17 @@ class Calibration(NamedTuple):
     sigma: jax.Array  #: the minimal noise multiplier found (feasible side)
     epsilon: jax.Array  #: eps at that sigma: dpsgd_epsilon's value there (the re-check), <= target where OK
     status: jax.Array  #: calibrate.OK / INFEASIBLE / AT_LIMIT / NOT_MONOTONE
+
+
+def _size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _from_host(kind, result):
+    """A result of the host twin (``amplify_jax._host``: NumPy arrays, the twin's tuple type) as the compiled
+    path returns it: ``kind`` of float64 (int for statuses) ``jax.Array`` values."""
+    with x64_scope():  # device_put: a copy, no compiled conversion (jnp.asarray compiles one per dtype)
+        return kind(*(jax.device_put(np.asarray(x)) for x in result))
 
 
 class _SGMAtOrder:
@@ -468,6 +480,10 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
 
         return pld.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
     s, qq, t, d, shape = _check_dpsgd(sigma, q, steps, delta)
+    if devices is None and _host.use_host("dpsgd_epsilon", _size(shape), sigma, q, steps, delta):
+        return _from_host(EpsilonResult, _host.run(
+            "dpsgd_epsilon", "accountants", "dpsgd_epsilon", sigma=s, q=q, steps=t, delta=d, orders=orders,
+            method=method, optimize_order=optimize_order, n_panels=n_panels))
     V.one_of("method", method, METHODS)
     a = _sorted_orders(orders)
     if n_panels is None:  # a small batch (a question, not a grid) takes at least SMALL_BATCH_PANELS: one program
@@ -698,6 +714,11 @@ def dpsgd_calibrate_sigma(
     lo, hi = _check_sigma_range(sigma_range)
     r = float(V.positive("rtol", rtol))
     shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
+    if devices is None and _host.use_host("dpsgd_calibrate_sigma", _size(shape), target_epsilon, q, steps, delta):
+        return _from_host(Calibration, _host.run(
+            "dpsgd_calibrate_sigma", "accountants", "dpsgd_calibrate_sigma", target_epsilon=e, q=q, steps=t,
+            delta=d, orders=orders, method=method, rtol=rtol, sigma_range=None if grow else sigma_range,
+            n_panels=n_panels))
     a = _sorted_orders(orders)
     n_panels = _calibration_n_panels(a, (lo, hi), qq) if n_panels is None else _check_n_panels(n_panels)
     devices = _check_devices(devices)
@@ -792,5 +813,7 @@ def calibrate_sigma(mechanism: str, *, target_epsilon, delta, orders=None, metho
 
 
 def _pld_selected(accountant, **rdp_options) -> bool:
+    if isinstance(accountant, str) and accountant == "rdp":  # as pld.selects answers, without importing the PLD
+        return False
     from .pld import selects  # noqa: E402  (the PLD package: same layer, imported when chosen)
     return selects(accountant, **rdp_options)

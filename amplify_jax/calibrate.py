@@ -152,7 +152,7 @@ def _absorb(s, x, f_x, target, far, near, *, rtol, integer):
     """The state after evaluating ``fn`` at the proposed ``x`` (``f_x``)."""
     it, feas, infeas, f_feas, f_ends, active, f_inf, side, width0 = s
     ok = _feasible(f_x, target)
-    f_ends = jnp.where(it == 0, f_ends.at[0].set(f_x), jnp.where(it == 1, f_ends.at[1].set(f_x), f_ends))
+    f_ends = jnp.stack([jnp.where(it == 0, f_x, f_ends[0]), jnp.where(it == 1, f_x, f_ends[1])])
     # after evaluating both ends: start the bisection only where far is feasible and near is not
     start = active & ~(_feasible(f_ends[0], target) & ~_feasible(f_ends[1], target) & ~_width_ok(far, near, rtol,
                                                                                                      integer))

@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy import special as jsp
 
+from . import _host
+
 __all__ = [
     "float64_jit",
     "x64_scope",
@@ -92,6 +94,9 @@ def run_in_slabs(kernel: Callable, shape: tuple, *arrays, devices=None, small: i
     values of ``shape`` (plus any trailing axes of the kernel's outputs).
     """
     n = int(np.prod(shape, dtype=np.int64))
+    if _host.inside():  # the host twin (amplify_jax._host): NumPy takes the batch as it is, no slabs
+        flat = [np.broadcast_to(np.asarray(a, dtype=np.float64), shape).ravel() for a in arrays]
+        return tuple(np.asarray(o).reshape(shape + np.shape(o)[1:]) for o in kernel(*flat))
     width = 1 if devices is None else len(devices)
     size = (small if n <= small else large) * width
     put = jnp.asarray
@@ -175,18 +180,17 @@ def _log_comb_eval(a, j):
         return np.asarray(_log_comb_jit(a, np.minimum(j, a)))
 
 
-@functools.lru_cache(maxsize=1)
-def _log_comb_square() -> np.ndarray:
-    """log C(a, j) for a, j = 0.._SQUARE (-inf for j > a; 8 MB, computed once in ~0.1 s): the tables of the
-    usual orders are slices.  Exact: Pascal's rows in Python integers, then math.log of each (correctly
-    rounded to ~1 ulp; Loader's log_comb is off by up to 8.5e-12 in absolute terms at a ~ 1000)."""
-    out = np.full((_SQUARE + 1, _SQUARE + 1), -np.inf)
-    row = [1]
-    for a in range(_SQUARE + 1):
-        if a:
-            row = [1] + [row[i] + row[i + 1] for i in range(a - 1)] + [1]
-        out[a, : a + 1] = [math.log(x) for x in row]
-    return out
+@functools.lru_cache(maxsize=None)
+def _log_comb_row(a: int) -> np.ndarray:
+    """log C(a, j) for j = 0..a (a <= _SQUARE).  Exact: the row in Python integers (C(a, j + 1) =
+    C(a, j) (a - j) / (j + 1), exactly), then math.log of each, correctly rounded to ~1 ulp (Loader's log_comb
+    is off by up to 8.5e-12 in absolute terms at a ~ 1000).  Only the rows a table asks for are computed."""
+    row, c = [0.0] * (a + 1), 1
+    for j in range(a):
+        row[j] = math.log(c)
+        c = c * (a - j) // (j + 1)
+    row[a] = 0.0
+    return np.asarray(row)
 
 
 @functools.lru_cache(maxsize=16)  # up to 8 MB each at A = 1024
@@ -194,13 +198,16 @@ def log_comb_table(alpha_int: tuple, amax: int) -> np.ndarray:
     """log C(a, j) for a in ``alpha_int`` (rows), j = 2..amax (columns), -inf where j > a: a trace-time constant.
 
     ``alpha_int`` is a tuple of non-negative integers (hashable: tables are cached).  Exact (a slice of
-    ``_log_comb_square``) for orders up to 1024; beyond, Loader's :func:`log_comb`.  The one log-binomial
+    ``_log_comb_row``) for orders up to 1024; beyond, Loader's :func:`log_comb`.  The one log-binomial
     table of the package: it serves the WBK sum (:func:`amplify_jax.rdp.without_replacement_log_excess`) and
     the integer-order series of the subsampled Gaussian
     (:func:`amplify_jax._subsampled_gaussian.log_a_minus_one_integer_grid`).
     """
     if max(alpha_int) <= _SQUARE and amax <= _SQUARE:
-        table = _log_comb_square()[np.asarray(alpha_int)][:, 2:amax + 1]
+        table = np.full((len(alpha_int), amax - 1), -np.inf)
+        for i, a in enumerate(alpha_int):
+            r = _log_comb_row(int(a))[2:amax + 1]
+            table[i, : r.size] = r
     else:
         table = _log_comb_eval(np.asarray(alpha_int, dtype=np.float64)[:, None],
                                np.arange(2, amax + 1, dtype=np.float64)[None, :])

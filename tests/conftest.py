@@ -15,6 +15,9 @@ import shutil
 import tempfile
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+# The suite checks the compiled kernels: the host path of a process's first small questions (amplify_jax._host)
+# is off here and in the command-line subprocesses, and tests/test_host.py turns it on where it checks it.
+os.environ.setdefault("AMPLIFY_JAX_HOST", "off")
 
 import jax  # noqa: E402
 from hypothesis import settings  # noqa: E402

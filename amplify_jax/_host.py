@@ -1,0 +1,304 @@
+"""The host path: the package's own kernels run by NumPy, for the first small questions of a process.
+
+A fresh process's first answer through XLA waits for compilation (seconds: the DP-SGD accountant's program is
+large), where the question itself is a few milliseconds of arithmetic.  So the front doors answer their first
+small batches on the host: with the *same source code* as the compiled kernels, executed by NumPy.
+
+How: :func:`twin` loads a module of this package a second time, as ``amplify_jax._twin.<name>``, from the same
+file, with ``jax``, ``jax.numpy``, ``jax.lax`` and ``jax.scipy.special`` bound to the NumPy stand-ins below
+(:data:`jax_on_numpy`): ``jnp.where`` is ``numpy.where``, ``lax.while_loop`` a Python loop, ``jax.jit`` the
+function itself.  Nothing of the live package is rebound (thread-safe); there is no second copy of any
+formula, and a kernel edited once changes both paths.  Kernels that only use the stand-ins' subset of JAX run
+on both (the DP-SGD accountant and its calibration do; tests/test_host.py checks host against compiled).
+
+When: :func:`use_host` (``AMPLIFY_JAX_HOST``): ``auto`` (default) answers batches of at most ``MAX_POINTS``
+points on the host until the process has spent ``BUDGET_SECONDS`` there per front door (about what one
+compilation costs: rent until the rent equals the price, then buy), then compiles; ``off`` never uses the
+host path, ``always`` always does for small batches.  Inside a JAX transformation (tracers) it is never used.
+
+Soundness: both paths compute the same float64 formulas with the same outward rounding; they differ only in
+the last bits of the elementary functions (XLA's exp/log against the C library's, ~1 ulp), which the kernels'
+outward rounding margins (8-16 ulps, see conversions and rdp) cover.  tests/test_host.py compares the two.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import functools
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import threading
+import time
+import types
+
+import numpy as np
+
+__all__ = ["ENV", "MAX_POINTS", "BUDGET_SECONDS", "mode", "use_host", "twin", "run", "jax_on_numpy"]
+
+ENV = "AMPLIFY_JAX_HOST"
+#: Batches up to this many points may take the host path (NumPy evaluates them at about the cost of one).
+MAX_POINTS = 8
+#: Seconds of host evaluation per front door before the process compiles instead (about one compilation).
+BUDGET_SECONDS = 4.0
+
+_PKG = __name__.rsplit(".", 1)[0]  # amplify_jax
+_TWIN = _PKG + "._twin"
+_ROOT = os.path.dirname(os.path.abspath(__file__))
+_spent: dict[str, float] = {}
+_lock = threading.Lock()
+_local = threading.local()
+
+
+def mode() -> str:
+    """``auto``, ``off`` or ``always`` from ``$AMPLIFY_JAX_HOST`` (an unknown value raises ValueError)."""
+    m = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    if m in ("0", "false", "no", "none"):
+        m = "off"
+    if m not in ("auto", "off", "always"):
+        raise ValueError(f"{ENV} must be auto, off or always, got {m!r}")
+    return m
+
+
+def use_host(door: str, n_points: int, *arrays) -> bool:
+    """Whether the front door ``door`` answers a batch of ``n_points`` on the host (see the module docstring).
+    ``arrays``: its inputs (a JAX tracer among them rules the host out)."""
+    if getattr(_local, "inside", False) or n_points > MAX_POINTS:
+        return False
+    m = mode()
+    if m == "off":
+        return False
+    import jax
+
+    if any(isinstance(a, jax.core.Tracer) for a in arrays):
+        return False
+    return m == "always" or _spent.get(door, 0.0) < BUDGET_SECONDS
+
+
+def run(door: str, module: str, name: str, *args, **kwargs):
+    """``amplify_jax.<module>.<name>(*args, **kwargs)`` on the host twin, timed against ``door``'s budget.
+    Floating-point warnings are silenced as under XLA (the kernels mask what they do not use)."""
+    fn = getattr(twin(module), name)
+    t = time.perf_counter()
+    _local.inside = True
+    try:
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+    finally:
+        _local.inside = False
+        with _lock:
+            _spent[door] = _spent.get(door, 0.0) + time.perf_counter() - t
+
+
+def inside() -> bool:
+    """True while the host twin runs in this thread (kernels that branch on it: ``numerics.run_in_slabs``)."""
+    return getattr(_local, "inside", False)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# JAX's API on NumPy: the subset the kernels use.
+
+
+def _nonzero(a, *, size=None, fill_value=None):
+    idx = np.nonzero(a)
+    if size is None:
+        return idx
+    fill = 0 if fill_value is None else fill_value
+    out = []
+    for i in idx:
+        i = i[:size]
+        out.append(np.concatenate([i, np.full(size - i.size, fill, dtype=i.dtype)]) if i.size < size else i)
+    return tuple(out)
+
+
+def _asarray(a, dtype=None, **_):
+    return np.asarray(a, dtype=dtype)
+
+
+def _array(a, dtype=None, **_):
+    return np.array(a, dtype=dtype)
+
+
+_jnp = types.ModuleType("jax.numpy (NumPy stand-in)")
+_jnp.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+_jnp.asarray, _jnp.array, _jnp.nonzero = _asarray, _array, _nonzero
+_jnp.ndarray = np.ndarray
+
+
+def _cond(pred, true_fun, false_fun, *operands):
+    return true_fun(*operands) if bool(pred) else false_fun(*operands)
+
+
+def _switch(index, branches, *operands):
+    i = int(np.clip(int(index), 0, len(branches) - 1))
+    return branches[i](*operands)
+
+
+def _while_loop(cond_fun, body_fun, init_val):
+    val = init_val
+    while bool(cond_fun(val)):
+        val = body_fun(val)
+    return val
+
+
+def _fori_loop(lower, upper, body_fun, init_val, **_):
+    val = init_val
+    for i in range(int(lower), int(upper)):
+        val = body_fun(i, val)
+    return val
+
+
+_lax = types.ModuleType("jax.lax (NumPy stand-in)")
+_lax.cond, _lax.switch, _lax.while_loop, _lax.fori_loop = _cond, _switch, _while_loop, _fori_loop
+_lax.stop_gradient = lambda x: x
+
+
+def _segment(reduce, empty):
+    def seg(data, segment_ids, num_segments, **_):
+        data = np.asarray(data)
+        out = np.full((num_segments,) + data.shape[1:], empty(data.dtype), dtype=data.dtype)
+        reduce.at(out, np.asarray(segment_ids), data)
+        return out
+
+    return seg
+
+
+def _lowest(dt):
+    return -np.inf if np.issubdtype(dt, np.floating) else np.iinfo(dt).min
+
+
+def _highest(dt):
+    return np.inf if np.issubdtype(dt, np.floating) else np.iinfo(dt).max
+
+
+_ops = types.ModuleType("jax.ops (NumPy stand-in)")
+_ops.segment_min, _ops.segment_max = _segment(np.minimum, _highest), _segment(np.maximum, _lowest)
+
+_SPECIAL = ("log_ndtr", "ndtr", "ndtri", "erf", "erfc", "erfcx", "gammaln", "logsumexp", "xlogy", "xlog1py",
+            "expit", "logit", "betaln", "digamma", "i0e", "i1e", "entr")
+_special = types.ModuleType("jax.scipy.special (SciPy stand-in)")
+
+
+def _special_attr(name):  # SciPy's special functions, imported when a twin first asks for one
+    if name not in _SPECIAL:
+        raise AttributeError(f"jax.scipy.special.{name} is not available on the host path (amplify_jax._host)")
+    import scipy.special
+
+    return getattr(scipy.special, name)
+
+
+_special.__getattr__ = _special_attr
+_scipy = types.ModuleType("jax.scipy (NumPy stand-in)")
+_scipy.special = _special
+
+
+def _jit(fun=None, **_):
+    if fun is None:
+        return lambda f: f
+    return fun
+
+
+class _CustomJVP:
+    """``jax.custom_jvp`` on the host: the primal function (nothing is differentiated there)."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        self.fun = fun
+        functools.update_wrapper(self, fun)
+
+    def defjvp(self, jvp, **_):
+        return jvp
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*args, **kwargs)
+
+
+def _no_transform(*_, **__):
+    raise NotImplementedError("JAX transformations are not available on the host path (amplify_jax._host)")
+
+
+class _NoTracer:  # nothing on the host is a tracer
+    pass
+
+
+jax_on_numpy = types.ModuleType("jax (NumPy stand-in, amplify_jax._host)")
+jax_on_numpy.numpy, jax_on_numpy.lax, jax_on_numpy.ops, jax_on_numpy.scipy = _jnp, _lax, _ops, _scipy
+jax_on_numpy.jit = _jit
+jax_on_numpy.enable_x64 = lambda *_: contextlib.nullcontext()
+jax_on_numpy.ensure_compile_time_eval = contextlib.nullcontext
+jax_on_numpy.custom_jvp = lambda fun=None, nondiff_argnums=(): (
+    (lambda f: _CustomJVP(f, nondiff_argnums)) if fun is None else _CustomJVP(fun, nondiff_argnums))
+jax_on_numpy.jvp = jax_on_numpy.grad = jax_on_numpy.jacfwd = jax_on_numpy.vmap = _no_transform
+jax_on_numpy.device_put = lambda x, *_, **__: x
+jax_on_numpy.core = types.SimpleNamespace(Tracer=_NoTracer)
+jax_on_numpy.Array = np.ndarray
+
+_SUBMODULES = {"jax": jax_on_numpy, "jax.numpy": _jnp, "jax.lax": _lax, "jax.ops": _ops, "jax.scipy": _scipy,
+               "jax.scipy.special": _special}
+
+
+def _import(name, globals=None, locals=None, fromlist=(), level=0):
+    """``__import__`` of the twin modules: ``jax`` and its submodules come from the stand-ins."""
+    if level == 0 and (name == "jax" or name.startswith("jax.")):
+        if name not in _SUBMODULES:
+            raise ImportError(f"{name} is not available on the host path (amplify_jax._host)")
+        return _SUBMODULES[name] if fromlist else jax_on_numpy
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+_BUILTINS = dict(builtins.__dict__, __import__=_import)
+#: Modules of the package that the twins share with the live package (no JAX inside, or state that must be one).
+_SHARED = {"_host", "_validate", "status", "_compat", "_grid", "_io", "_cache"}
+
+
+class _TwinFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds ``amplify_jax._twin.X`` at the source of ``amplify_jax.X`` and runs it with the stand-ins."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _TWIN and not fullname.startswith(_TWIN + "."):
+            return None
+        rel = fullname[len(_TWIN) + 1:].split(".") if fullname != _TWIN else []
+        base = os.path.join(_ROOT, *rel)
+        if os.path.isdir(base):
+            spec = importlib.machinery.ModuleSpec(fullname, self, origin=os.path.join(base, "__init__.py"),
+                                                  is_package=True)
+        elif os.path.isfile(base + ".py"):
+            spec = importlib.machinery.ModuleSpec(fullname, self, origin=base + ".py")
+        else:
+            return None
+        spec.has_location = True  # __file__: the live module's file (tracebacks and inspect point at it)
+        return spec
+
+    def create_module(self, spec):
+        rel = spec.name[len(_TWIN) + 1:]
+        if rel in _SHARED:
+            return importlib.import_module(f"{_PKG}.{rel}")
+        return None
+
+    def exec_module(self, module):
+        if module.__name__ != _TWIN and not module.__name__.startswith(_TWIN + "."):
+            return  # a live module shared with the twins (create_module returned it): run already, leave it
+        rel = module.__name__[len(_TWIN) + 1:]
+        module.__dict__["__builtins__"] = _BUILTINS
+        if module.__name__ == _TWIN:
+            module.__path__ = []  # the twin package's own __init__ is not run: modules load on demand
+            return
+        if module.__spec__.submodule_search_locations is not None:
+            module.__path__ = []
+        # the live module's bytecode (its __pycache__ entry: the same source, the same code object)
+        real = f"{_PKG}.{rel}"
+        code = importlib.machinery.SourceFileLoader(real, module.__spec__.origin).get_code(real)
+        exec(code, module.__dict__)
+
+
+_finder = _TwinFinder()
+
+
+def twin(module: str) -> types.ModuleType:
+    """The host twin of ``amplify_jax.<module>`` (loaded once; see the module docstring)."""
+    with _lock:
+        if _finder not in sys.meta_path:
+            sys.meta_path.insert(0, _finder)
+        return importlib.import_module(f"{_TWIN}.{module}")
