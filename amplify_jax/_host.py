@@ -35,9 +35,11 @@ import threading
 import time
 import types
 
+import jax as _jax  # the process has it: amplify_jax.numerics imports this module after JAX
 import numpy as np
 
-__all__ = ["ENV", "MAX_POINTS", "BUDGET_SECONDS", "mode", "use_host", "twin", "run", "jax_on_numpy"]
+__all__ = ["ENV", "MAX_POINTS", "BUDGET_SECONDS", "mode", "use_host", "answer", "to_live", "give_up", "inside",
+           "twin", "run", "jax_on_numpy"]
 
 ENV = "AMPLIFY_JAX_HOST"
 #: Batches up to this many points may take the host path (NumPy evaluates them at about the cost of one).
@@ -93,6 +95,42 @@ def run(door: str, module: str, name: str, *args, **kwargs):
             _spent[door] = _spent.get(door, 0.0) + time.perf_counter() - t
 
 
+def answer(door: str, module: str, name: str, n_points: int, *args, **kwargs):
+    """``amplify_jax.<module>.<name>(*args, **kwargs)`` answered on the host when :func:`use_host` says so, as
+    the live function returns it (:func:`to_live`); None where the compiled path is to answer: the host path
+    is off or spent, or the twin failed with anything but a ValueError (a part of JAX the stand-ins lack: the
+    door is not tried again).  A ValueError is the live function's own (same code) and propagates."""
+    if not use_host(door, n_points, *args, *kwargs.values()):
+        return None
+    try:
+        return to_live(run(door, module, name, *args, **kwargs))
+    except ValueError:
+        raise
+    except Exception:  # noqa: BLE001 - the compiled path answers instead
+        give_up(door)
+        return None
+
+
+def to_live(result):
+    """A twin's result as the live package returns it: its named tuples as the live classes of the same name,
+    their arrays as float64 (int for statuses) ``jax.Array`` values (a copy; no compiled conversion)."""
+    if isinstance(result, tuple) and hasattr(result, "_fields"):
+        mod = type(result).__module__
+        live_mod = sys.modules.get(_PKG + mod[len(_TWIN):]) if mod.startswith(_TWIN) else None
+        kind = getattr(live_mod, type(result).__name__, type(result))
+        return kind(*(to_live(x) for x in result))
+    if isinstance(result, (np.ndarray, np.generic)):
+        with _jax.enable_x64(True):
+            return _jax.device_put(np.asarray(result))
+    return result
+
+
+def give_up(door: str) -> None:
+    """The host path failed for ``door`` (its kernels use a part of JAX the stand-ins lack): compile from now on."""
+    with _lock:
+        _spent[door] = float("inf")
+
+
 def inside() -> bool:
     """True while the host twin runs in this thread (kernels that branch on it: ``numerics.run_in_slabs``)."""
     return getattr(_local, "inside", False)
@@ -122,10 +160,59 @@ def _array(a, dtype=None, **_):
     return np.array(a, dtype=dtype)
 
 
+class _AtArray(np.ndarray):
+    """A NumPy array with JAX's functional updates (``x.at[i].set(v)`` returns an updated copy): what
+    ``jnp.zeros`` and its kin return on the host.  (Other arrays have no ``.at``: a kernel using it on one
+    leaves the host path, and the compiled path answers.)"""
+
+    @property
+    def at(self):
+        return _AtIndexer(self)
+
+
+class _AtIndexer:
+    def __init__(self, a):
+        self.a = a
+
+    def __getitem__(self, idx):
+        return _AtUpdate(self.a, idx)
+
+
+class _AtUpdate:
+    def __init__(self, a, idx):
+        self.a, self.idx = a, idx
+
+    def _apply(self, fn, v):
+        out = np.array(self.a).view(_AtArray)
+        fn(out, self.idx, v)
+        return out
+
+    def set(self, v, **_):
+        return self._apply(lambda o, i, v: o.__setitem__(i, v), v)
+
+    def add(self, v, **_):
+        return self._apply(np.add.at, v)
+
+    def min(self, v, **_):
+        return self._apply(np.minimum.at, v)
+
+    def max(self, v, **_):
+        return self._apply(np.maximum.at, v)
+
+    def get(self, **_):
+        return self.a[self.idx]
+
+
+def _with_at(make):
+    return lambda *a, **k: np.asarray(make(*a, **k)).view(_AtArray)
+
+
 _jnp = types.ModuleType("jax.numpy (NumPy stand-in)")
 _jnp.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
 _jnp.asarray, _jnp.array, _jnp.nonzero = _asarray, _array, _nonzero
 _jnp.ndarray = np.ndarray
+for _k in ("zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like"):
+    setattr(_jnp, _k, _with_at(getattr(np, _k)))
 
 
 def _cond(pred, true_fun, false_fun, *operands):
@@ -147,13 +234,92 @@ def _while_loop(cond_fun, body_fun, init_val):
 def _fori_loop(lower, upper, body_fun, init_val, **_):
     val = init_val
     for i in range(int(lower), int(upper)):
-        val = body_fun(i, val)
+        val = body_fun(np.int64(i), val)  # an array scalar, as JAX's traced index (.astype works)
     return val
+
+
+def _tree_map(f, *trees):
+    import jax  # the pytree utilities only (no compilation): the process has JAX imported already
+
+    return jax.tree_util.tree_map(f, *trees)
+
+
+def _stack(outs):
+    import jax
+
+    return jax.tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
+
+
+def _scan(f, init, xs=None, length=None, reverse=False, **_):
+    import jax
+
+    n = length if xs is None else len(jax.tree_util.tree_leaves(xs)[0])
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    carry, ys = init, []
+    for i in order:
+        carry, y = f(carry, None if xs is None else _tree_map(lambda x: x[i], xs))
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    return carry, (_stack(ys) if ys and ys[0] is not None else None)
+
+
+def _map(f, xs, **_):
+    import jax
+
+    n = len(jax.tree_util.tree_leaves(xs)[0])
+    return _stack([f(_tree_map(lambda x: x[i], xs)) for i in range(n)])
+
+
+def _vmap(f, in_axes=0, out_axes=0, **_):
+    """``jax.vmap`` as a loop over the mapped axis (``in_axes``: an int, None or a tuple of them; out_axes 0)."""
+    if out_axes != 0:
+        raise NotImplementedError("vmap with out_axes != 0 is not available on the host path")
+
+    def mapped(*args):
+        axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+        n = {np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}.pop()
+        take = lambda a, ax, i: a if ax is None else np.take(np.asarray(a), i, axis=ax)  # noqa: E731
+        return _stack([f(*(take(a, ax, i) for a, ax in zip(args, axes))) for i in range(n)])
+
+    return mapped
+
+
+def _associative_scan(fn, elems, reverse=False, axis=0):
+    """``lax.associative_scan``: Hillis-Steele's prefix scan, log2(n) vectorised rounds (``fn`` associative,
+    applied as fn(earlier, later) along ``axis``; ``reverse``: flipped in and out, as JAX does)."""
+    import jax
+
+    leaves, tree = jax.tree_util.tree_flatten(elems)
+    xs = [np.moveaxis(np.asarray(x), axis, 0) for x in leaves]
+    if reverse:
+        xs = [x[::-1] for x in xs]
+    n, d = xs[0].shape[0], 1
+    while d < n:
+        earlier = jax.tree_util.tree_unflatten(tree, [x[:-d] for x in xs])
+        later = jax.tree_util.tree_unflatten(tree, [x[d:] for x in xs])
+        comb = jax.tree_util.tree_leaves(fn(earlier, later))
+        xs = [np.concatenate([x[:d], np.asarray(c)], axis=0) for x, c in zip(xs, comb)]
+        d *= 2
+    if reverse:
+        xs = [x[::-1] for x in xs]
+    return jax.tree_util.tree_unflatten(tree, [np.moveaxis(x, 0, axis) for x in xs])
 
 
 _lax = types.ModuleType("jax.lax (NumPy stand-in)")
 _lax.cond, _lax.switch, _lax.while_loop, _lax.fori_loop = _cond, _switch, _while_loop, _fori_loop
+_lax.scan, _lax.map, _lax.associative_scan = _scan, _map, _associative_scan
+_lax.cummax = lambda x, axis=0, reverse=False: _cumulative(np.maximum, x, axis, reverse)
+_lax.cummin = lambda x, axis=0, reverse=False: _cumulative(np.minimum, x, axis, reverse)
+_lax.cumsum = lambda x, axis=0, reverse=False: _cumulative(np.add, x, axis, reverse)
 _lax.stop_gradient = lambda x: x
+
+
+def _cumulative(ufunc, x, axis, reverse):
+    x = np.asarray(x)
+    if reverse:
+        return np.flip(ufunc.accumulate(np.flip(x, axis), axis=axis), axis)
+    return ufunc.accumulate(x, axis=axis)
 
 
 def _segment(reduce, empty):
@@ -230,9 +396,11 @@ jax_on_numpy.enable_x64 = lambda *_: contextlib.nullcontext()
 jax_on_numpy.ensure_compile_time_eval = contextlib.nullcontext
 jax_on_numpy.custom_jvp = lambda fun=None, nondiff_argnums=(): (
     (lambda f: _CustomJVP(f, nondiff_argnums)) if fun is None else _CustomJVP(fun, nondiff_argnums))
-jax_on_numpy.jvp = jax_on_numpy.grad = jax_on_numpy.jacfwd = jax_on_numpy.vmap = _no_transform
+jax_on_numpy.jvp = jax_on_numpy.grad = jax_on_numpy.jacfwd = _no_transform
+jax_on_numpy.vmap = _vmap
 jax_on_numpy.device_put = lambda x, *_, **__: x
 jax_on_numpy.core = types.SimpleNamespace(Tracer=_NoTracer)
+jax_on_numpy.tree_util = _jax.tree_util  # pytrees of NumPy arrays: JAX's own utilities (no compilation)
 jax_on_numpy.Array = np.ndarray
 
 _SUBMODULES = {"jax": jax_on_numpy, "jax.numpy": _jnp, "jax.lax": _lax, "jax.ops": _ops, "jax.scipy": _scipy,

@@ -41,11 +41,17 @@ def _size(shape) -> int:
     return int(np.prod(shape, dtype=np.int64))
 
 
-def _from_host(kind, result):
-    """A result of the host twin (``amplify_jax._host``: NumPy arrays, the twin's tuple type) as the compiled
-    path returns it: ``kind`` of float64 (int for statuses) ``jax.Array`` values."""
-    with x64_scope():  # device_put: a copy, no compiled conversion (jnp.asarray compiles one per dtype)
-        return kind(*(jax.device_put(np.asarray(x)) for x in result))
+def _points(*values) -> int:
+    """The largest number of points among ``values`` (numbers, arrays, dicts of them): the host path's test of
+    a small batch before validation (what does not parse counts as one point; validation then refuses it)."""
+    sizes = [1]
+    for v in values:
+        for x in (v.values() if isinstance(v, dict) else (v,)):
+            try:
+                sizes.append(int(np.size(np.asarray(x, dtype=np.float64))))
+            except (TypeError, ValueError):
+                pass
+    return max(sizes)
 
 
 class _SGMAtOrder:
@@ -480,10 +486,11 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
 
         return pld.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
     s, qq, t, d, shape = _check_dpsgd(sigma, q, steps, delta)
-    if devices is None and _host.use_host("dpsgd_epsilon", _size(shape), sigma, q, steps, delta):
-        return _from_host(EpsilonResult, _host.run(
-            "dpsgd_epsilon", "accountants", "dpsgd_epsilon", sigma=s, q=q, steps=t, delta=d, orders=orders,
-            method=method, optimize_order=optimize_order, n_panels=n_panels))
+    if devices is None:  # a process's first small questions: the same kernels, run by NumPy (amplify_jax._host)
+        hosted = _host.answer("dpsgd_epsilon", "accountants", "dpsgd_epsilon", _size(shape), sigma=s, q=q, steps=t,
+                              delta=d, orders=orders, method=method, optimize_order=optimize_order, n_panels=n_panels)
+        if hosted is not None:
+            return hosted
     V.one_of("method", method, METHODS)
     a = _sorted_orders(orders)
     if n_panels is None:  # a small batch (a question, not a grid) takes at least SMALL_BATCH_PANELS: one program
@@ -714,11 +721,12 @@ def dpsgd_calibrate_sigma(
     lo, hi = _check_sigma_range(sigma_range)
     r = float(V.positive("rtol", rtol))
     shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
-    if devices is None and _host.use_host("dpsgd_calibrate_sigma", _size(shape), target_epsilon, q, steps, delta):
-        return _from_host(Calibration, _host.run(
-            "dpsgd_calibrate_sigma", "accountants", "dpsgd_calibrate_sigma", target_epsilon=e, q=q, steps=t,
-            delta=d, orders=orders, method=method, rtol=rtol, sigma_range=None if grow else sigma_range,
-            n_panels=n_panels))
+    if devices is None:  # a process's first small questions on the host (amplify_jax._host)
+        hosted = _host.answer("dpsgd_calibrate_sigma", "accountants", "dpsgd_calibrate_sigma", _size(shape),
+                              target_epsilon=e, q=q, steps=t, delta=d, orders=orders, method=method, rtol=rtol,
+                              sigma_range=None if grow else sigma_range, n_panels=n_panels)
+        if hosted is not None:
+            return hosted
     a = _sorted_orders(orders)
     n_panels = _calibration_n_panels(a, (lo, hi), qq) if n_panels is None else _check_n_panels(n_panels)
     devices = _check_devices(devices)
@@ -764,6 +772,10 @@ MECHANISMS = {
 def epsilon(mechanism: str, *, delta, orders=None, method="balle2020", accountant="rdp", **params) -> EpsilonResult:
     """eps at delta of a named mechanism composed over ``steps`` (see :data:`MECHANISMS`), optimal order;
     ``accountant="pld"``: from its privacy-loss distribution (:func:`amplify_jax.pld.epsilon`)."""
+    hosted = _host.answer(f"epsilon:{mechanism}:{accountant}", "accountants", "epsilon", _points(delta, params),
+                          mechanism, delta=delta, orders=orders, method=method, accountant=accountant, **params)
+    if hosted is not None:  # a process's first small questions, on the host (amplify_jax._host)
+        return hosted
     if _pld_selected(accountant, orders=orders, method=method):
         from . import pld
 
@@ -804,6 +816,11 @@ def _gaussian_steps(alpha, sigma, steps):
 def calibrate_sigma(mechanism: str, *, target_epsilon, delta, orders=None, method="balle2020", rtol=1e-6,
                     accountant="rdp", **params) -> Calibration:
     """Minimal sigma for a named Gaussian-noise mechanism (``poisson-gaussian`` or ``gaussian``), RDP or PLD."""
+    hosted = _host.answer(f"calibrate_sigma:{mechanism}:{accountant}", "accountants", "calibrate_sigma",
+                          _points(target_epsilon, delta, params), mechanism, target_epsilon=target_epsilon,
+                          delta=delta, orders=orders, method=method, rtol=rtol, accountant=accountant, **params)
+    if hosted is not None:
+        return hosted
     V.one_of("mechanism", mechanism, ("poisson-gaussian", "gaussian"))
     q = params.get("q", 1.0) if mechanism == "poisson-gaussian" else 1.0
     if mechanism == "poisson-gaussian" and "q" not in params:

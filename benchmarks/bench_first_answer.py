@@ -1,5 +1,5 @@
-"""Time to first answer: a fresh process's first eps and calibration, cold (empty compilation cache) and warm
-(the cache a previous process filled), against dp_accounting's RDP accountant in a fresh process, same run.
+"""Time to first answer: a fresh process's first eps and calibration, against dp_accounting's RDP accountant in
+a fresh process, same run; and the first answer of every registered bound.
 
 Front doors timed (each in a new Python process, wall time of the whole process, imports included):
 - command line: ``amplify-jax epsilon --sigma 1 --q 0.01 --steps 10000 --delta 1e-5`` and
@@ -8,12 +8,16 @@ Front doors timed (each in a new Python process, wall time of the whole process,
 - anchor: dp_accounting's ``RdpAccountant`` (eps at the point) and its ``calibrate_dp_mechanism`` (sigma for
   eps = 1), each in a fresh process.
 
-"cold": ``AMPLIFY_JAX_CACHE`` is a new empty directory; "warm": the same directory on the next run (what every
-run after a user's first one sees: importing amplify_jax turns the cache on, ``amplify_jax/_cache.py``).
-Ratios are ours / dp_accounting's (below 1: we answer first).  The floor here is the anchor's own time: the
-goal of issue 15 is a ratio <= 1.
+Each door runs three ways: "host" (the default, ``AMPLIFY_JAX_HOST=auto``: a process's first small questions
+are answered by the same kernels run by NumPy, ``amplify_jax/_host.py``) with an empty compilation cache;
+"compiled cold" (``AMPLIFY_JAX_HOST=off``, ``AMPLIFY_JAX_CACHE`` a new empty directory: the process compiles);
+"compiled warm" (off, the cache the cold run filled).  Ratios are ours / dp_accounting's (below 1: we answer
+first).  The floor here is the anchor's own time: the goal of issue 15 is a ratio <= 1.
 
-    python benchmarks/bench_first_answer.py [--repeat 2]   ->  benchmarks/results/bench_first_answer.json
+``--bounds``: every registered bound's example (``bounds.evaluate(id, **example)``), each in a fresh process
+with an empty cache, default settings: the first call of every family (goal: under 3 s on a 2-core CPU).
+
+    python benchmarks/bench_first_answer.py [--repeat 2] [--bounds]  ->  benchmarks/results/bench_first_answer.json
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=2, help="cold/warm pairs per front door (fresh cache each)")
     ap.add_argument("--output", default="benchmarks/results/bench_first_answer.json")
+    ap.add_argument("--bounds", action="store_true", help="also every registered bound's first answer")
     args = ap.parse_args()
 
     doors = {
@@ -70,24 +75,37 @@ def main():
         "python dpsgd_calibrate_sigma": [sys.executable, "-c", PY_CAL],
     }
     anchors = {"epsilon": [sys.executable, "-c", DPA_EPS], "calibrate": [sys.executable, "-c", DPA_CAL]}
-    base = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "AMPLIFY_JAX_HOST")}
     res = {"machine": platform.platform(), "cpus": os.cpu_count(), "point": POINT, "doors": {}, "anchor": {}}
     for name, cmd in anchors.items():
         ts = [wall(cmd, base)[0] for _ in range(args.repeat)]
         res["anchor"][name] = {"seconds": ts, "best": min(ts)}
         print(f"dp_accounting {name:10s} fresh process: {min(ts):6.2f} s", flush=True)
+    modes = {"host": "auto", "compiled cold": "off", "compiled warm": "off"}
     for name, cmd in doors.items():
-        cold, warm = [], []
+        times = {m: [] for m in modes}
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory() as d:
-                env = {**base, "AMPLIFY_JAX_CACHE": d}
-                cold.append(wall(cmd, env)[0])
-                warm.append(wall(cmd, env)[0])
+                for m, host in modes.items():
+                    env = {**base, "AMPLIFY_JAX_CACHE": d if m != "host" else os.path.join(d, "host"), "AMPLIFY_JAX_HOST": host}
+                    times[m].append(wall(cmd, env)[0])
         ref = res["anchor"]["calibrate" if "calibrate" in name else "epsilon"]["best"]
-        res["doors"][name] = {"cold": cold, "warm": warm, "cold_over_anchor": min(cold) / ref,
-                              "warm_over_anchor": min(warm) / ref}
-        print(f"{name:30s} cold {min(cold):6.2f} s ({min(cold) / ref:5.1f}x dp_accounting)   "
-              f"warm cache {min(warm):6.2f} s ({min(warm) / ref:5.1f}x)", flush=True)
+        res["doors"][name] = {m: {"seconds": t, "over_anchor": min(t) / ref} for m, t in times.items()}
+        print(f"{name:30s} " + "   ".join(f"{m} {min(t):6.2f} s ({min(t) / ref:4.2f}x)" for m, t in times.items()),
+              flush=True)
+    if args.bounds:
+        res["bounds"] = {}
+        import amplify_jax.bounds as B
+
+        for b in B.list():
+            code = (f"import amplify_jax.bounds as B; b = B.get({b.id!r}); "
+                    "r = B.evaluate(b.id, **b.example); print(float(r.value.ravel()[0]))")
+            with tempfile.TemporaryDirectory() as d:
+                dt, out = wall([sys.executable, "-c", code], {**base, "AMPLIFY_JAX_CACHE": d})
+            res["bounds"][b.id] = dt
+            print(f"  first answer {b.id:45s} {dt:6.2f} s", flush=True)
+        worst = max(res["bounds"].items(), key=lambda kv: kv[1])
+        print(f"slowest first answer of a registered bound: {worst[0]} {worst[1]:.2f} s")
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(res, indent=1))
     print(f"wrote {args.output}")

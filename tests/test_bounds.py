@@ -113,6 +113,30 @@ def test_cli_evaluate_equals_python(bound, capsys):
     assert np.all(np.isfinite(res.value) | (res.value == np.inf)), "an answer is NaN"
 
 
+@pytest.mark.parametrize("bound", ALL, ids=IDS)
+def test_host_path_equals_compiled(bound, monkeypatch):
+    """A fresh process's first questions are answered on the host (amplify_jax._host: the same kernels run by
+    NumPy): equal to the compiled answer for every bound, or declined (the kernel uses a part of JAX the host
+    stand-ins lack, e.g. jax.random) and then answered by the compiled path."""
+    from amplify_jax import _host
+
+    res = _evaluated(bound)
+    monkeypatch.setenv(_host.ENV, "always")
+    monkeypatch.setattr(_host, "_spent", {})
+    got = bounds.evaluate(bound.id, **bound.example)
+    assert _host._spent.get(f"bounds.evaluate:{bound.id}", 0.0) < np.inf, "the host path was declined"
+    for k, v in res.outputs.items():
+        if k == "status":
+            np.testing.assert_array_equal(got.status, v)
+        else:
+            # the same formulas; exp/log differ in the last bit (the C library's against XLA's), which an
+            # iterative search (clones' bisection) or an FFT (the PLD; its round-off is bounded in delta on
+            # either path) carries to ~2e-10 of the answer; a by-product such as the order found, to ~1e-8
+            rtol = 1e-8 if k == res.answer else 1e-6
+            np.testing.assert_allclose(np.asarray(got.outputs[k], dtype=float), np.asarray(v, dtype=float),
+                                       rtol=rtol, atol=0, err_msg=k)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Invert: round trips for every monotone parameter
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import builtins
+import importlib
+import os
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -163,8 +166,31 @@ def register(bound: Bound) -> Bound:
     return bound
 
 
+_DISCOVERED = []
+_DISCOVERY_LOCK = threading.RLock()
+
+
+def _discover() -> None:
+    """Import every paper subpackage of the package (a directory with a ``_bounds.py``), once: their
+    ``_bounds.py`` register their bounds.  ``import amplify_jax`` loads the paper subpackages on first use
+    only, so the registry finds them here; a new paper's subpackage is found without being listed anywhere."""
+    if _DISCOVERED:
+        return
+    with _DISCOVERY_LOCK:  # threads of the explorer's server: none sees a half-filled registry
+        if _DISCOVERED:
+            return
+        pkg = __name__.rsplit(".", 2)[0]  # amplify_jax (or its host twin, amplify_jax._twin)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for name in sorted(os.listdir(root)):
+            if os.path.isfile(os.path.join(root, name, "_bounds.py")):
+                importlib.import_module(f"{pkg}.{name}")
+        _DISCOVERED.append(True)
+
+
 def get(id: str) -> Bound:  # noqa: A002 - the registry's natural word
     """The bound registered under ``id`` (``ValueError`` naming it if there is none)."""
+    if id not in _REGISTRY:
+        _discover()
     try:
         return _REGISTRY[id]
     except (KeyError, TypeError):
@@ -173,6 +199,7 @@ def get(id: str) -> Bound:  # noqa: A002 - the registry's natural word
 
 def list(family: str | None = None) -> builtins.list:  # noqa: A001 - bounds.list() is the public name
     """Every registered bound (of one ``family`` if given), sorted by id."""
+    _discover()
     out = [b for _, b in sorted(_REGISTRY.items())]
     if family is not None:
         out = [b for b in out if b.family == family]
