@@ -170,17 +170,22 @@ _DISCOVERED = []
 _DISCOVERY_LOCK = threading.RLock()
 
 
-def _discover() -> None:
+def _discover(family: str | None = None) -> None:
     """Import every paper subpackage of the package (a directory with a ``_bounds.py``), once: their
     ``_bounds.py`` register their bounds.  ``import amplify_jax`` loads the paper subpackages on first use
-    only, so the registry finds them here; a new paper's subpackage is found without being listed anywhere."""
+    only, so the registry finds them here; a new paper's subpackage is found without being listed anywhere.
+    ``family``: only that subpackage (where it exists)."""
     if _DISCOVERED:
+        return
+    pkg = __name__.rsplit(".", 2)[0]  # amplify_jax (or its host twin, amplify_jax._twin)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if family is not None:
+        if family.isidentifier() and os.path.isfile(os.path.join(root, family, "_bounds.py")):
+            importlib.import_module(f"{pkg}.{family}")
         return
     with _DISCOVERY_LOCK:  # threads of the explorer's server: none sees a half-filled registry
         if _DISCOVERED:
             return
-        pkg = __name__.rsplit(".", 2)[0]  # amplify_jax (or its host twin, amplify_jax._twin)
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         for name in sorted(os.listdir(root)):
             if os.path.isfile(os.path.join(root, name, "_bounds.py")):
                 importlib.import_module(f"{pkg}.{name}")
@@ -189,8 +194,10 @@ def _discover() -> None:
 
 def get(id: str) -> Bound:  # noqa: A002 - the registry's natural word
     """The bound registered under ``id`` (``ValueError`` naming it if there is none)."""
-    if id not in _REGISTRY:
-        _discover()
+    if isinstance(id, str) and id not in _REGISTRY:
+        _discover(id.split(".")[0] if "." in id else None)  # its family first: one paper, not all of them
+        if id not in _REGISTRY:
+            _discover()
     try:
         return _REGISTRY[id]
     except (KeyError, TypeError):
