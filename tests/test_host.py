@@ -141,3 +141,10 @@ def test_stand_ins_follow_jax_semantics():
     assert lax_h.while_loop(lambda c: c < 10, lambda c: c * 2, 1) == 16
     assert lax_h.switch(5, [lambda: 0, lambda: 1]) == jax.lax.switch(5, [lambda: 0, lambda: 1])
     assert lax_h.cond(False, lambda: 1, lambda: 2) == 2
+
+
+def test_twin_warnings_are_the_live_classes():
+    from amplify_jax import checkin, secrdp
+
+    assert _host.twin("checkin").OrderCapWarning is checkin.OrderCapWarning
+    assert _host.twin("secrdp._adversaries").DisconnectedGraphWarning is secrdp._adversaries.DisconnectedGraphWarning
