@@ -39,7 +39,7 @@ import jax as _jax  # the process has it: amplify_jax.numerics imports this modu
 import numpy as np
 
 __all__ = ["ENV", "MAX_POINTS", "BUDGET_SECONDS", "mode", "use_host", "answer", "to_live", "give_up", "inside",
-           "twin", "run", "jax_on_numpy"]
+           "front_door", "size", "n_points", "twin", "run", "jax_on_numpy"]
 
 ENV = "AMPLIFY_JAX_HOST"
 #: Batches up to this many points may take the host path (NumPy evaluates them at about the cost of one).
@@ -123,6 +123,42 @@ def to_live(result):
         with _jax.enable_x64(True):
             return _jax.device_put(np.asarray(result))
     return result
+
+
+def front_door(fn):
+    """Decorate a public function of the package: a process's first small questions (every numeric argument
+    of at most ``MAX_POINTS`` points, no ``devices``) are answered by its twin, as :func:`answer` says.  The
+    door is the function with its string arguments (a mechanism's name, the accountant): each has its budget."""
+    module = fn.__module__[len(_PKG) + 1:]
+
+    @functools.wraps(fn)
+    def door(*args, **kwargs):
+        if kwargs.get("devices") is None and not inside():
+            key = ":".join([fn.__name__, *(str(a) for a in (*args, *kwargs.values()) if isinstance(a, str))])
+            hosted = answer(key, module, fn.__name__, n_points(args, kwargs), *args, **kwargs)
+            if hosted is not None:
+                return hosted
+        return fn(*args, **kwargs)
+
+    return door
+
+
+def size(shape) -> int:
+    """The number of points of a batch of ``shape``."""
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def n_points(*values) -> int:
+    """The largest number of points among ``values`` (numbers, arrays, dicts of them): a front door's test of
+    a small batch before its validation (what does not parse counts as one point; validation refuses it)."""
+    sizes = [1]
+    for v in values:
+        for x in (v.values() if isinstance(v, dict) else v if isinstance(v, tuple) else (v,)):
+            try:
+                sizes.append(int(np.size(np.asarray(x, dtype=np.float64))))
+            except (TypeError, ValueError):
+                pass
+    return max(sizes)
 
 
 def give_up(door: str) -> None:

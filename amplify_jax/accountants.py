@@ -37,23 +37,6 @@ class Calibration(NamedTuple):
     status: jax.Array  #: calibrate.OK / INFEASIBLE / AT_LIMIT / NOT_MONOTONE
 
 
-def _size(shape) -> int:
-    return int(np.prod(shape, dtype=np.int64))
-
-
-def _points(*values) -> int:
-    """The largest number of points among ``values`` (numbers, arrays, dicts of them): the host path's test of
-    a small batch before validation (what does not parse counts as one point; validation then refuses it)."""
-    sizes = [1]
-    for v in values:
-        for x in (v.values() if isinstance(v, dict) else (v,)):
-            try:
-                sizes.append(int(np.size(np.asarray(x, dtype=np.float64))))
-            except (TypeError, ValueError):
-                pass
-    return max(sizes)
-
-
 class _SGMAtOrder:
     """rdp_fn(alpha, q, sigma, steps) for the continuous order search (hashable by its panel count)."""
 
@@ -101,8 +84,7 @@ def _check_sigma_range(sigma_range):
     return lo, hi
 
 
-#: Relative margin of the pruning's chord bounds around the integer orders' RDP (rounded up by their error bound)
-_KNOWN_REL = 1e-9
+_KNOWN_REL = 1e-9  #: Relative margin of the pruning's chord bounds around the integer orders' RDP (rounded up)
 
 
 def _sorted_orders(orders):
@@ -459,6 +441,7 @@ def _check_dpsgd(sigma, q, steps, delta):
     return s, qq, t, d, shape
 
 
+@_host.front_door
 def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", optimize_order=True, n_panels=None,
                   devices=None, accountant="rdp"):
     """eps of DP-SGD: ``steps`` compositions of the Poisson-subsampled Gaussian (rate q, noise multiplier sigma).
@@ -486,11 +469,6 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
 
         return pld.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
     s, qq, t, d, shape = _check_dpsgd(sigma, q, steps, delta)
-    if devices is None:  # a process's first small questions: the same kernels, run by NumPy (amplify_jax._host)
-        hosted = _host.answer("dpsgd_epsilon", "accountants", "dpsgd_epsilon", _size(shape), sigma=s, q=q, steps=t,
-                              delta=d, orders=orders, method=method, optimize_order=optimize_order, n_panels=n_panels)
-        if hosted is not None:
-            return hosted
     V.one_of("method", method, METHODS)
     a = _sorted_orders(orders)
     if n_panels is None:  # a small batch (a question, not a grid) takes at least SMALL_BATCH_PANELS: one program
@@ -522,12 +500,10 @@ class _DPSGDGridEps:
         return _dpsgd_eps_kernel(self.curve, None, sigma, q, steps, log_delta, self.method, False)[0]
 
 
-#: Most Brent evaluations of the calibration's local accountant (any order gives a valid bound).
-LOCAL_REFINE_STEPS = 32
+LOCAL_REFINE_STEPS = 32  #: Most Brent evaluations of the calibration's local accountant (any order is valid).
 #: Integer orders of the calibration's first stage (a finite series each, no quadrature).
 COARSE_ORDERS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 96, 128, 256)
-#: Relative tolerance of the first stage.
-COARSE_RTOL = 1e-2
+COARSE_RTOL = 1e-2  #: Relative tolerance of the first stage.
 #: Relative gap below the stage-1 answer where the local stage's bracket starts (where the local accountant
 #: is still infeasible there; else the bracket starts at the range's lower end).
 LOCAL_BRACKET = 0.03
@@ -688,6 +664,7 @@ def _calibrate_jit(target, q, steps, log_delta, lo, hi, plan, rtol_static):
 DEFAULT_SIGMA_RANGE = (0.05, 2e3)
 
 
+@_host.front_door
 def dpsgd_calibrate_sigma(
     *, target_epsilon, q, steps, delta, orders=None, method="balle2020", rtol=1e-6, sigma_range=None,
     n_panels=None, devices=None, accountant="rdp",
@@ -721,12 +698,6 @@ def dpsgd_calibrate_sigma(
     lo, hi = _check_sigma_range(sigma_range)
     r = float(V.positive("rtol", rtol))
     shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
-    if devices is None:  # a process's first small questions on the host (amplify_jax._host)
-        hosted = _host.answer("dpsgd_calibrate_sigma", "accountants", "dpsgd_calibrate_sigma", _size(shape),
-                              target_epsilon=e, q=q, steps=t, delta=d, orders=orders, method=method, rtol=rtol,
-                              sigma_range=None if grow else sigma_range, n_panels=n_panels)
-        if hosted is not None:
-            return hosted
     a = _sorted_orders(orders)
     n_panels = _calibration_n_panels(a, (lo, hi), qq) if n_panels is None else _check_n_panels(n_panels)
     devices = _check_devices(devices)
@@ -769,13 +740,10 @@ MECHANISMS = {
 }
 
 
+@_host.front_door
 def epsilon(mechanism: str, *, delta, orders=None, method="balle2020", accountant="rdp", **params) -> EpsilonResult:
     """eps at delta of a named mechanism composed over ``steps`` (see :data:`MECHANISMS`), optimal order;
     ``accountant="pld"``: from its privacy-loss distribution (:func:`amplify_jax.pld.epsilon`)."""
-    hosted = _host.answer(f"epsilon:{mechanism}:{accountant}", "accountants", "epsilon", _points(delta, params),
-                          mechanism, delta=delta, orders=orders, method=method, accountant=accountant, **params)
-    if hosted is not None:  # a process's first small questions, on the host (amplify_jax._host)
-        return hosted
     if _pld_selected(accountant, orders=orders, method=method):
         from . import pld
 
@@ -813,14 +781,10 @@ def _gaussian_steps(alpha, sigma, steps):
     return steps * alpha / (2.0 * sigma * sigma)
 
 
+@_host.front_door
 def calibrate_sigma(mechanism: str, *, target_epsilon, delta, orders=None, method="balle2020", rtol=1e-6,
                     accountant="rdp", **params) -> Calibration:
     """Minimal sigma for a named Gaussian-noise mechanism (``poisson-gaussian`` or ``gaussian``), RDP or PLD."""
-    hosted = _host.answer(f"calibrate_sigma:{mechanism}:{accountant}", "accountants", "calibrate_sigma",
-                          _points(target_epsilon, delta, params), mechanism, target_epsilon=target_epsilon,
-                          delta=delta, orders=orders, method=method, rtol=rtol, accountant=accountant, **params)
-    if hosted is not None:
-        return hosted
     V.one_of("mechanism", mechanism, ("poisson-gaussian", "gaussian"))
     q = params.get("q", 1.0) if mechanism == "poisson-gaussian" else 1.0
     if mechanism == "poisson-gaussian" and "q" not in params:
