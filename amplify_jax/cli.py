@@ -8,7 +8,7 @@
     amplify-jax invert    ID --solve-for PARAM (--target-epsilon X | --target-delta X) --PARAM VALUES ... [--json]
     amplify-jax sweep GRID.toml [--output DIR]
     amplify-jax demo [--output DIR]
-    amplify-jax figures [--list | NAME ...]
+    amplify-jax figures [--list | NAME ...] [--output DIR]
     amplify-jax explore [--port 8050] [--host 127.0.0.1] [--no-browser] [--sweep PATH ...]
 
 Every numeric flag takes a number, a list ``1,3,8`` or a range ``start:stop:count`` (``0.5:5:1000``, linear;
@@ -262,11 +262,19 @@ def cmd_figures(args):
     unknown = set(args.names or []) - {s.stem for s in scripts}
     if unknown:
         raise ValueError(f"Expected figure names from --list, got {sorted(unknown)}.")
+    import os
     import subprocess
 
+    from .plotting import FIGURES_DIR_ENV
+
+    env = None
+    if args.output:  # the scripts write there instead of figures/ (amplify_jax.plotting.figure_path)
+        out = Path(args.output).resolve()
+        out.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, FIGURES_DIR_ENV: str(out)}
     for s in chosen:
         print(f"running {s.name}", flush=True)
-        subprocess.run([sys.executable, str(s)], check=True)
+        subprocess.run([sys.executable, str(s)], check=True, env=env)
 
 
 def cmd_explore(args):
@@ -490,6 +498,8 @@ def build_parser():
     f = sub.add_parser("figures", help="regenerate the papers' figures (scripts in benchmarks/)")
     f.add_argument("names", nargs="*")
     f.add_argument("--list", action="store_true")
+    f.add_argument("--output", default=None, metavar="DIR",
+                   help="write the figures to DIR instead of the checkout's figures/ (created if missing)")
     f.set_defaults(func=cmd_figures)
 
     x = sub.add_parser("explore", help="the explorer: every registered bound, live, in a browser (local web page)")

@@ -8,7 +8,18 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["figure", "save", "plot_privacy_curve"]
+__all__ = ["figure", "save", "plot_privacy_curve", "figure_path", "FIGURES_DIR_ENV"]
+
+#: The environment variable that redirects the figure scripts' output (``amplify-jax figures --output DIR``).
+FIGURES_DIR_ENV = "AMPLIFY_JAX_FIGURES_DIR"
+
+
+def figure_path(name, default_dir) -> Path:
+    """Where a figure script writes its file ``name``: in the directory named by the environment variable
+    ``AMPLIFY_JAX_FIGURES_DIR`` when it is set and not empty (``amplify-jax figures NAME --output DIR`` sets it),
+    else in ``default_dir`` (the scripts pass their checkout's ``figures/``)."""
+    d = os.environ.get(FIGURES_DIR_ENV)
+    return Path(d) / name if d else Path(default_dir) / name
 
 
 def figure(*args, **kwargs):

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from amplify_jax import checkin as C
-from amplify_jax.plotting import figure, save
+from amplify_jax.plotting import figure, figure_path, save
 
-OUT = Path(__file__).resolve().parents[1] / "figures" / "checkin_fig2a.png"
+OUT = figure_path("checkin_fig2a.png", Path(__file__).resolve().parents[1] / "figures")
 N, SIGMA, GAMMA, DELTA = 600_000, 1.0, 1e-3, 1e-8
 
 

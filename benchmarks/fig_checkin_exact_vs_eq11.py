@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from amplify_jax import checkin as C
-from amplify_jax.plotting import figure, save
+from amplify_jax.plotting import figure, figure_path, save
 
-OUT = Path(__file__).resolve().parents[1] / "figures" / "checkin_exact_vs_eq11.png"
+OUT = figure_path("checkin_exact_vs_eq11.png", Path(__file__).resolve().parents[1] / "figures")
 ORDERS = np.arange(2, 65)
 
 

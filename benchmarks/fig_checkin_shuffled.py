@@ -39,9 +39,9 @@ import numpy as np
 
 from amplify_jax import checkin as C
 from amplify_jax.conversions import epsilon_from_rdp
-from amplify_jax.plotting import figure, save
+from amplify_jax.plotting import figure, figure_path, save
 
-OUT = Path(__file__).resolve().parents[1] / "figures" / "checkin_fig1.png"
+OUT = figure_path("checkin_fig1.png", Path(__file__).resolve().parents[1] / "figures")
 EQ_ORDERS = np.unique(np.round(np.geomspace(2, 2048, 60)))
 WIDE_ORDERS = np.unique(np.round(np.geomspace(2, 16384, 70)))
 EPS0 = 1.0

@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 from amplify_jax import network as N  # noqa: E402
 from amplify_jax.approx_dp import advanced_composition  # noqa: E402
 from amplify_jax.numerics import x64_scope  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
 EPS0, DP, DH, D0 = 0.1, 1e-7, 1e-7, 1e-7
 
@@ -85,7 +86,7 @@ def main():
     ax.set_title("Fig. 1(a): real summation, T = 100 n (Thm 3, App. D corrected)", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    out = os.path.join(os.path.dirname(__file__), "..", "figures", "network_fig1a.png")
+    out = figure_path("network_fig1a.png", os.path.join(os.path.dirname(__file__), "..", "figures"))
     os.makedirs(os.path.dirname(out), exist_ok=True)
     fig.tight_layout()
     fig.savefig(out, dpi=130)

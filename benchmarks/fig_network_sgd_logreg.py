@@ -57,9 +57,9 @@ import jax.numpy as jnp
 
 from amplify_jax import network as N
 from amplify_jax.numerics import x64_scope
-from amplify_jax.plotting import figure, save
+from amplify_jax.plotting import figure, figure_path, save
 
-OUT = Path(__file__).resolve().parents[1] / "figures" / "network_fig2.png"
+OUT = figure_path("network_fig2.png", Path(__file__).resolve().parents[1] / "figures")
 FULL = dict(n=2000, T=20_000, runs=5, etas=np.logspace(-4, np.log10(2.0), 9), every=250)
 QUICK = dict(n=200, T=2000, runs=2, etas=np.array([1e-2, 1e-1, 1.0]), every=100)
 PER_USER, D, DELTA, C_BUDGET = 8, 8, 1e-6, 1.2
@@ -216,7 +216,8 @@ def plot(res, cfg, path, quick):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="n = 200, T = 2000, 3 step sizes, 2 runs (tests)")
-    ap.add_argument("--output", default=OUT, help="PNG to write (default figures/network_fig2.png)")
+    ap.add_argument("--output", default=OUT,
+                    help="PNG to write (default figures/network_fig2.png, or in $AMPLIFY_JAX_FIGURES_DIR when set)")
     ap.add_argument("--data", default=None, help="also write the sigmas and curves as JSON to this path")
     ap.add_argument("--replot", default=None, help="draw from a JSON written by --data (no training)")
     args = ap.parse_args(argv)

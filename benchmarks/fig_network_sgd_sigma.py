@@ -39,6 +39,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from amplify_jax import network as N  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
 n, T, delta = 2000, 20_000, 1e-6
 TU = math.ceil(1.2 * T / n)
@@ -82,7 +83,8 @@ def main():
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "figures", "network_sgd_sigma.png")
+    path = figure_path("network_sgd_sigma.png",
+                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "figures"))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fig.savefig(path, dpi=130)
     print("wrote", os.path.normpath(path))

@@ -4,10 +4,13 @@ noise sigma_cor, at a fixed uncorrelated noise sigma_unc "in the center of the s
 
 The extraction lost the figure's parameters; we use those of the authors' synthetic-data result files
 (public-values.md): n = 16 users on the ring, the 4 x 4 torus and the complete graph, clip C = 1,
-T = 3500 steps, delta = 1e-5, external eavesdropper (adversary I), epsilon by the closed form of ERRATA.md.
+T = 3500 steps, delta = 1e-5, external eavesdropper (adversary I), epsilon by the closed form
+T eps1 + 2 sqrt(T eps1 ln(1/delta)) (rebuilt: the extraction lost it; docs/errata.md#e-secrdp-closed-form) of the
+accountant eps1 = 2 C^2 max_i [Sigma^{-1}]_ii (docs/errata.md#e-secrdp-accountant).
 One panel per target epsilon in {1, 10, 40}; sigma_unc = (sigma_cdp + sigma_ldp) / 2 for that target (the
 centre of App. D.1's interval [sigma_cdp, sigma_ldp]).  Dotted: the same with the core's Balle et al. 2020
-conversion; dashed grey: Thm 1's spectral bound.  Marked: the minimal sigma_cor found by ``min_sigma_cor``.
+conversion; dashed grey: Thm 1's spectral bound (rebuilt, docs/errata.md#e-secrdp-spectral).  Marked: the
+minimal sigma_cor found by ``min_sigma_cor``.
 
     python benchmarks/fig_secrdp_fig2.py  ->  figures/secrdp_fig2.png   (a few seconds)
 """
@@ -23,12 +26,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from amplify_jax import secrdp as S  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
 N_USERS, CLIP, STEPS, DELTA = 16, 1.0, 3500, 1e-5
 TARGETS = (1.0, 10.0, 40.0)
 GRAPHS = {"ring": S.ring_graph(16), "torus 4x4": S.torus_graph(4), "complete": S.complete_graph(16)}
 COLORS = {"ring": "tab:orange", "torus 4x4": "tab:green", "complete": "tab:blue"}
-OUT = os.path.join(os.path.dirname(__file__), "..", "figures", "secrdp_fig2.png")
+OUT = str(figure_path("secrdp_fig2.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 
 
 def main():

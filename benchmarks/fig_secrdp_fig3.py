@@ -10,7 +10,9 @@ sigma_unc is the centre of [sigma_cdp, sigma_ldp] for the example-level target e
 MNIST budget) under sampling without replacement (the paper's Wang et al. 2019 bound).  Solid: sampling
 without replacement (core ``subsampled_gaussian_wor_rdp``, replace-one, effective noise b / sqrt(2 eps1));
 dashed: Poisson sampling (core ``poisson_subsampled_gaussian_rdp``, add/remove, b sqrt(2 / eps1)); see
-``amplify_jax.secrdp.effective_noise_multiplier``.  Unlike the authors' code, T steps are composed.
+``amplify_jax.secrdp.effective_noise_multiplier``.  Unlike the authors' code, which returns the bound of one
+step whatever T and delta, the T steps are composed and converted at delta (docs/errata.md#e-secrdp-example-level);
+the per-step eps1 is the rebuilt accountant (docs/errata.md#e-secrdp-accountant).
 The solid curves flatten near eps = 1: the general bound of Wang et al. (Thm 9) keeps terms
 2 q^j C(alpha, j) e^{(j-1) eps(j)} >= 2 q^j C(alpha, j) for j >= 3 however large the noise, so at high orders
 it does not vanish; the Poisson curves (exact Mironov-Talwar-Zhang RDP) have no such floor.
@@ -29,12 +31,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from amplify_jax import secrdp as S  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
 N_USERS, BATCH, PER_USER, CLIP, STEPS, DELTA, TARGET = 16, 64, 3750, 1.0, 1000, 1e-5, 1.0
 Q = BATCH / PER_USER
 GRAPHS = {"ring": S.ring_graph(16), "torus 4x4": S.torus_graph(4), "complete": S.complete_graph(16)}
 COLORS = {"ring": "tab:orange", "torus 4x4": "tab:green", "complete": "tab:blue"}
-OUT = os.path.join(os.path.dirname(__file__), "..", "figures", "secrdp_fig3.png")
+OUT = str(figure_path("secrdp_fig3.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 ORDERS_WOR = np.arange(2.0, 129.0)
 ORDERS_POISSON = np.arange(2.0, 129.0)
 

@@ -1,7 +1,9 @@
 """Per-step SecRDP coefficient eps1 against the number of users, for the ring, the 2-D torus and the complete
 graph, under the external eavesdropper (adversary I) and honest-but-curious users (adversary II) -- the
-accountant of Allouah et al. (Decor, ICML 2024, Thm 1 / Thm 6, Algorithms 2-3; ERRATA.md), with Thm 1's
-spectral bound (dashed) and the local-DP and central-DP levels 2 C^2 / sigma_unc^2 and 2 C^2 / (n sigma_unc^2).
+accountant of Allouah et al. (Decor, ICML 2024, Thm 1 / Thm 6, Algorithms 2-3; the formulas the extraction lost
+are rebuilt in docs/errata.md#e-secrdp-accountant; adversary II, which the authors' code does not account:
+docs/errata.md#e-secrdp-adversaries), with Thm 1's spectral bound (docs/errata.md#e-secrdp-spectral; dashed)
+and the local-DP and central-DP levels 2 C^2 / sigma_unc^2 and 2 C^2 / (n sigma_unc^2).
 
 Fixed noise: sigma_unc = 1, sigma_cor = 10, clip C = 1.  Sizes: ring and torus up to 1024 users (torus sides
 3..32), complete graph up to 1024 users for adversary I and 128 for adversary II.  Adversary II: rings and tori
@@ -27,9 +29,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from amplify_jax import secrdp as S  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
 SU, SC, CLIP = 1.0, 10.0, 1.0
-OUT = os.path.join(os.path.dirname(__file__), "..", "figures", "secrdp_size.png")
+OUT = str(figure_path("secrdp_size.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 FAMILIES = {
     "ring": ([8, 16, 32, 64, 128, 256, 512, 1024], S.ring_graph, "tab:orange"),
     "torus": ([3, 4, 6, 8, 12, 16, 23, 32], lambda k: S.torus_graph(k), "tab:green"),

@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from amplify_jax import shuffle as S  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DELTA = 1e-6
@@ -66,7 +67,7 @@ def main():
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
         print(f"eps0={eps0}: n={NS[-1]:.0e} clones [{lo[-1]:.4g}, {hi[-1]:.4g}], FMT {float(fmt.epsilon[-1]):.4g}")
-    path = ROOT / "figures" / "shuffle_clones_vs_closed_forms.png"
+    path = figure_path("shuffle_clones_vs_closed_forms.png", ROOT / "figures")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
     print("wrote", path)

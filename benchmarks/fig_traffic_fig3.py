@@ -23,8 +23,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from amplify_jax import traffic as tr  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(__file__), "..", "figures", "traffic_fig3.png")
+OUT = str(figure_path("traffic_fig3.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 
 
 def main():

@@ -25,9 +25,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from amplify_jax import traffic as tr  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
 T = 20
-OUT = os.path.join(os.path.dirname(__file__), "..", "figures", "traffic_fig5.png")
+OUT = str(figure_path("traffic_fig5.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 
 
 def _local_same_total(s, n, d):

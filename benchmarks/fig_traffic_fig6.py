@@ -27,9 +27,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from amplify_jax import traffic as tr  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
 T, SIGMA, D, N, RUNS = 4, 0.2, 20, 20, 2_000_000
-OUT = os.path.join(os.path.dirname(__file__), "..", "figures", "traffic_fig6.png")
+OUT = str(figure_path("traffic_fig6.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 
 
 def main():

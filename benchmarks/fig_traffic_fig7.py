@@ -4,13 +4,19 @@ at delta = 1e-4, T = 20 targets (Thm 4 / App. E, ``amplify_jax.traffic.scrambler
 (a) n, the messages per scrambler (d = 50, sigma = 0.2);  (b) d, the dummies per scrambler (n = 100,
 sigma = 0.2);  (c) sigma, the sampling rate (n = 500, d = 50)  -- the paper's parameters.
 
-Side by side: Hoeffding (Thm 4 with the ERRATA corrections a = e^eps - 1, b = (1 - sigma) T (1 + e^eps)),
-the corrected Bennett bound, the exact evaluation of E[sum L]_+, and Monte Carlo (Algorithm 2) reported
-through its one-sided 95% upper confidence bound with 2^21 samples per point (reduced: the paper uses
+Side by side: Hoeffding (Thm 4 corrected: a = e^eps - 1 where 1 - e^eps is printed,
+docs/errata.md#e-traffic-thm4-a; b = (1 - sigma) T (1 + e^eps) without the printed extra -2 sigma (1 - e^eps),
+docs/errata.md#e-traffic-thm4-b), the corrected Bennett bound ((b_+ / ln(1 + beta)) exp(-(k c / b_+^2) phi(beta))
+where Lemma 3 prints b_+ / (a k ln(1 + beta)) exp(...), docs/errata.md#e-traffic-lemma3-bennett, with Lemma 5's
+upper end of L sign-corrected, docs/errata.md#e-traffic-lemma5), the exact evaluation of E[sum L]_+ from the
+multinomial counts of the two targets (docs/errata.md#e-traffic-monte-carlo), and Monte Carlo (Algorithm 2)
+reported through its one-sided 95% upper confidence bound with 2^21 samples per point (reduced: the paper uses
 R = 5000 samples and a point estimate, which is not a bound; 2^21 samples at three x values per panel, and
-ten x values in every panel so that the compiled kernels are shared).  For comparison: the pure eps of Thm 3 as printed (capped scrambler, T - 1 convention;
-not sound, see fig_traffic_fig5.py) and the local guarantee of the randomizer, ln(1 + (1 - sigma) T / sigma)
-(T convention), which every (eps, delta) curve falls back to.
+ten x values in every panel so that the compiled kernels are shared; docs/errata.md#e-traffic-monte-carlo).
+For comparison: the pure eps of Thm 3 as printed (capped scrambler, T - 1 convention,
+docs/errata.md#e-traffic-targets; not sound, docs/errata.md#e-traffic-thm3, see fig_traffic_fig5.py) and the local
+guarantee of the randomizer, ln(1 + (1 - sigma) T / sigma) (T convention), which every (eps, delta) curve falls
+back to.
 
     python benchmarks/fig_traffic_fig7.py  ->  figures/traffic_fig7.png   (about 50 s of CPU, 65-90 s wall on the
     shared 2-core machine at load ~7; compilation is most of it)
@@ -29,10 +35,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from amplify_jax import traffic as tr  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
 T, DELTA = 20, 1e-4
 MC_SAMPLES, MC_CONF = 1 << 21, 0.95
-OUT = os.path.join(os.path.dirname(__file__), "..", "figures", "traffic_fig7.png")
+OUT = str(figure_path("traffic_fig7.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 
 PANELS = [
     ("(a) impact of n (d = 50, sigma = 0.2)", "messages per scrambler n",

@@ -86,6 +86,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import NullFormatter, ScalarFormatter  # noqa: E402
 
 from amplify_jax import traffic as tr  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
 T = 20  # C = 20 compute nodes per grouping set / iteration (Table I): the targets of one cluster
 DELTA = 1e-4  # the plan's delta (Table I)
@@ -93,7 +94,7 @@ S = 10_000  # tuples effectively used (Aggregate), consents per iteration (K-mea
 ITERATIONS = 10  # K-means iterations I (Table I)
 METHOD = "exact"
 EPS_MAX = 5.0  # Table I's eps range, 0-5
-OUT = os.path.join(os.path.dirname(__file__), "..", "figures", "traffic_fig8.png")
+OUT = str(figure_path("traffic_fig8.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 
 
 def _grids(quick):
@@ -262,7 +263,8 @@ def _json(P):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="tiny grids (tests): a few seconds")
-    ap.add_argument("--output", default=OUT, help="PNG to write (default figures/traffic_fig8.png)")
+    ap.add_argument("--output", default=OUT,
+                    help="PNG to write (default figures/traffic_fig8.png, or in $AMPLIFY_JAX_FIGURES_DIR when set)")
     ap.add_argument("--data", default=None, help="also write the curves as JSON to this path")
     args = ap.parse_args(argv)
     t0 = time.time()

@@ -51,6 +51,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import NullFormatter, ScalarFormatter  # noqa: E402
 
 from amplify_jax import traffic as tr  # noqa: E402
+from amplify_jax.plotting import figure_path  # noqa: E402
 
 T = 20  # C = 20 compute nodes per grouping set (Table I)
 DELTA = 1e-4  # the plan's delta (Table I)
@@ -58,7 +59,7 @@ S = 10_000  # tuples effectively used per grouping set (Table I's S = 10k-20k; S
 GROUPS = (1, 2, 3, 4)  # Table I's G = 1-4
 METHOD = "exact"
 EPS_MAX = 5.0  # Table I's eps range, 0-5
-OUT = os.path.join(os.path.dirname(__file__), "..", "figures", "traffic_fig9.png")
+OUT = str(figure_path("traffic_fig9.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 
 
 def _grids(quick):
@@ -128,7 +129,8 @@ def plot(cvs, out, n):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="tiny grids (tests): a few seconds")
-    ap.add_argument("--output", default=OUT, help="PNG to write (default figures/traffic_fig9.png)")
+    ap.add_argument("--output", default=OUT,
+                    help="PNG to write (default figures/traffic_fig9.png, or in $AMPLIFY_JAX_FIGURES_DIR when set)")
     ap.add_argument("--data", default=None, help="also write the curves as JSON to this path")
     args = ap.parse_args(argv)
     t0 = time.time()

@@ -134,6 +134,22 @@ def test_figures_list_from_the_checkout(run):
     assert all((root / "benchmarks" / f"{n}.py").exists() for n in names)
 
 
+def test_figures_output_writes_elsewhere(run, tmp_path):
+    """`figures NAME --output DIR` writes the PNG to DIR (created), not to the checkout's figures/; on the
+    cheapest script (Ladjel et al. Fig. 3, a few seconds)."""
+    from pathlib import Path
+
+    default = Path(__file__).resolve().parent.parent / "figures" / "traffic_fig3.png"
+    before = default.stat().st_mtime_ns if default.exists() else None
+    out = tmp_path / "new" / "dir"
+    r = run("figures", "fig_traffic_fig3", "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    png = out / "traffic_fig3.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert sorted(p.name for p in out.iterdir()) == ["traffic_fig3.png"]
+    assert (default.stat().st_mtime_ns if default.exists() else None) == before
+
+
 def test_mechanism_commands_validate_by_the_registry(run):
     """The legacy commands refuse what the registry's domains refuse (one line, exit status 2)."""
     cases = [("epsilon", "--sigma", "1e300", "--q", "0.01", "--steps", "100", "--delta", "1e-5"),

@@ -49,3 +49,102 @@ def test_fig2_quick_four_panels_with_the_library_sigmas(tmp_path):
         np.testing.assert_array_equal([res["10.0"]["sigma"][setting], res["1.0"]["sigma"][setting]],
                                       np.asarray(inv.sigma))
         assert np.all(np.asarray(inv.epsilon) <= [10.0, 1.0])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Fig. 3 (benchmarks/fig_network_empirical.py): the sound (eps, delta) pairs of the histogram walks
+
+
+def _kov_ref(eps_list, dt):
+    """Kairouz, Oh, Viswanath 2015 Thm 3.5 in mpmath (heterogeneous eps, delta_tilde = dt)."""
+    import mpmath as mp
+
+    e = [mp.mpf(x) for x in eps_list]
+    if not e:
+        return 0.0
+    s1, s2 = sum(e), sum(x * x for x in e)
+    s3 = sum(x * mp.tanh(x / 2) for x in e)
+    return float(min(s1, s3 + mp.sqrt(2 * s2 * mp.log(mp.e + mp.sqrt(s2) / dt)),
+                     s3 + mp.sqrt(2 * s2 * mp.log(1 / mp.mpf(dt)))))
+
+
+def _path_known_hist_ref(walk, n, eps0, table, dt, dc):
+    """(eps, delta) of every pair (u, v), written from walk_privacy_losses' docstring (view "path_known",
+    histograms): v's visits cut the walk into cycles; a cycle of length m in which u appears j times is one
+    item j eps_A(m) with delta dc (e^{j eps_A} - 1)/(e^{eps_A} - 1) (group privacy of the shuffled aggregate)
+    when j eps_A(m)^2 < eps0^2, else j items eps0 with delta 0; KOV over the items, delta 1 - (1 - dt) prod."""
+    eps, delta = np.zeros((n, n)), np.zeros((n, n))
+    for v in range(n):
+        items = {u: ([], []) for u in range(n) if u != v}
+        prev = -1
+        for t in [t for t in range(len(walk)) if walk[t] == v]:
+            seg = list(walk[prev + 1:t])
+            ea = float(table[len(seg)])
+            for u in set(seg):
+                j = seg.count(u)
+                if j * ea * ea < eps0 * eps0:
+                    items[u][0].append(j * ea)
+                    items[u][1].append(dc * math.expm1(j * ea) / math.expm1(ea))
+                else:
+                    items[u][0].extend([eps0] * j)
+            prev = t
+        for u, (e, d) in items.items():
+            eps[u, v] = _kov_ref(e, dt)
+            delta[u, v] = 1.0 - (1.0 - dt) * float(np.prod([1.0 - x for x in d]))
+    return eps, delta
+
+
+def test_fig3_sound_pairs_match_a_loop_reference(monkeypatch):
+    """What Fig. 3 draws: walk_privacy_losses(mechanism="histogram", view="path_known", shuffle_bound="blanket"),
+    every pair's eps and delta against the loop reference above.  The blanket's eps_A(m) table is replaced by a
+    cheap decreasing one (the real table is checked in the next test) that amplifies from m = 4 on, so that
+    both accounts of a cycle occur (one item j eps_A, and j items eps0)."""
+    from amplify_jax.network import _walks
+
+    n, T, eps0, dt, dc = 8, 200, 0.5, 1e-7, 1e-3
+    m = np.arange(T + 1)
+    table = np.where(m >= 4, eps0 * np.minimum(1.0, 1.6 / np.sqrt(np.maximum(m, 1))), eps0)
+    monkeypatch.setattr(_walks, "_blanket_table", lambda e, t, d: table[: t + 1])
+    walks = np.asarray(N.sample_walks(7, n=n, steps=T, num_walks=2))
+    res = N.walk_privacy_losses(walks, n=n, eps0=eps0, delta_prime=dt, delta_cycle=dc, mechanism="histogram",
+                                view="path_known", shuffle_bound="blanket")
+    kinds = set()
+    for i in range(2):
+        ref_e, ref_d = _path_known_hist_ref(list(walks[i]), n, eps0, table, dt, dc)
+        np.testing.assert_allclose(np.asarray(res.network[i]), ref_e, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(np.asarray(res.network_delta[i]), ref_d, rtol=1e-9, atol=1e-15)
+        w = list(walks[i])
+        for v in range(n):  # both accounts of a cycle, and repeats inside the group account, occur
+            prev = -1
+            for t in [t for t in range(T) if w[t] == v]:
+                seg = w[prev + 1:t]
+                for u in set(seg):
+                    j, ea = seg.count(u), table[len(seg)]
+                    kinds.add(("group" if j * ea * ea < eps0 * eps0 else "ldp", min(j, 2)))
+                prev = t
+    assert {("group", 1), ("group", 2), ("ldp", 1), ("ldp", 2)} <= kinds
+    # the figure's claim: these pairs are below local DP on average and carry a small delta
+    assert float(N.summarize_walk_losses(res.network).mean) < float(N.summarize_walk_losses(res.local).mean)
+
+
+def test_fig3_blanket_table_is_feasible_and_monotone():
+    """The eps_A(m) of Fig. 3's solid curves (network._walks._blanket_table_full, a small grid): at every grid
+    point one of the two blanket evaluations (Balle et al. 2019 for a generic eps0-LDP randomizer: Bennett,
+    corrected, and Hoeffding) reaches delta <= delta_cycle at the tabulated eps (or it is eps0, no
+    amplification); the table never exceeds eps0 and does not increase with m; and it amplifies (< eps0) for
+    the longest cycles."""
+    from amplify_jax import shuffle as sh
+    from amplify_jax.network import _walks
+
+    eps0, dc, T = 0.2, 1e-7, 1024
+    tab = _walks._blanket_table_full(eps0, T, dc)
+    assert tab.shape == (T + 1,) and tab[0] == eps0
+    assert np.all(tab <= eps0) and np.all(np.diff(tab[1:]) <= 1e-12) and tab[T] < eps0
+    pts = np.array([200, 400, 1024])
+    e = tab[pts]
+    amp = e < eps0
+    ok = np.zeros(pts.shape, bool)
+    for method in ("bennett", "hoeffding"):
+        d = np.asarray(sh.blanket_delta(e, n=pts, randomizer=sh.generic_randomizer(eps0), method=method).delta)
+        ok |= d <= dc
+    assert np.all(ok | ~amp), (e, ok)

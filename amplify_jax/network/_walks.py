@@ -71,7 +71,8 @@ def _tables(T, n, eps0, delta, mechanism, subsample, agg=None):
 
 
 def _group_delta_table(T, n, eps0, delta0, mechanism, agg=None):
-    """log(1 - delta_cycle(m)) for m = 0..T with the group terms of Balle, Barthe, Gaboardi 2018 Thm 10.
+    """log(1 - delta_cycle(m)) for m = 0..T with the group terms of Balle, Barthe, Gaboardi 2018 Thm 10, which
+    App. D / E leave out (docs/errata.md#e-network-cycle-delta).
 
     Sampling m users with replacement among the n - 1 others, u is drawn K ~ Binomial(m, 1/(n-1)) times;
     Thm 10's delta' = sum_k P(K = k) delta_k(eps_A), delta_k the base mechanism's delta at eps_A for k changed
@@ -150,8 +151,10 @@ def _multi_eps(j, m, eps0, delta0, mechanism, agg=None):
     Gaussian: the aggregate is a Gaussian mechanism with sensitivity j and noise sqrt(m) sigma, sigma the
     classical calibration of (eps0, delta0); its eps at delta0 is j eps0 / sqrt(m) while that is < 1 (classical
     bound), else r^2/2 + r sqrt(2 ln(1/delta0)) with r = j eps0 / (sqrt(m) sqrt(2 ln(1.25/delta0))) (Gaussian
-    tail bound on the privacy loss N(r^2/2, r^2), valid for every r).  Histograms: j eps0 for j >= 2 (group
-    privacy of the j eps0-LDP reports; shuffling is not used), the shuffled eps_A(m) for j = 1.
+    tail bound on the privacy loss N(r^2/2, r^2), valid for every r).  Histograms: j eps_A(m), group privacy of
+    the shuffled aggregate: the aggregate of m randomized-response reports is (eps_A(m), delta0)-DP for one
+    changed report whatever the other m - 1 inputs (the shuffling bound), so changing the j reports of u one at
+    a time gives j eps_A(m), with the delta of :func:`_multi_terms`.
     """
     mm = jnp.maximum(m, 1.0)
     if mechanism == "gaussian":
@@ -159,15 +162,46 @@ def _multi_eps(j, m, eps0, delta0, mechanism, agg=None):
         r = lin / jnp.sqrt(2.0 * jnp.log(1.25 / delta0))
         tail = 0.5 * r * r + r * jnp.sqrt(-2.0 * jnp.log(delta0))
         return jnp.where(lin < 1.0, lin, tail)
-    one = _aggregate_eps(mm, eps0, delta0, mechanism, agg)
-    return jnp.where(j <= 1.0, one, j * eps0)
+    return j * _aggregate_eps(mm, eps0, delta0, mechanism, agg)
 
 
-def _path_known_one(walk, n, eps0, delta0, mechanism, log_inv_dt, log1m_d0, agg=None):
+def _multi_terms(j, m, eps0, delta0, mechanism, agg=None):
+    """The KOV sums (sum eps, sum eps^2, sum eps tanh(eps/2)) and log(1 - delta) of what a cycle of length m in
+    which u appears j times adds to the composition (all 0 for j = 0), path known.
+
+    Gaussian: one item, eps of :func:`_multi_eps` with delta0.  Histograms, the cheaper of two valid accounts
+    (the choice depends on j and m only, i.e. on the walk, never on the data):
+
+    * one item j eps_A(m) with the group-privacy delta of an (e, d)-DP mechanism over j changed inputs (the
+      chain P_0, ..., P_j of neighbours: P_0(S) <= e^e P_1(S) + d <= ... <= e^{j e} P_j(S) +
+      d (1 + e^e + ... + e^{(j-1) e})), d_j = d (e^{j e} - 1) / (e^e - 1) with e = eps_A(m), d = delta0 (capped at
+      1; log(1 - d_j) floored at -700 so that telescoped increments stay finite, the delta is then 1);
+    * j items eps0, delta 0: u's j reports are each eps0-LDP and the aggregate is their post-processing.
+
+    The first is taken when j eps_A(m)^2 < eps0^2 (it adds less to sum eps^2 and sum eps tanh(eps/2), the terms
+    that dominate KOV's bound); otherwise, e.g. where shuffling does not amplify (eps_A = eps0) or for large j,
+    the second (one item j eps0 would add j^2 eps0^2, j eps0-LDP items only j eps0^2).
+    """
+    if mechanism == "gaussian":
+        t = _kov_terms(_multi_eps(j, m, eps0, delta0, mechanism, agg))
+        l1m = jnp.log1p(-delta0)
+        return tuple(jnp.where(j >= 1.0, x, 0.0) for x in (*t, l1m))
+    ea = _aggregate_eps(jnp.maximum(m, 1.0), eps0, delta0, mechanism, agg)
+    jj = jnp.maximum(j, 1.0)
+    dj = jnp.minimum(delta0 * jnp.exp(jnp.log(jnp.expm1(jj * ea)) - jnp.log(jnp.expm1(ea))), 1.0)
+    group = jj * ea * ea < eps0 * eps0
+    ta = _kov_terms(jj * ea)
+    tb = tuple(jj * x for x in _kov_terms(eps0))
+    t = [jnp.where(group, x, y) for x, y in zip(ta, tb)]
+    l1m = jnp.where(group, jnp.maximum(jnp.log1p(-dj), -700.0), 0.0)
+    return tuple(jnp.where(j >= 1.0, x, 0.0) for x in (*t, l1m))
+
+
+def _path_known_one(walk, n, eps0, delta0, mechanism, log_inv_dt, agg=None):
     """Public path (ring, Sec. 3): u's contributions in each cycle of v are known.
 
-    If u appears j times in a cycle of length m, that cycle costs one item eps(j, m) (:func:`_multi_eps`):
-    the j-th occurrence adds the increment of the KOV sums from eps(j - 1, m) to eps(j, m) (telescoping).
+    If u appears j times in a cycle of length m, that cycle adds :func:`_multi_terms` (j, m) to the KOV sums and
+    to sum log(1 - delta): the j-th occurrence adds the increment from (j - 1, m) to (j, m) (telescoping).
     """
     T = walk.shape[0]
     t = jnp.arange(T, dtype=jnp.int32)
@@ -189,18 +223,18 @@ def _path_known_one(walk, n, eps0, delta0, mechanism, log_inv_dt, log1m_d0, agg=
         idx = jnp.arange(T)
         start = jax.lax.cummax(jnp.where(jnp.concatenate([jnp.ones(1, bool), ks[1:] != ks[:-1]]), idx, 0))
         j = jnp.zeros(T, jnp.float64).at[order].set((idx - start + 1).astype(jnp.float64))
-        e_j = _multi_eps(j, m, eps0, delta0, mechanism, agg)
-        e_prev = jnp.where(j > 1.0, _multi_eps(j - 1.0, m, eps0, delta0, mechanism, agg), 0.0)
-        inc = [jnp.where(seen, a - b, 0.0) for a, b in zip(_kov_terms(e_j), _kov_terms(e_prev))]
-        sums = jax.ops.segment_sum(jnp.stack(inc, -1), walk, num_segments=n)  # (n, 3) per target u
-        cnt = jax.ops.segment_sum((seen & (j == 1.0)).astype(jnp.float64), walk, num_segments=n)
-        return sums, cnt
+        now = _multi_terms(j, m, eps0, delta0, mechanism, agg)
+        before = _multi_terms(j - 1.0, m, eps0, delta0, mechanism, agg)
+        inc = [jnp.where(seen, a - b, 0.0) for a, b in zip(now, before)]
+        sums = jax.ops.segment_sum(jnp.stack(inc, -1), walk, num_segments=n)  # (n, 4) per target u
+        return sums
 
-    sums, cnt = jax.lax.map(per_v, jnp.arange(n, dtype=jnp.int32))  # (v, u, 3), (v, u)
-    sums = jnp.maximum(jnp.swapaxes(sums, 0, 1), 0.0)  # (u, v, 3); clip round-off of the telescoping
-    cnt = cnt.T
+    sums = jax.lax.map(per_v, jnp.arange(n, dtype=jnp.int32))  # (v, u, 4)
+    sums = jnp.swapaxes(sums, 0, 1)  # (u, v, 4)
+    log1m_cyc = jnp.minimum(sums[..., 3], 0.0)  # sum over u's cycles of log(1 - delta of the cycle)
+    sums = jnp.maximum(sums[..., :3], 0.0)  # clip round-off of the telescoping
     eps = _kov_from_sums(sums[..., 0], sums[..., 1], sums[..., 2], log_inv_dt)
-    delta = -jnp.expm1(jnp.log1p(-jnp.exp(-log_inv_dt)) + cnt * log1m_d0)
+    delta = -jnp.expm1(jnp.log1p(-jnp.exp(-log_inv_dt)) + log1m_cyc)
     eye = jnp.eye(n, dtype=bool)
     return jnp.where(eye, 0.0, eps), jnp.where(eye, 0.0, delta)
 
@@ -216,7 +250,7 @@ def _walk_kernel(walks, eps0, delta_cycle, delta_tilde, agg_table, n, mechanism,
     e0 = jnp.stack(_kov_terms(eps0))
     if view == "path_known":
         net, net_d = jax.vmap(lambda w: _path_known_one(w, n, eps0, delta_cycle, mechanism, log_inv_dt,
-                                                        log1m_d0, agg))(walks)
+                                                        agg))(walks)
     else:
         rk = view == "receiver_known"
         if group:
@@ -242,12 +276,14 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
     eps_A(m) = eps0 / sqrt(m) (``mechanism="gaussian"``, classical Gaussian mechanism, eps0 < 1) or
     min(eps0, FMT(eps0, m, delta_cycle)) (``"histogram"``, shuffling of m RR reports: ``shuffle_bound="fmt"``,
     FMT Thm 3.1's closed form; ``"clones"``, FMT's numerical bound ``amplify_jax.shuffle.clones_epsilon``
-    (upper end), evaluated on a geometric grid of m (ratio 1.05, all m <= 64) and used on [m_j, m_{j+1}) from
-    its left end m_j: sound as the bound does not increase with the number of users m (checked on the grid);
-    Fig. 3 of the paper used Balle et al.'s numerical blanket bound).  The cycles are composed with the heterogeneous bound of
+    (upper end); ``"blanket"``, the privacy blanket of Balle, Bell, Gascon, Nissim 2019, the bound Fig. 3 of the
+    paper used (App. H), for a generic eps0-LDP randomizer (the paper does not state the domain size L; see
+    :func:`_blanket_table_full`).  The two numerical bounds are evaluated on a geometric grid of m (ratio
+    1.05, all m <= 64) and used on [m_j, m_{j+1}) from the left end m_j: sound as the bound does not increase
+    with the number of users m (checked on the grid).  The cycles are composed with the heterogeneous bound of
     Kairouz, Oh, Viswanath 2015 Thm 3.5 at delta_tilde = ``delta_prime`` (:func:`kov_composition_epsilon`);
-    the delta is 1 - (1 - delta') (1 - delta_cycle)^(number of cycles) (delta_cycle: the Gaussian's delta0, or
-    the shuffling delta).
+    the delta is 1 - (1 - delta') prod_cycles (1 - delta of the cycle) (delta_cycle, the Gaussian's delta0 or
+    the shuffling delta, per cycle; see ``cycle_delta`` and the path-known view for the exceptions).
 
     ``view``:
 
@@ -256,7 +292,10 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
       contributions cost the full eps0 each (App. G), the rest of the cycle is amplified as above.
     * ``"path_known"`` (ring, Sec. 3, or any public path): no subsampling; a cycle of length m in which u
       appears j times costs the aggregate's eps with sensitivity j (eps_A(m) for j = 1; see
-      :func:`_multi_eps` for j >= 2).
+      :func:`_multi_eps` for j >= 2): for histograms j eps_A(m), group privacy of the shuffled aggregate, with
+      delta delta_cycle (e^{j eps_A} - 1) / (e^{eps_A} - 1), or j items eps0 where that is cheaper
+      (:func:`_multi_terms`).  v learns more than in the hidden view, so these (eps, delta) hold there too; for
+      histograms they are the sound pairs (the hidden view's group delta is close to 1, see ``cycle_delta``).
 
     ``cycle_delta`` (hidden and receiver-known views): the epsilon of a cycle is Eq. 10 either way; its delta is
     ``"paper"``: delta_cycle per cycle, as App. D states (delta_cycle <= delta_A), or ``"group"`` (default):
@@ -264,7 +303,7 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
     cycles where u is drawn K >= 2 times (sampling with replacement) with the base mechanism's group-privacy
     delta (:func:`_group_delta_table`).  The paper omits these terms; with m ~ n they dominate (P(K >= 2) is
     about 1/4), so the "group" delta is much larger than the paper's: that is the delta the epsilon is
-    actually supported with.
+    actually supported with (docs/errata.md#e-network-cycle-delta: App. D / E print delta_cycle <= delta_A).
 
     The local-DP comparison (Fig. 1(b)) composes eps0 over each user's actual number of contributions with the
     same KOV bound.  Returns :class:`WalkLosses`; see :func:`summarize_walk_losses`.
@@ -272,7 +311,7 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
     V.one_of("mechanism", mechanism, ("gaussian", "histogram"))
     V.one_of("view", view, ("hidden", "receiver_known", "path_known"))
     V.one_of("cycle_delta", cycle_delta, ("paper", "group"))
-    V.one_of("shuffle_bound", shuffle_bound, ("fmt", "clones"))
+    V.one_of("shuffle_bound", shuffle_bound, ("fmt", "clones", "blanket"))
     nn = int(V.integer("n", n, minimum=2))
     e = float(V.positive("eps0", eps0))
     if mechanism == "gaussian" and e >= 1:
@@ -287,8 +326,11 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
         raise ValueError(f"Expected walks of shape (num_walks, T), got shape {w.shape}.")
     if w.min() < 0 or w.max() >= nn:
         raise ValueError(f"Expected walk entries in [0, n), got values in [{w.min()}, {w.max()}] with n={nn}.")
-    custom = mechanism == "histogram" and shuffle_bound == "clones"
-    agg = _clones_table(e, w.shape[1], dc) if custom else np.zeros(1)
+    custom = mechanism == "histogram" and shuffle_bound in ("clones", "blanket")
+    if custom:
+        agg = (_clones_table if shuffle_bound == "clones" else _blanket_table)(e, w.shape[1], dc)
+    else:
+        agg = np.zeros(1)
     with x64_scope():
         return _walk_kernel(jnp.asarray(w, jnp.int32), _f64(e), _f64(dc), _f64(dp), _f64(agg), nn, mechanism, view,
                             cycle_delta == "group", custom)
@@ -303,21 +345,56 @@ def _clones_table(eps0, T, delta):
     return _clones_table_full(float(eps0), big, float(delta))[: T + 1]
 
 
+def _shuffle_grid(T):
+    """Cycle lengths 1..64, then geometric with ratio 1.05 up to T (the grid of the numerical tables)."""
+    top = max(T, 65)
+    pts = int(np.ceil(np.log(top / 64.0) / np.log(1.05))) + 1
+    return np.unique(np.concatenate([np.arange(1, 65), np.floor(np.geomspace(64, top, pts))]))
+
+
+def _step_table(grid, up, eps0, T, what):
+    """eps_A(m), m = 0..T, from values on the grid, each used on [m_j, m_{j+1}) from its left end m_j: sound when
+    the bound does not increase with the number of shuffled reports, which is checked on the grid."""
+    if np.any(np.diff(up) > 1e-12):
+        raise ValueError(f"Expected {what} to be non-increasing in the number of users on the grid; it is not, so "
+                         "the step table would not be sound.")
+    m = np.arange(T + 1)
+    idx = np.clip(np.searchsorted(grid, m, side="right") - 1, 0, len(grid) - 1)
+    return np.where(m >= 1, up[idx], eps0)
+
+
 @functools.lru_cache(maxsize=16)
 def _clones_table_full(eps0, T, delta):
     from ..shuffle import clones_epsilon
 
-    top = max(T, 65)
-    pts = int(np.ceil(np.log(top / 64.0) / np.log(1.05))) + 1
-    grid = np.unique(np.concatenate([np.arange(1, 65), np.floor(np.geomspace(64, top, pts))]))
+    grid = _shuffle_grid(T)
     res = clones_epsilon(eps0, grid, delta)
     up = np.where(np.asarray(res.valid), np.minimum(np.asarray(res.upper), eps0), eps0)
-    if np.any(np.diff(up) > 1e-12):
-        raise ValueError("Expected FMT's numerical shuffling bound to be non-increasing in the number of users on "
-                         "the grid; it is not, so the step table would not be sound.")
-    m = np.arange(T + 1)
-    idx = np.clip(np.searchsorted(grid, m, side="right") - 1, 0, len(grid) - 1)
-    return np.where(m >= 1, up[idx], eps0)
+    return _step_table(grid, up, eps0, T, "FMT's numerical shuffling bound")
+
+
+def _blanket_table(eps0, T, delta):
+    """eps_A(m), m = 0..T, from the privacy blanket (Balle, Bell, Gascon, Nissim 2019), the bound the paper's
+    Fig. 3 uses, on the grid of :func:`_clones_table` (same caching)."""
+    big = max(1 << int(np.ceil(np.log2(max(T, 2)))), 1 << 17)
+    return _blanket_table_full(float(eps0), big, float(delta))[: T + 1]
+
+
+@functools.lru_cache(maxsize=16)
+def _blanket_table_full(eps0, T, delta):
+    """The blanket bound for a generic eps0-LDP randomizer (gamma = e^-eps0, Balle et al.'s generic bounds on the
+    amplification variable; valid for L-ary randomized response whatever L, which the paper does not state):
+    the smaller of the Bennett (corrected form, docs/errata.md#e-traffic-lemma3-bennett) and Hoeffding
+    evaluations, each an upper bound on delta(eps), so their smaller eps at ``delta`` is one too; eps0 where
+    neither amplifies (``fallback``)."""
+    from ..shuffle import blanket_epsilon, generic_randomizer
+
+    grid = _shuffle_grid(T)
+    ups = []
+    for method in ("bennett", "hoeffding"):
+        res = blanket_epsilon(delta, n=grid, randomizer=generic_randomizer(eps0), method=method)
+        ups.append(np.where(np.asarray(res.fallback), eps0, np.minimum(np.asarray(res.epsilon), eps0)))
+    return _step_table(grid, np.minimum(*ups), eps0, T, "the privacy-blanket bound")
 
 
 def summarize_walk_losses(losses):

@@ -1,6 +1,10 @@
 """The threat model of Decor (Sec. 2): the adversaries I-IV, the validation of the noise levels and of the
 adversary, and the connectivity check behind :class:`DisconnectedGraphWarning` (a graph that an admissible
-removal disconnects leaves some users protected by sigma_unc alone: local DP for them)."""
+removal disconnects leaves some users protected by sigma_unc alone: local DP for them).
+
+The authors' code accounts only the external eavesdropper (adversary I, H = all users); here all four are:
+I "eavesdropper", II "curious" (every single user removed in turn), III "colluding" (every set of up to c users
+removed), IV "local" (local DP) (docs/errata.md#e-secrdp-adversaries)."""
 
 from __future__ import annotations
 

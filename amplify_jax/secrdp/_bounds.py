@@ -38,6 +38,16 @@ accountant (per-step budget eps1, not the registered eps), searches its own brac
 answers sigma_cor = 0 where no correlated noise is needed; the generic search on the registered kernel serves
 ``invert(..., solve_for="sigma_cor")``.  ``closed_form_eps1`` (exact, rounded down) solves ``secrdp.closed-form``
 for eps1.
+
+The errata the registry's ``notes`` refer to: our copy of the paper lost nearly every formula, and the ones used
+here are rebuilt from the proofs (docs/errata.md gives each with the test that checks it):
+the accountant eps1 = 2 C^2 max_{i in H} [Sigma_H^{-1}]_ii, Sigma_H = sigma_unc^2 I + sigma_cor^2 L_H (Thm 6 proof,
+Eqs. 14-21; docs/errata.md#e-secrdp-accountant); Thm 1's spectral bound 1/(|H| sigma_unc^2) +
+(1 - 1/|H|)/(sigma_unc^2 + a(H) sigma_cor^2) (docs/errata.md#e-secrdp-spectral); the closed form
+T eps1 + 2 sqrt(T eps1 ln(1/delta)) over T steps (docs/errata.md#e-secrdp-closed-form).  Unlike the authors'
+code, every adversary I-IV is accounted, not only I (docs/errata.md#e-secrdp-adversaries), and the example-level
+bound composes the T steps at the requested delta, where their code returns one step's bound
+(docs/errata.md#e-secrdp-example-level).
 """
 
 from __future__ import annotations

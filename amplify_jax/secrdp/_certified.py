@@ -10,6 +10,10 @@ bound; ``exact`` says whether the certified gap is below ``_CERT_RTOL`` = 1e-9 (
 Schur-complement/Woodbury update of the *undeflated* Sigma^{-1} was removed: it loses all accuracy when
 sigma_cor >> sigma_unc and under-reported eps1 by up to 17%.)  Which graphs take this path is decided in
 ``_step`` (``_FAST_MIN_N``) and :func:`_fast_affordable`.
+
+What is bounded is the accountant as rebuilt in docs/errata.md#e-secrdp-accountant (the extraction lost it),
+eps1 = 2 C^2 max_{i in H} [Sigma_H^{-1}]_ii, for adversary II, which the authors' code does not account
+(docs/errata.md#e-secrdp-adversaries).
 """
 
 from __future__ import annotations

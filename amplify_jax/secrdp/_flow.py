@@ -6,7 +6,9 @@ every user to ground and sigma_cor^2 w_uv on every edge, so any unit flow from i
 :func:`_flow_diag_bound` is the smaller of the bound on i's non-backtracking tree (at every node the c strongest
 branches removed, :func:`_tree_diag_bound`) and on its breadth-first tree with one removal budget c
 (:func:`_bfs_diag_bound`).  It needs no eigendecomposition and does not collapse to local DP when
-a(G) <= c w_max, so it stands beside Thm 1's bound wherever only a bound is available.
+a(G) <= c w_max, so it stands beside Thm 1's bound wherever only a bound is available.  (The accountant it bounds,
+eps1 = 2 C^2 max_i [Sigma_H^{-1}]_ii, and Thm 1's bound are rebuilt in docs/errata.md#e-secrdp-accountant and
+docs/errata.md#e-secrdp-spectral.)
 """
 
 from __future__ import annotations

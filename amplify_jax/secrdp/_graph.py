@@ -8,6 +8,9 @@ of inertia on a sparse LDL^T of L - t I (exactly one negative pivot <=> lambda_2
 adversaries II and III (:func:`_removal_masks`) are enumerated here too.
 
 Outside this file ``LARGE_N`` is read only through :func:`_is_large`: patch it here (``_graph.LARGE_N``).
+
+a(G) enters Thm 1's bound 1/(n sigma_unc^2) + (1 - 1/n)/(sigma_unc^2 + a(G) sigma_cor^2) on [Sigma^{-1}]_ii, whose
+formula the extraction lost (rebuilt and derived again in docs/errata.md#e-secrdp-spectral).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The privacy blanket, part 2: the generic path (any randomizer), the Lemma 2 sum of Ladjel et al. over a
 window of M' ~ Bin(n - 1, gamma) with the Hoeffding or the corrected Bennett bound on E[sum L_i]_+ (Ladjel
-Lemma 3; docs/errata.md#e-traffic-lemma3-bennett), its delta kernel and its eps-from-delta kernel.  Private
+Lemma 3; docs/errata.md#e-traffic-lemma3-bennett; Hoeffding with a and b as corrected in
+docs/errata.md#e-traffic-thm4-a, #e-traffic-thm4-b), its delta kernel and its eps-from-delta kernel.  Private
 (see :mod:`amplify_jax.shuffle.blanket`).
 """
 
@@ -34,7 +35,17 @@ def _m_window(n, gamma, tail_sd, Wm):
 
 
 def _log_concentration(method, k, eps, l_max, l_min, c):
-    """log of the Hoeffding / Bennett bound on E[sum_{i<=k} L_i]_+ (Ladjel Lemma 3, Bennett corrected)."""
+    """log of the Hoeffding / Bennett bound on E[sum_{i<=k} L_i]_+ (Ladjel Lemma 3, Bennett corrected).
+
+    Hoeffding: b^2/(4a) exp(-2 k a^2 / b^2) with a = -E[L] = e^eps - 1 (Ladjel Thm 4/5 print a = 1 - e^eps,
+    which makes b^2/(4a) negative; docs/errata.md#e-traffic-thm4-a) and b = L_max - L_min, the range of L (for
+    the target randomizer (1 - sigma) T (1 + e^eps); Thm 4 prints an extra -2 sigma (1 - e^eps),
+    docs/errata.md#e-traffic-thm4-b).  Bennett: (b_+ / ln(1 + beta)) exp(-(k c / b_+^2) phi(beta)),
+    beta = a b_+ / c, the form corrected by Balle et al. after publication; Ladjel Lemma 3 prints
+    b_+ / (a k ln(1 + beta)) exp(...), their first version's misprint, which is too small
+    (docs/errata.md#e-traffic-lemma3-bennett, #e-ref-blanket-bennett).  phi(u) = (1 + u) ln(1 + u) - u is
+    computed without cancellation and is >= 0 (the guard of Balle et al.'s code against round-off).
+    """
     a = jnp.expm1(eps)
     if method == "hoeffding":
         b = l_max - l_min

@@ -1,6 +1,8 @@
 """The privacy blanket, part 3: the engine for randomized response / Ladjel's target randomizer -- the Lemma 2
 sum over bins of M' with g(K) = E[sum_{i<=K} L_i]_+ / K exact (the multinomial counts of the two targets;
-docs/errata.md#e-traffic-monte-carlo) or bounded by Hoeffding / corrected Bennett, the planning of window
+docs/errata.md#e-traffic-monte-carlo: sum L = k sigma (1 - e^eps) + (1 - sigma) T (N1 - e^eps N2), computed
+exactly where Sec. IV-C samples it) or bounded by Hoeffding / corrected Bennett (a, b and the Bennett form as
+corrected in docs/errata.md#e-traffic-thm4-a, #e-traffic-thm4-b, #e-traffic-lemma3-bennett), the planning of window
 sizes per point, the fixed-size kernel for traced use, the eps-from-delta kernel, and the guard on the size of
 its CDF table.  Private: the public entry points are :func:`amplify_jax.shuffle.blanket.rr_delta`,
 ``rr_epsilon``, ``rr_delta_traced`` and ``exact_table_check``.
@@ -186,7 +188,10 @@ def _g_concentration(method, K, eps, T, sigma):
     Hoeffding: (b^2 / (4 a K)) exp(-2 K a^2 / b^2), a = e^eps - 1, b = (1 - sigma) T (1 + e^eps) (Thm 4's a
     and b corrected: docs/errata.md#e-traffic-thm4-a, #e-traffic-thm4-b); Bennett, the corrected form
     (docs/errata.md#e-traffic-lemma3-bennett): (b_+ / (K ln(1 + beta))) exp(-(K c / b_+^2) phi(beta)),
-    beta = a b_+ / c, c = E[L^2] (Lemma 5), phi(u) = (1 + u) ln(1 + u) - u clamped at 0 against round-off.
+    beta = a b_+ / c, c = E[L^2] (Lemma 5), phi(u) = (1 + u) ln(1 + u) - u clamped at 0 against round-off (as
+    Balle et al.'s code does, docs/errata.md#e-ref-blanket-bennett; Ladjel Lemma 3 prints the misprinted
+    b_+ / (a K ln(1 + beta)) exp(...)).  b_+ = (1 - sigma) T + sigma (1 - e^eps), the upper end of L with the
+    sign Lemma 5 prints flipped (docs/errata.md#e-traffic-lemma5).
     """
     ee = jnp.exp(eps)
     a = jnp.expm1(eps)

@@ -101,7 +101,8 @@ def randomized_response(eps0, *, k) -> BlanketRandomizer:
 
 
 def target_randomizer(*, targets, sampling) -> BlanketRandomizer:
-    """Ladjel et al.'s R_sigma over T targets (uniform over all T when sampling; App. E-C convention).
+    """Ladjel et al.'s R_sigma over T targets (uniform over all T when sampling; the convention of Sec. III,
+    App. E-C and Thm 4; Thm 3 draws among the T - 1 other targets, docs/errata.md#e-traffic-targets).
 
     Its local guarantee is eps0 = ln(1 + (1 - sigma) T / sigma) (inf at sigma = 0: no local privacy).
     """
@@ -128,7 +129,15 @@ def _check_randomizer(randomizer):
 
 
 def _props(kind, eps, eps0, k, sigma):
-    """(gamma, l_max, l_min, c) at eps; see the module docstring for each randomizer's source."""
+    """(gamma, l_max, l_min, c) at eps; see the module docstring for each randomizer's source.
+
+    generic: Balle et al.'s bounds, unscaled (Ladjel Lemma 4 prints them times gamma, valid only when gamma is
+    the randomizer's true total-variation similarity, not the lower bound e^-eps0 used here;
+    docs/errata.md#e-traffic-lemma4-generic).  rr (target randomizer, T convention): l_max =
+    (1 - sigma) T + sigma (1 - e^eps) (Lemma 5 prints the sign of sigma (1 - e^eps) flipped;
+    docs/errata.md#e-traffic-lemma5), so l_max - l_min = (1 - sigma) T (1 + e^eps), the range b that Thm 4
+    prints with an extra -2 sigma (1 - e^eps) (docs/errata.md#e-traffic-thm4-b).
+    """
     ee = jnp.exp(eps)
     if kind == "generic":
         gamma = jnp.exp(-eps0)

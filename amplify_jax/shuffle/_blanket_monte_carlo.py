@@ -2,6 +2,11 @@
 Algorithm 2, sampled jointly with the binomial weights, the last draw integrated out) with a one-sided upper
 confidence bound, and its eps-from-delta kernel (common random numbers).  Private (see
 :mod:`amplify_jax.shuffle.blanket`).
+
+Sec. IV-C of Ladjel et al. reports the plain mean of R = 5000 samples and claims a relative error below 1/1000;
+that is not backed by any confidence statement, and independent runs differ from the exact value by about
+-25% to +11% (docs/errata.md#e-traffic-monte-carlo).  Here the delta returned is the one-sided upper confidence
+bound (Maurer 2003), the mean only an ``estimate`` beside it.
 """
 
 from __future__ import annotations

@@ -12,6 +12,23 @@ batch padded with the search range's widest point, so that one kernel serves eve
 returned value with the registered kernel itself and move it to the feasible end by whole steps (integers) or
 by rtol (reals): the generic semantics (feasible endpoint, re-checked), one compilation.  The padding changes
 the truncated tail (~1e-10 delta) and so the bracket's end by at most its rtol (1e-9): the re-check absorbs it.
+
+Corrections of the printed papers and of their public code (those the registry's ``notes`` refer to; each
+entry of docs/errata.md gives the test that shows it):
+
+* FMT Thm 3.1's condition: Cyffers & Bellet (Thm 7) and Liew et al. (footnote 3) print
+  eps0 <= ln(n / (16 ln(2/delta))); used ln(4/delta), the source's (docs/errata.md#e-network-fmt-condition,
+  docs/errata.md#e-checkin-fmt-condition).  Its factor: printed (e^eps0 - 1)/(e^eps0 + 1), used the authors'
+  code's, never smaller (docs/errata.md#e-ref-fmt-factor).
+* The clone bound: the authors' code evaluates the second direction with the first one's cut-off; here each
+  direction with its own (docs/errata.md#e-ref-clones).
+* The privacy blanket: Hoeffding with a = e^eps - 1 (Ladjel Thm 4/5 print 1 - e^eps;
+  docs/errata.md#e-traffic-thm4-a) and the range b = (1 - sigma) T (1 + e^eps) (printed with an extra
+  -2 sigma (1 - e^eps); docs/errata.md#e-traffic-thm4-b); Bennett in the corrected form
+  (b_+ / ln(1 + beta)) exp(-(k c / b_+^2) phi(beta)) (printed b_+ / (a k ln(1 + beta)) exp(...);
+  docs/errata.md#e-traffic-lemma3-bennett, #e-ref-blanket-bennett); the upper end of L with Lemma 5's sign
+  corrected (docs/errata.md#e-traffic-lemma5); the generic randomizer's L bounds unscaled (Ladjel Lemma 4 prints
+  them times gamma; docs/errata.md#e-traffic-lemma4-generic).
 """
 
 from __future__ import annotations

@@ -7,6 +7,22 @@ Monotone directions are the theorems' (stated where declared), checked numerical
 (tests/test_traffic.py::test_registered_*).  The deployment inversions of the family (fewest_dummies,
 smallest_sampling, messages_per_scrambler) are ``bounds.invert`` of ``traffic.scrambler-delta`` over dummies,
 sampling and n.
+
+Corrections of the printed paper (those the registry's ``notes`` refer to; each entry of docs/errata.md gives
+the test that shows it):
+
+* Thm 4 (Hoeffding), the sign of a: printed a = 1 - e^eps, used a = -E[L] = e^eps - 1
+  (docs/errata.md#e-traffic-thm4-a); the range: printed b = (1 - sigma) T (1 + e^eps) - 2 sigma (1 - e^eps),
+  used b = (1 - sigma) T (1 + e^eps) (docs/errata.md#e-traffic-thm4-b).
+* Lemma 5, the upper end of L: printed (1 - sigma) T - sigma (1 - e^eps), used (1 - sigma) T + sigma (1 - e^eps)
+  (docs/errata.md#e-traffic-lemma5).
+* Lemma 3 (Bennett): printed b_+ / (a k ln(1 + beta)) exp(...), Balle et al.'s misprint; used their corrected
+  (b_+ / ln(1 + beta)) exp(-(k c / b_+^2) phi(beta)), beta = a b_+ / c (docs/errata.md#e-traffic-lemma3-bennett).
+* Sec. IV-C (Monte Carlo): the printed R = 5000 point estimate is not a bound; ``method="exact"`` computes
+  E[sum L]_+ from the multinomial counts of the two targets (docs/errata.md#e-traffic-monte-carlo).
+* Thm 3 (capped scrambler) under-reports as printed; the local guarantee is registered, the printed formula is
+  only an output (docs/errata.md#e-traffic-thm3).  Thm 3 draws among T - 1 other targets, Thm 4 among all T;
+  each bound keeps its theorem's convention (docs/errata.md#e-traffic-targets).
 """
 
 from __future__ import annotations
