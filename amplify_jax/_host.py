@@ -38,7 +38,7 @@ import types
 import jax as _jax  # the process has it: amplify_jax.numerics imports this module after JAX
 import numpy as np
 
-__all__ = ["ENV", "MAX_POINTS", "BUDGET_SECONDS", "mode", "use_host", "answer", "to_live", "give_up", "inside",
+__all__ = ["ENV", "MAX_POINTS", "BUDGET_SECONDS", "mode", "use_host", "answer", "to_live", "give_up", "inside", "off",
            "front_door", "size", "n_points", "twin", "run", "jax_on_numpy"]
 
 ENV = "AMPLIFY_JAX_HOST"
@@ -68,7 +68,7 @@ def mode() -> str:
 def use_host(door: str, n_points: int, *arrays) -> bool:
     """Whether the front door ``door`` answers a batch of ``n_points`` on the host (see the module docstring).
     ``arrays``: its inputs (a JAX tracer among them rules the host out)."""
-    if getattr(_local, "inside", False) or n_points > MAX_POINTS:
+    if getattr(_local, "inside", False) or getattr(_local, "off", False) or n_points > MAX_POINTS:
         return False
     m = mode()
     if m == "off":
@@ -165,6 +165,18 @@ def give_up(door: str) -> None:
     """The host path failed for ``door`` (its kernels use a part of JAX the stand-ins lack): compile from now on."""
     with _lock:
         _spent[door] = float("inf")
+
+
+@contextlib.contextmanager
+def off():
+    """No host path in this thread for the body (sweeps: every chunk compiled, so a resumed store is
+    bit-identical to an uninterrupted one)."""
+    before = getattr(_local, "off", False)
+    _local.off = True
+    try:
+        yield
+    finally:
+        _local.off = before
 
 
 def inside() -> bool:

@@ -148,3 +148,9 @@ def test_twin_warnings_are_the_live_classes():
 
     assert _host.twin("checkin").OrderCapWarning is checkin.OrderCapWarning
     assert _host.twin("secrdp._adversaries").DisconnectedGraphWarning is secrdp._adversaries.DisconnectedGraphWarning
+
+
+def test_off_context_keeps_a_thread_on_the_compiled_path(host):
+    with _host.off():
+        assert not _host.use_host("dpsgd_epsilon", 1)
+    assert _host.use_host("dpsgd_epsilon", 1)
