@@ -242,3 +242,63 @@ def test_calibration_at_a_tiny_target():
     assert np.all(again.epsilon <= [0.01, 0.05])
     below = pld.dpsgd_epsilon(sigma=c.sigma * (1 - 1e-4), q=0.01, steps=1000, delta=1e-5)
     assert np.all(below.epsilon > [0.01, 0.05])
+
+
+def _gauss_eps_mp(mu, delta, dps=50):
+    """Exact eps(delta) of the Gaussian mechanism with mu = sqrt(T) / sigma (Balle & Wang 2018, Thm. 8),
+    delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu), decreasing in eps: bisection in mpmath."""
+    import mpmath as mp
+
+    with mp.workdps(dps):
+        m, d = mp.mpf(mu), mp.mpf(delta)
+
+        def f(e):
+            return mp.ncdf(m / 2 - e / m) - mp.exp(e) * mp.ncdf(-m / 2 - e / m) - d
+
+        lo, hi = mp.mpf(0), m * m / 2 + 12 * m  # delta(hi) < Phi(-12) ~ 2e-33 < d
+        assert f(lo) > 0 > f(hi)
+        for _ in range(120):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+        return float(lo), float(hi)
+
+
+def test_lower_value_below_the_exact_eps_at_large_eps():
+    # issue 13: the soundness campaign's two points (q = 1, eps ~ 3e4 and ~1.7e4) where the optimistic value
+    # came out above the exact eps (= the upper value: a spectral coefficient exactly 0 made the optimistic
+    # composition nan in the batched kernel, its eps +inf, then capped at the upper), two where it was +inf
+    # (no grid point met delta), and more large-eps q = 1 points; one batch of 8 (the compiled slab above)
+    pts = [(1.6531069462471486, 165264, 0.002710855375904652), (1.9151699176425827, 63963, 4.57218171008179e-07),
+           (1.1662371, 99121, 1.1298150e-06), (3.0925554, 89378, 9.1351152e-11), (1.0, 20000, 1e-5),
+           (2.0, 100000, 1e-3), (1.3, 30000, 0.1), (0.6, 10000, 1e-8)]
+    s, t, d = (np.array(c, dtype=float) for c in zip(*pts))
+    r = pld.dpsgd_epsilon(sigma=s, q=1.0, steps=t, delta=d)
+    lo_hi = [_gauss_eps_mp(np.sqrt(tk) / sk, dk) for sk, tk, dk in zip(s, t, d)]
+    below, above = (np.array(c) for c in zip(*lo_hi))
+    assert np.all(below > 1e3)
+    assert np.all(np.isfinite(r.epsilon_lower)) and np.all(r.epsilon_lower <= below)
+    ok = r.status == 0
+    assert ok[:2].all() and ok[4:].all()
+    assert np.all(r.epsilon[ok] >= above[ok]) and np.all(r.epsilon_lower <= r.epsilon)
+    assert np.all(r.epsilon_lower[ok] > 0.9 * below[ok])  # a lower bound, not a trivial one
+    # the delta side at the exact eps: lower <= delta <= upper
+    dd = pld.dpsgd_delta(sigma=s, q=1.0, steps=t, epsilon=above)
+    assert np.all(dd.delta_lower <= d) and np.all(dd.delta[ok] >= d[ok] * (1 - 1e-9))
+
+
+def test_spectrum_powers_with_an_exact_zero():
+    # the composition raises each spectrum to its count as exp(T log z): an exact 0 in it (round-off of a
+    # narrow PLD's high frequencies) must give 0 (T >= 2), not the nan of jnp's complex T * log(0) = -inf + nan i
+    import jax.numpy as jnp
+
+    from amplify_jax.numerics import x64_scope
+    from amplify_jax.pld._compose import _log_power
+
+    z = np.array([0.0, 1.0, -0.5 + 0.5j, 0.3 - 0.9j, -1.0, 1e-200j])
+    with x64_scope():
+        assert np.isnan(np.asarray(jnp.exp(jnp.float64(3.0) * jnp.log(jnp.asarray(z))))[0])  # what it replaces
+        for t in (2.0, 7.0, 1000.0):
+            lz, lp = _log_power(jnp.asarray(z), jnp.float64(t))
+            got = np.asarray(jnp.exp(lp))
+            assert np.all(np.isfinite(got)) and np.all(np.isfinite(np.asarray(lz)))
+            np.testing.assert_allclose(got, z**t, rtol=1e-12, atol=1e-300)

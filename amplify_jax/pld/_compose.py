@@ -33,7 +33,11 @@ One composition is a tuple of events (mechanism, its parameters, how many times 
    with the Gaussian's closed form down to delta = 1e-12).
 
 Queries (``delta_at`` / ``epsilon_at``) read the composed masses: delta(eps) = sum_k p_k (1 - e^{eps - l_k})_+
-+ inf + errors, exact for the discrete distribution; eps(delta) is solved exactly between grid points.
++ inf + errors (pessimistic; the optimistic side has its tail mass on its grid already and adds no inf),
+exact for the discrete distribution; eps(delta) is solved exactly between grid points.  The spectra are
+raised to their counts as exp(T log z) with an exact 0 replaced first (``_log_power``: it made the result
+nan, issue 13); a composition that is still not finite answers the safe values (+inf with status error
+above, 0 below), never nan.
 """
 
 from __future__ import annotations
@@ -89,6 +93,23 @@ def _chernoff(k_total, lam, level):
     return jnp.min(k_total - lam * level)
 
 
+_TINY = 1e-300  #: what an exact 0 in a spectrum is replaced by before its log (see _log_power)
+
+
+def _log_power(z, t):
+    """(log max(|z|, _TINY), T log z) of a spectrum z to be raised to the count T (the second 0 where T = 0).
+
+    An exact 0 in z (round-off of a narrow PLD's high frequencies) is replaced by _TINY first: its log is
+    -inf + 0i, and the complex product T * (-inf + 0i) is -inf + nan i, whose exp is nan, which the inverse
+    FFT spread over every mass (issue 13: the optimistic masses all nan at sigma 1.653, 165 264 steps in a
+    batch of 8, whose eps then came out +inf and was capped to the upper value).  Replaced, the coefficient
+    contributes _TINY^T (0 for T >= 2, 1e-300 for T = 1, far below step 4's round-off estimate); every
+    other coefficient is raised exactly as before."""
+    lz = jnp.log(jnp.maximum(jnp.abs(z), _TINY))
+    zs = jnp.where(z == 0, _TINY, z)
+    return lz, jnp.where(t > 0, t * jnp.log(zs), 0.0)
+
+
 def compose(events, params, counts, n, log_tail):
     """Compose ``events`` (static tuple of mechanisms) with ``params`` (tuple of param tuples) run ``counts``
     times (tuple of scalars) on an n-point grid (static), the window cut at tail mass e^{log_tail}: Composed."""
@@ -117,8 +138,7 @@ def compose(events, params, counts, n, log_tail):
     lam_lo = lam[jnp.argmax((k_neg - log_tail) / -lam)]
     h = jnp.maximum(jnp.maximum(hi - lo, widest), 1e-9) / (n - 2)
     # 2. discretise each event on step h, from its own range's low end; 3. compose
-    log_spec_p = 0.0
-    log_spec_o = 0.0
+    log_spec = [0.0, 0.0]  # sum_e T_e log z_e, pessimistic and optimistic (_log_power)
     log_keep = 0.0  # log prod (1 - inf_e)^{T_e}
     shift = 0.0  # sum_e T_e start_e: the loss of composed index 0
     lam3 = jnp.stack([lam_hi * 0.5, lam_hi, lam_hi * 2.0])
@@ -135,8 +155,11 @@ def compose(events, params, counts, n, log_tail):
         d = discretize(m, p, lmax, h, n)
         zp = jnp.fft.rfft(d.pess)
         zo = jnp.fft.rfft(d.opt)
-        log_spec_p = log_spec_p + jnp.where(t > 0, t * jnp.log(zp), 0.0)
-        log_spec_o = log_spec_o + jnp.where(t > 0, t * jnp.log(zo), 0.0)
+        lzs = []
+        for which, z in ((0, zp), (1, zo)):
+            lz, lp = _log_power(z, t)
+            log_spec[which] = log_spec[which] + lp
+            lzs.append(lz)
         log_keep = log_keep + jnp.where(t > 0, t * jnp.log1p(-d.inf), 0.0)
         shift = shift + t * lmin
         losses = lmin + h * jnp.arange(n)
@@ -145,11 +168,11 @@ def compose(events, params, counts, n, log_tail):
         support_low = support_low + t * (lmin + h * jnp.min(jnp.where(d.opt > 0, j, n - 1)))
         kp3 = kp3 + jnp.where(t > 0, t * _log_mgf(losses, d.pess, lam3), 0.0)
         ko3 = ko3 + jnp.where(t > 0, t * _log_mgf(losses, d.opt, lam3n), 0.0)
-        spectra.append((zp, zo, t))
+        spectra.append((lzs[0], lzs[1], t))
         norms[0].append(jnp.sqrt(jnp.sum(d.pess * d.pess)))
         norms[1].append(jnp.sqrt(jnp.sum(d.opt * d.opt)))
-    spec_p = jnp.exp(log_spec_p)
-    spec_o = jnp.exp(log_spec_o)
+    spec_p = jnp.exp(log_spec[0])
+    spec_o = jnp.exp(log_spec[1])
     circ_p = jnp.fft.irfft(spec_p, n=n)
     circ_o = jnp.fft.irfft(spec_o, n=n)
     # unwrap: composed index k (loss shift + k h) sits at k mod n; the window starts at k_lo
@@ -169,10 +192,12 @@ def compose(events, params, counts, n, log_tail):
     for spec, circ, which in ((spec_p, circ_p, 0), (spec_o, circ_o, 1)):
         a = jnp.abs(spec)
         g = 2.0 * _EPS * a
+        # log |spec|; where it underflows, from the logs (so that |z_e| = 0 gives T_e |z_e|^{T_e - 1} ... = 0
+        # for T_e >= 2, not a / |z_e| = 1e-300 / 1e-300)
+        log_a = jnp.where(a > 0, jnp.log(jnp.where(a > 0, a, 1.0)), jnp.real(log_spec[which]))
         for zs, norm in zip(spectra, norms[which]):
-            z, t = zs[which], zs[2]
-            lz = jnp.log(jnp.maximum(jnp.abs(z), 1e-300))
-            g = g + jnp.where(t > 0, c * norm * t * jnp.exp(jnp.log(jnp.maximum(a, 1e-300)) - lz), 0.0)
+            lz, t = zs[which], zs[2]
+            g = g + jnp.where(t > 0, c * norm * t * jnp.exp(log_a - lz), 0.0)
         l2 = jnp.sqrt(jnp.sum(g * g) * 2.0)
         roundoff.append(l2 + c * jnp.sqrt(n * jnp.sum(circ * circ)))
     inf = -jnp.expm1(log_keep)
@@ -199,23 +224,54 @@ def _suffix(p, h):
     return s0, acc
 
 
+def _extra(c: Composed, which):
+    """What delta adds to the discrete masses' own value: the +inf mass and the upper tail's and round-off's
+    bounds (pessimistic); minus the lower tail's and round-off's bounds and Hoeffding's probability
+    (optimistic).  The optimistic side adds no +inf mass: each event's mass above its grid (``inf``, which is
+    the pessimistic side's upper bound of it) is already in its optimistic masses, lowered to the grid's top
+    (``_discretize``), and counting it again at +inf raised the lower value by up to ``inf``."""
+    return c.inf + c.add if which == "pess" else -c.sub - c.hoeff
+
+
+def _broken(c: Composed, p, extra):
+    """True where the composition is not finite (a nan or inf in the masses or the error terms): the queries
+    answer the trivially safe value there (pessimistic: +inf, status ``error``; optimistic: 0), never nan."""
+    return ~(jnp.all(jnp.isfinite(p)) & jnp.isfinite(extra) & jnp.isfinite(c.start) & jnp.isfinite(c.h)
+             & jnp.isfinite(c.eta))
+
+
 def delta_at(c: Composed, eps, which="pess"):
-    """delta at each eps (array (m,)) of a composed PLD: the pessimistic (upper) or optimistic (lower) one."""
+    """delta at each eps (array (m,)) of a composed PLD: the pessimistic (upper) or optimistic (lower) one.
+
+    Optimistic: delta_true(eps) >= delta_opt(eps + eta) - sub - hoeff (``_discretize``: Hoeffding's bound on
+    the random rounding; ``compose``: the lower tail's wrap-around and the round-off), clipped at 0.  Where
+    the composition is not finite (``_broken``) the pessimistic value is +inf (status ``error``), the
+    optimistic one 0."""
     p = c.pess if which == "pess" else c.opt
+    extra = _extra(c, which)
     n = p.shape[0]
     losses = c.start + c.h * jnp.arange(n)
     at = eps if which == "pess" else eps + c.eta  # optimistic: delta_true(eps) >= delta_opt(eps + eta) - hoeff
     core = jnp.sum(p[None, :] * -jnp.expm1(jnp.minimum(at[:, None] - losses[None, :], 0.0)), axis=1)
+    bad = _broken(c, p, extra)
     if which == "pess":
-        return jnp.minimum(core + c.inf + c.add, 1.0)
-    return jnp.clip(core + c.inf - c.sub - c.hoeff, 0.0, 1.0)
+        return jnp.where(bad, jnp.inf, jnp.minimum(core + extra, 1.0))
+    return jnp.where(bad, 0.0, jnp.clip(core + extra, 0.0, 1.0))
 
 
 def epsilon_at(c: Composed, delta, which="pess"):
-    """The smallest eps >= 0 with delta(eps) <= delta (array (m,)), +inf where none is on or below the window
-    top (the +inf mass and the error terms alone exceed delta): exact for the discrete PLD, rounded up."""
+    """The smallest eps >= 0 with delta(eps) <= delta (array (m,)), exact for the discrete PLD between grid
+    points, rounded toward the safe side.
+
+    Pessimistic (an upper bound of the true eps): +inf where no grid point up to the window's top meets
+    delta (the +inf mass and the error terms alone exceed it).  Optimistic (a lower bound): the discrete
+    solution minus eta (``delta_at``), at least 0; where no grid point meets delta the true eps is above the
+    window's top l_top minus eta (delta_true(l_top - eta) >= delta_opt(l_top) - sub - hoeff > delta), which
+    is returned, never +inf (an optimistic +inf is no lower bound; the min with the pessimistic value in
+    ``_queries`` then reported the upper value as the lower one).  Where the composition is not finite
+    (``_broken``): +inf (pessimistic, status ``error``) and 0 (optimistic, trivially below)."""
     p = c.pess if which == "pess" else c.opt
-    extra = c.inf + (c.add if which == "pess" else -c.sub - c.hoeff)
+    extra = _extra(c, which)
     n = p.shape[0]
     losses = c.start + c.h * jnp.arange(n)
     s0, acc = _suffix(p, c.h)
@@ -236,7 +292,9 @@ def epsilon_at(c: Composed, delta, which="pess"):
     e = e + (1e-12 if which == "pess" else -1e-12) * (1.0 + jnp.abs(e))
     e = jnp.minimum(e, losses[k])  # the grid point k is feasible
     e = jnp.where(first, e, jnp.maximum(e, losses[km]))  # and l_{k-1} is not
-    if which == "opt":
-        e = e - c.eta
-    e = jnp.maximum(e, 0.0)
-    return jnp.where(any_ok, e, jnp.inf)
+    bad = _broken(c, p, extra)
+    if which == "pess":
+        e = jnp.maximum(e, 0.0)
+        return jnp.where(any_ok & ~bad, e, jnp.inf)
+    e = jnp.where(any_ok, e, losses[n - 1]) - c.eta
+    return jnp.where(bad, 0.0, jnp.maximum(e, 0.0))

@@ -50,8 +50,10 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, grid_size=None) -> PldEpsilon:
     is the number of grid points (default ``DEFAULT_GRID_SIZE``; larger is tighter and slower).
 
     Returns (epsilon, epsilon_lower, status): epsilon is the sound value, epsilon_lower a lower bound of the
-    true eps from the same pass.  Where the error terms alone exceed delta (a grid too coarse for the
-    request) epsilon is +inf with status ``error``: raise ``grid_size``."""
+    true eps from the same pass, never +inf or nan: where the grid cannot place it, a value certainly below
+    (the window's top minus the optimistic rounding's drift, or 0 where the composition is not finite;
+    ``_compose.epsilon_at``).  Where the error terms alone exceed delta (a grid too coarse for the request)
+    epsilon is +inf with status ``error``: raise ``grid_size``."""
     s, qq, t = _check(sigma, q, steps)
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(sigma=s, q=qq, steps=t, delta=d)
