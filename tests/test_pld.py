@@ -204,15 +204,15 @@ def test_tiny_delta_is_refused_where_an_anchor_jumps():
 def test_large_epsilon_closed_form():
     # Opacus's PRV accountant failed at eps > 10.  q = 1: T steps of N(0, sigma^2) are one Gaussian with
     # mu = sqrt(T) / sigma, whose eps(delta) is exact (Balle & Wang 2018, Thm 8).
-    sigma, steps = np.array([1.0, 0.5, 0.3]), np.array([50, 20, 10])
+    # sigma 0.3 and 0.2 (loss slope g < -37): log1p(expm1(g)) was -inf at q = 1 and the composition nan
+    # (status error); the loss is g itself at q = 1 (pld/_mechanisms.py)
+    sigma, steps = np.array([1.0, 0.5, 0.3, 0.2]), np.array([50, 20, 10, 1])
     r = pld.dpsgd_epsilon(sigma=sigma, q=1.0, steps=steps, delta=1e-5)
     exact = np.array([_gauss_eps(np.sqrt(t) / s, 1e-5) for s, t in zip(sigma, steps)])
-    assert np.all(exact > 50)
-    ok = r.status == 0
-    assert list(ok) == [True, True, False]  # eps ~ 100 lies beyond the loss grid: +inf, status error
-    assert np.all(r.epsilon[ok] >= exact[ok]) and np.all(r.epsilon_lower[ok] <= exact[ok])
-    np.testing.assert_allclose(r.epsilon[ok], exact[ok], rtol=1e-3)
-    assert np.isinf(r.epsilon[2]) and r.status[2] == 6
+    assert np.all(exact > 30)
+    assert list(r.status) == [0, 0, 0, 0]
+    assert np.all(r.epsilon >= exact) and np.all(r.epsilon_lower <= exact)
+    np.testing.assert_allclose(r.epsilon, exact, rtol=1e-3)
 
 
 @pytest.mark.slow

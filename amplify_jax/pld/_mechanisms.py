@@ -126,15 +126,17 @@ class _Subsampled:
         return -jnp.inf, jnp.inf
 
     def _loss_of_g(self, g, q):
-        # log(1 - q + q e^g) = log1p(q expm1(g)); add: its negative
-        v = jnp.log1p(q * jnp.expm1(g))
+        # log(1 - q + q e^g) = log1p(q expm1(g)); add: its negative.  At q = 1 exactly g itself: expm1(g)
+        # rounds to -1 for g < -37 and log1p(-1) = -inf made the whole composition nan (sigma < ~0.27)
+        v = jnp.where(q == 1.0, g, jnp.log1p(q * jnp.expm1(g)))
         return v if self.relation == REMOVE else -v
 
     def _g_of_loss(self, loss, q):
         # the inverse of _loss_of_g: g = log1p(expm1(l) / q) (remove), with l -> -l (add); -inf below range
         v = loss if self.relation == REMOVE else -loss
         arg = jnp.expm1(v) / q
-        return jnp.where(arg > -1.0, jnp.log1p(jnp.maximum(arg, -1.0 + 1e-300)), -jnp.inf)
+        g = jnp.where(arg > -1.0, jnp.log1p(jnp.maximum(arg, -1.0 + 1e-300)), -jnp.inf)
+        return jnp.where(q == 1.0, v, g)  # q = 1: the identity (see _loss_of_g)
 
     def _comps(self, s, q):
         mixture = ((1.0 - q, 0.0, s), (q, 1.0, s))
