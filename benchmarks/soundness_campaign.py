@@ -447,8 +447,10 @@ def fam_pld(n, rng, quick):
     up = np.asarray(res.epsilon, float).ravel()
     lo = np.asarray(res.epsilon_lower, float).ravel()
     d_up = np.array([R.gaussian_composition_delta_mp(e, m) if np.isfinite(e) else 0.0 for e, m in zip(up, mu)])
-    # eps_lower = 0 is trivially a lower bound (nothing to check): its reference is the target itself
-    d_lo = np.array([R.gaussian_composition_delta_mp(e, m) if e > 0 else d for e, m, d in zip(lo, mu, de)])
+    # eps_lower = 0 is trivially a lower bound (nothing to check): its reference is the target itself; a lower
+    # value of +inf or nan is no lower bound: delta 0 there, counted as an under-report (was dropped as nan)
+    d_lo = np.array([0.0 if not np.isfinite(e) else R.gaussian_composition_delta_mp(e, m) if e > 0 else d
+                     for e, m, d in zip(lo, mu, de)])
     note = "q = 1 (closed form); steps <= 1e6, delta >= 1e-12; compares delta at ours' eps with the target"
     return [Outcome("pld: eps upper (delta at ours' eps)", "Gaussian closed form, mpmath", de, d_up, 1e-12 * de,
                     errors=_status_errors(res), examples=ex, note=note),
