@@ -19,6 +19,10 @@ __all__ = [
     "between",
     "integer",
     "orders",
+    "scalar",
+    "count",
+    "tolerance",
+    "RTOL_RANGE",
     "broadcastable",
     "one_of",
 ]
@@ -116,8 +120,9 @@ def integer(name: str, x, minimum=None, allow_empty: bool = False) -> np.ndarray
     return np.round(a).astype(np.int64)
 
 
-def orders(name: str, x, integer: bool = False) -> np.ndarray:
-    """A 1-D array of Rényi orders alpha > 1 (integers >= 2 if ``integer``)."""
+def orders(name: str, x, integer: bool = False, maximum: float | None = None) -> np.ndarray:
+    """A 1-D array of Rényi orders alpha > 1 (integers >= 2 if ``integer``; at most ``maximum`` if given: the
+    largest order a curve supports, documented where it is set)."""
     a = _as_float(name, x)
     if _is_tracer(a):
         return a
@@ -127,7 +132,43 @@ def orders(name: str, x, integer: bool = False) -> np.ndarray:
     _check(name, a, ~(a > 1), "> 1")
     if integer:
         _check(name, a, a != np.round(a), "to be integers >= 2 (this bound needs integer orders)")
+    if maximum is not None:
+        _check(name, a, a > maximum, f"<= {maximum:g}")
     return a
+
+
+def scalar(name: str, x, check=finite) -> float:
+    """One number (not an array of several), checked by ``check`` (e.g. :func:`unit_open`), as a Python float:
+    for options that fix one search or one static size for a whole batch (``rtol``, ``tail_tol``...)."""
+    a = check(name, x)
+    if _is_tracer(a):
+        return a
+    if np.ndim(a) != 0:
+        raise ValueError(f"Expected {name} to be a single number, got {name} with shape {np.shape(a)}.")
+    return float(a)
+
+
+#: Relative tolerances a search accepts (the registry's ``invert`` too): below float64's resolution a search cannot
+#: stop (rtol = 1e-300 ran into the iteration limit or failed), above 1/2 it is no tolerance (1e300 ran a search
+#: that stops at once, or hung).
+RTOL_RANGE = (1e-15, 0.5)
+
+
+def tolerance(name: str, x) -> float:
+    """A search's relative tolerance: one number in :data:`RTOL_RANGE`, as a Python float."""
+    return scalar(name, x, lambda n, v: between(n, v, *RTOL_RANGE))
+
+
+def count(name: str, x, minimum: int = 0, maximum: int | None = None) -> int:
+    """One integer in [minimum, maximum], as a Python int: an iteration count or a static size."""
+    a = integer(name, x, minimum=minimum)
+    if _is_tracer(a):
+        return a
+    if np.ndim(a) != 0:
+        raise ValueError(f"Expected {name} to be a single integer, got {name} with shape {np.shape(a)}.")
+    if maximum is not None and a > maximum:
+        raise ValueError(f"Expected {name} <= {maximum}, got {name}={int(a)!r}.")
+    return int(a)
 
 
 def one_of(name: str, x, choices) -> str:

@@ -25,7 +25,7 @@ from . import _validate as V
 from .calibrate import INFEASIBLE, invert_monotone_kernel
 from .conversions import METHODS, EpsilonResult, refine_order, rdp_epsilon_terms
 from .numerics import SMALL_SLAB, float64_jit, run_in_slabs, x64_scope
-from .rdp import DEFAULT_ORDERS, SGMCurve, raise_tiny_rate
+from .rdp import DEFAULT_ORDERS, MAX_ORDER, SGMCurve, raise_tiny_rate
 
 __all__ = ["MECHANISMS", "DEFAULT_SIGMA_RANGE", "Calibration", "SGMCurve", "dpsgd_epsilon", "dpsgd_calibrate_sigma",
            "dpsgd_n_panels", "epsilon", "calibrate_sigma"]
@@ -87,8 +87,8 @@ def _check_sigma_range(sigma_range):
 _KNOWN_REL = 1e-9  #: Relative margin of the pruning's chord bounds around the integer orders' RDP (rounded up)
 
 
-def _sorted_orders(orders):
-    return np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders))
+def _sorted_orders(orders):  # orders up to rdp.MAX_ORDER (the integer series has alpha + 1 terms: see there)
+    return np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders, maximum=MAX_ORDER))
 
 
 def _n_panels(sigma, orders, q=None):
@@ -696,7 +696,7 @@ def dpsgd_calibrate_sigma(
     d = V.unit_open("delta", delta)
     V.one_of("method", method, METHODS)
     lo, hi = _check_sigma_range(sigma_range)
-    r = float(V.positive("rtol", rtol))
+    r = V.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
     shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
     a = _sorted_orders(orders)
     n_panels = _calibration_n_panels(a, (lo, hi), qq) if n_panels is None else _check_n_panels(n_panels)

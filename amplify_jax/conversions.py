@@ -340,12 +340,16 @@ def dp_to_rdp(orders, *, eps, delta=0.0) -> ApproxRDP:
     up to events of probability delta, an eps-DP pair.  Hence the mechanism is delta-approximately
     (alpha, rr(alpha, eps))-RDP (Bun and Steinke 2016, Def. 1.12).  Approximate RDP composes by adding both
     the curves and the deltas; convert with :func:`epsilon_from_rdp` at delta_target - sum(deltas).
+
+    ``delta`` in [0, 1): delta = 1 is no guarantee at all (every pair of laws is (eps, 1)-DP), and the curve
+    with delta 1 would say nothing either.
     """
     from .rdp import pure_dp_rdp
 
     a = V.orders("orders", orders)
     e = V.nonnegative("eps", eps)
     d = V.probability("delta", delta)
+    V._check("delta", d, d >= 1.0, "in [0, 1) (delta = 1 is no guarantee)")
     shape = V.broadcastable(eps=e, delta=d)
     with x64_scope():
         curve = pure_dp_rdp(a, eps0=np.broadcast_to(e, shape))

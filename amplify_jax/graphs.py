@@ -56,7 +56,7 @@ GRAPHML_SUFFIXES = (".graphml",)
 
 
 def _n_users(name, n, minimum=2):
-    return int(V.integer(name, n, minimum=minimum))
+    return V.count(name, n, minimum=minimum)
 
 
 def _sym_csr(rows, cols, n):
@@ -126,8 +126,8 @@ def random_regular_graph(d=None, n=None, *, seed, degree=None) -> sp.csr_matrix:
         _warn_old_order()
     if d is None or n is None:
         raise ValueError(f"Expected random_regular_graph(d, n, seed=...), got d={d!r}, n={n!r}.")
-    dd = int(V.integer("d", d, minimum=1))
-    nn = int(V.integer("n", n, minimum=1))
+    dd = V.count("d", d, minimum=1)
+    nn = V.count("n", n, minimum=1)
     if degree is None and dd > nn:  # old positional order (n, degree): d < n always holds in the new one
         dd, nn = nn, dd
         _warn_old_order()
@@ -135,7 +135,7 @@ def random_regular_graph(d=None, n=None, *, seed, degree=None) -> sp.csr_matrix:
         raise ValueError(f"Expected n >= 2, got n={nn}.")
     if dd >= nn or (nn * dd) % 2:
         raise ValueError(f"Expected d < n with n * d even, got d={dd}, n={nn}.")
-    g = nx.random_regular_graph(dd, nn, seed=int(V.integer("seed", seed, minimum=0)))
+    g = nx.random_regular_graph(dd, nn, seed=V.count("seed", seed, minimum=0))
     return adjacency(g)
 
 
@@ -149,12 +149,16 @@ def _warn_old_order():
 
 
 def erdos_renyi_graph(n, p, *, seed) -> sp.csr_matrix:
-    """An Erdos-Renyi G(n, p) graph (networkx ``fast_gnp_random_graph(n, p, seed)``); may be disconnected."""
+    """An Erdos-Renyi G(n, p) graph (networkx ``fast_gnp_random_graph(n, p, seed)``); may be disconnected.
+    ``p`` is 0 or in [1e-15, 1]: networkx's geometric skips divide by log(1 - p), which is 0 in float64 below
+    ~1.1e-16 (p = 1e-300 raised ZeroDivisionError)."""
     import networkx as nx
 
     n = _n_users("n", n)
-    pp = float(V.probability("p", p))
-    g = nx.fast_gnp_random_graph(n, pp, seed=int(V.integer("seed", seed, minimum=0)))
+    pp = V.scalar("p", p, V.probability)
+    if 0.0 < pp < 1e-15:
+        raise ValueError(f"Expected p = 0 or p >= 1e-15 (log(1 - p) is 0 in float64 below), got p={pp!r}.")
+    g = nx.fast_gnp_random_graph(n, pp, seed=V.count("seed", seed, minimum=0))
     return adjacency(g)
 
 

@@ -55,8 +55,43 @@ DEFAULT_ORDERS = np.concatenate(
 )
 
 
-def _orders(orders, integer=False):
-    return V.orders("orders", orders, integer=integer)
+#: Largest Rényi order the curves of this module accept (the registry's orders domain stops there too).  The
+#: Poisson-subsampled Gaussian's integer-order series (MTZ 2019, Sec. 3.3) sums alpha + 1 terms per order: an
+#: array of 2^20 entries at 1e6, of 2^997 at 1e300 (it failed with "Maximum allowed size exceeded"); the closed
+#: forms take any order, but with noise at the ends of their ranges their values leave float64 near 1e300.  The
+#: default grid stops at 1024, and larger orders only matter for eps far below 1e-6.
+MAX_ORDER = 1e6
+#: Largest order of the without-replacement bound (WBK 2019, Thm 9): its sum has alpha terms per order over a
+#: base curve at every integer order 2..alpha (an alpha x alpha table), exact to rounding up to 1024
+#: (:func:`numerics.log_comb_table`); the registry's domain is the same.
+WOR_MAX_ORDER = 1024.0
+#: Noise multipliers (the Gaussian's standard deviation per unit sensitivity) the Gaussian curves accept: the
+#: range of DP-SGD's accountant (``accountants._check_dpsgd``).  Outside it the subsampled Gaussian's
+#: fractional quadrature sizes itself with a NaN panel count (sigma = 1e-300 or 1e300: it failed unnamed) or
+#: ~1e11 panels (sigma = 1e-10), and alpha Delta^2 / (2 sigma^2) leaves float64: +inf (sigma = 1e-300; the true
+#: value is finite) or 0 below the true value (sigma = 1e300).
+SIGMA_RANGE = (1e-3, 1e10)
+#: Laplace scales per unit sensitivity (lambda = b / Delta) :func:`laplace_rdp` accepts: at most MAX_ORDER / 1e-300
+#: = 1e306 for (alpha - 1) / lambda (finite); above 1e10 the curve (~ alpha / (2 lambda^2)) is below 1e-20 alpha
+#: and would underflow to 0 below the true value near lambda = 1e160.
+LAPLACE_RANGE = (1e-300, 1e10)
+
+
+def _orders(orders, integer=False, maximum=MAX_ORDER):
+    return V.orders("orders", orders, integer=integer, maximum=maximum)
+
+
+def _noise_per_sensitivity(noise_name, noise, sensitivity, lo, hi):
+    """Refuse noise / sensitivity outside [lo, hi] where sensitivity > 0 (a zero sensitivity has RDP 0), naming
+    both parameters and their values at the first offending point."""
+    n, d = np.broadcast_arrays(np.asarray(noise, dtype=np.float64), np.asarray(sensitivity, dtype=np.float64))
+    with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
+        r = n / np.where(d > 0, d, 1.0)
+    bad = (d > 0) & ~((r >= lo) & (r <= hi))
+    if bad.any():
+        i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
+        raise ValueError(f"Expected {noise_name} / sensitivity in [{lo:g}, {hi:g}], got {noise_name}={n[i].item()!r}, "
+                         f"sensitivity={d[i].item()!r}.")
 
 
 def _finish(shape, x):
@@ -74,11 +109,16 @@ def _gaussian_kernel(alpha, sigma, sensitivity):
 
 
 def gaussian_rdp(orders, *, sigma, sensitivity=1.0):
-    """Gaussian mechanism: D_alpha = alpha Delta^2 / (2 sigma^2) (Mironov 2017, Table II). Exact."""
+    """Gaussian mechanism: D_alpha = alpha Delta^2 / (2 sigma^2) (Mironov 2017, Table II). Exact.
+
+    Orders up to :data:`MAX_ORDER`; sigma / sensitivity in :data:`SIGMA_RANGE` (a zero sensitivity: 0), where the
+    value is finite and not rounded to 0.
+    """
     a = _orders(orders)
     s = V.positive("sigma", sigma)
     d = V.nonnegative("sensitivity", sensitivity)
     shape = V.broadcastable(sigma=s, sensitivity=d)
+    _noise_per_sensitivity("sigma", s, d, *SIGMA_RANGE)
     with x64_scope():
         return _finish(shape, _gaussian_kernel(a, s, d))
 
@@ -115,11 +155,14 @@ def laplace_rdp(orders, *, scale, sensitivity=1.0):
     """Laplace mechanism with scale b, sensitivity Delta, lambda = b / Delta (Mironov 2017, Table II). Exact:
 
     D_alpha = 1/(alpha-1) log( alpha/(2 alpha-1) e^{(alpha-1)/lambda} + (alpha-1)/(2 alpha-1) e^{-alpha/lambda} ).
+
+    Orders up to :data:`MAX_ORDER`; lambda in :data:`LAPLACE_RANGE` (where the terms stay finite).
     """
     a = _orders(orders)
     b = V.positive("scale", scale)
     d = V.positive("sensitivity", sensitivity)
     shape = V.broadcastable(scale=b, sensitivity=d)
+    _noise_per_sensitivity("scale", b, d, *LAPLACE_RANGE)
     with x64_scope():
         return _finish(shape, _laplace_kernel(a, b, d))
 
@@ -142,7 +185,9 @@ def randomized_response_log_excess(alpha, eps0, k=2.0):
 @float64_jit
 def _rr_kernel(alpha, eps0, k):
     log_excess = randomized_response_log_excess(alpha, eps0[..., None], k[..., None])
-    return jnp.logaddexp(0.0, log_excess) / (alpha - 1)
+    # D_alpha <= D_inf = eps0 (the largest log-ratio of the two laws): where alpha eps0 leaves float64
+    # (eps0 ~ 1e303 at MAX_ORDER: inf - inf) the curve is eps0, not NaN (fmin drops a NaN)
+    return jnp.fmin(jnp.logaddexp(0.0, log_excess) / (alpha - 1), eps0[..., None])
 
 
 def randomized_response_rdp(orders, *, eps0, k=2):
@@ -298,11 +343,12 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
     reference accountants this neither returns inf for alpha <= 1.5 nor over-states fractional orders, and it
     does not stop a series early (the TensorFlow Privacy / Opacus series under-states q = 0.4, sigma = 12,
     alpha = 58.75).  Rates in (0, Q_FLOOR) are evaluated at Q_FLOOR (sound: the RDP grows with q; the
-    fractional quadrature's plan underflows below ~1e-150 at large sigma).
+    fractional quadrature's plan underflows below ~1e-150 at large sigma).  Orders up to :data:`MAX_ORDER`,
+    sigma in :data:`SIGMA_RANGE` (as DP-SGD's accountant).
     """
     a = _orders(orders)
     qq = raise_tiny_rate(V.probability("q", q))
-    s = V.positive("sigma", sigma)
+    s = V.between("sigma", sigma, *SIGMA_RANGE)
     shape = V.broadcastable(q=qq, sigma=s)
     qb, sb = np.broadcast_arrays(qq, s)
     is_int = a == np.round(a)
@@ -327,10 +373,8 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
 def _wor_orders(orders, amax):
     if orders is None:
         return tuple(range(2, amax + 1))
-    out = tuple(int(o) for o in orders)
-    if any(o != float(x) for o, x in zip(out, orders)) or any(o < 2 or o > amax for o in out):
-        raise ValueError(f"Expected integer orders in [2, {amax}] (the base curve's orders), got orders={orders!r}.")
-    return out
+    a = V.orders("orders", orders, integer=True, maximum=amax)  # static: a NaN or a string is named here
+    return tuple(int(o) for o in a)
 
 
 def without_replacement_log_excess(base, log_q, orders=None, *, log_inf_factor=None):
@@ -454,13 +498,15 @@ def subsampled_gaussian_wor_rdp(orders, *, q, sigma, sensitivity=1.0):
     """Gaussian mechanism under sampling without replacement (WBK 2019, Thm 9 with Gaussian base).
 
     Base curve alpha Delta^2 / (2 sigma^2), eps(inf) = inf.  Integer orders are the Thm 9 bound; fractional
-    orders are interpolated by convexity (:func:`interpolate_integer_rdp`), an upper bound.
+    orders are interpolated by convexity (:func:`interpolate_integer_rdp`), an upper bound.  Orders up to
+    :data:`WOR_MAX_ORDER`; sigma / sensitivity in :data:`SIGMA_RANGE` (as :func:`gaussian_rdp`).
     """
-    a = _orders(orders)
+    a = _orders(orders, maximum=WOR_MAX_ORDER)
     qq = V.probability("q", q)
     s = V.positive("sigma", sigma)
     d = V.positive("sensitivity", sensitivity)
     shape = V.broadcastable(q=qq, sigma=s, sensitivity=d)
+    _noise_per_sensitivity("sigma", s, d, *SIGMA_RANGE)
     top = int(np.ceil(a.max()))
     ints = np.arange(2, top + 1, dtype=np.float64)
     base = ints * (np.broadcast_to(d / s, shape)[..., None] ** 2) / 2.0
@@ -488,7 +534,7 @@ def compose(curves, steps=1):
     with x64_scope():
         for i, (c, t) in enumerate(zip(curves, steps_list)):
             c = jnp.asarray(V.nonnegative(f"curves[{i}]", np.asarray(c)))
-            t = V.nonnegative(f"steps[{i}]", t)
+            t = V.integer(f"steps[{i}]", t, minimum=0).astype(np.float64)  # a count: 1.5 steps is refused
             term = jnp.asarray(t)[..., None] * c
             total = term if total is None else total + term
     return total

@@ -362,7 +362,6 @@ OVERRIDES = {
     "shuffle.blanket_delta": dict(randomizer=None),
     "shuffle.blanket_epsilon": dict(randomizer=None),
     "shuffle.blanket_properties": dict(randomizer=None),
-    "network.ring_histogram_gamma": dict(n=1000, L=10, target_epsilon=1.0, delta=1e-6),
     "network.kov_composition_epsilon": dict(eps=[0.1, 0.1]),
     "network.subsampled_cycle_epsilon": dict(n=1000, m=10, eps_aggregate=1.0),
     "traffic.plan_privacy": dict(plan=None),
@@ -376,6 +375,15 @@ OVERRIDES = {
     "secrdp.algebraic_connectivity": dict(removed=0),
     "complete_graph_sum_epsilon": dict(n=10000, steps=10**6, eps0=0.5, delta_prime=1e-6, delta_hat=1e-6),
     "traffic.scrambler_pure_epsilon_exact": dict(targets=3, n=3, sampling=0.3, dummies=1),
+    # the theorems' own conditions (eps0 < 1, n > 1000, eps < 1/2): a base point outside them refused every case
+    "network.complete_graph_sum_bound": dict(eps0=0.5),
+    "network.sgd_theorem4_bound": dict(eps0=0.5),
+    "network.walk_privacy_losses": dict(walks=None, eps0=0.5),
+    "network.ring_histogram_bound": dict(n=2000, steps=10, eps0=0.4, delta=1e-6, delta_prime=1e-6),
+    "network.ring_histogram_gamma": dict(n=2000, L=10, target_epsilon=0.3, delta=1e-6),
+    "network.calibrate_sgd_sigma": dict(setting="network", contributions=100.0),
+    "secrdp.epsilon": dict(),  # not the accountants' epsilon(mechanism, ...) of the short name
+    "traffic.simulate_scrambler_outputs": dict(targets=3, n=3, sampling=0.3, dummies=1, runs=10),
 }
 #: functions not in the table, and why
 SKIP = {
@@ -390,7 +398,13 @@ SKIP = {
     "network.summarize_walk_losses": "summarises another function's output",
     "traffic.aggregate_plan": "builds a plan object (integer groups only)",
     "traffic.kmeans_plan": "builds a plan object (integer iterations only)",
+    "checkin.order_at_cap": "a predicate on a conversion's output (whether the order cap binds)",
 }
+#: parameters that hold a list along their own axis (one entry per composed mechanism), as ``orders`` does: no
+#: shape clash with the other parameters, which broadcast with the remaining axes
+LIST_PARAMS = {("network.kov_composition_epsilon", "eps")}
+#: counts documented as real-valued (a high-probability bound on a count): 1.5 is valid there
+REAL_COUNTS = {("network.advanced_composition_epsilon", "steps")}
 #: traceable jnp building blocks, documented as not validating (for use inside other kernels, under jit): their
 #: rows are counted apart ("kernel"), not as public entry points
 KERNELS = ("approx_dp", "rdp.randomized_response_log_excess", "rdp.without_replacement_log_excess",
@@ -486,7 +500,9 @@ def _call(fn, kw: dict, mechanism=None):
 def _api_cases():
     fns = api_functions()
     for qual, fn in fns.items():
-        group = "kernel" if qual.startswith(KERNELS) else "api"
+        home = f"{fn.__module__.split('.')[1]}.{fn.__name__}" if fn.__module__.count(".") else fn.__name__
+        # a kernel exported at the top level too (aj.without_replacement_rdp_kernel) is still a kernel
+        group = "kernel" if qual.startswith(KERNELS) or home.startswith(KERNELS) else "api"
         kw = _api_base(qual, fn)
         if kw is None:
             yield Case(group, qual, "*", "no-base-point", lambda: ("unnamed", "no base point for this function"))
@@ -498,7 +514,7 @@ def _api_cases():
                         "setting", "args", "key", "method", "sampling" if "secrdp" in qual else "", "bound",
                         "form", "cycle_delta", "composition", "topology", "view", "shuffle_bound", "cost",
                         "feasible", "accountant", "devices", "integer", "optimize_order", "distributed",
-                        "fixed_contributions", "n_panels", "sigma_range", "curves", "deltas"):
+                        "fixed_contributions", "n_panels", "sigma_range", "curves", "deltas", "axis"):
                 continue
             if prm.kind in (prm.VAR_KEYWORD, prm.VAR_POSITIONAL):
                 continue
@@ -513,13 +529,15 @@ def _api_cases():
                 base = BASE[name]
             if base is None:
                 base = 1.0
-            orders = name in ("orders", "rdp", "base_rdp", "integer_rdp", "base")
-            integer = name in INTEGER_NAMES or (isinstance(base, int) and not isinstance(base, bool))
+            orders = name in ("orders", "rdp", "base_rdp", "integer_rdp", "base") or (qual, name) in LIST_PARAMS
+            integer = (name in INTEGER_NAMES or (isinstance(base, int) and not isinstance(base, bool))) and \
+                (qual, name) not in REAL_COUNTS
             for cls in numeric_classes(name, integer, orders and name == "orders"):
                 val = class_value(cls, base, orders)
                 yield Case(group, qual, name, cls, _py(lambda fn=fn, kw=kw, name=name, val=val: _call(
                     fn, {**kw, name: val}), name))
-            numeric = [k for k in params if k != name and not (k in ("orders", "rdp", "base_rdp", "base"))]
+            numeric = [k for k in params if k != name and not (k in ("orders", "rdp", "base_rdp", "base"))
+                       and (qual, k) not in LIST_PARAMS]
             if not orders and numeric:
                 other = numeric[0]
                 ob = kw.get(other, BASE.get(other, 1.0))
@@ -809,9 +827,14 @@ def _refused_row(key: str) -> dict:
             "seconds": 0.0}
 
 
+#: parameters whose negative values are valid: logs, and the target of the generic inversions (any value of the
+#: caller's function)
+SIGNED = ("log_", "target")
+
+
 def classify(outcome: str, cls: str, param: str) -> str:
     """``answered`` becomes ``accepted`` for a class no function may answer."""
-    never = cls in MUST_REFUSE or (cls == "negative" and not param.startswith("log_"))
+    never = cls in MUST_REFUSE or (cls == "negative" and not param.startswith(SIGNED))
     return "accepted" if outcome == "answered" and never else outcome
 
 

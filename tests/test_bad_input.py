@@ -262,13 +262,27 @@ def test_clones_windows_at_delta_1e_300():
 # The boundary helpers
 
 
-@pytest.mark.parametrize("helper", [V.finite, V.positive, V.nonnegative, V.probability, V.unit_open, V.integer])
+@pytest.mark.parametrize("helper", [V.finite, V.positive, V.nonnegative, V.probability, V.unit_open, V.integer,
+                                    V.scalar, V.count, V.tolerance])
 @pytest.mark.parametrize("value,needle", [([], "empty"), (np.zeros((0, 3)), "empty"), ("abc", "number"),
                                          ("1.5", "number"), (math.nan, "finite"), (-math.inf, "finite"),
                                          ([1.0, math.inf], "finite"), (object(), "number"), ({"a": 1}, "number")])
 def test_validate_helpers(helper, value, needle):
     msg = _refused(lambda: helper("sigma", value), "sigma")
     assert needle in msg
+
+
+def test_one_number_helpers():
+    """Options that fix one search or one static size for a whole batch take one number (an array of several
+    raised TypeError from float()); rtol in [1e-15, 0.5]; counts within their bounds; orders up to a maximum."""
+    assert V.scalar("tail_tol", 1e-12, V.unit_open) == 1e-12 and V.count("num", 3.0, minimum=2) == 3
+    assert "single" in _refused(lambda: V.scalar("tail_tol", [1e-12, 1e-10], V.unit_open), "tail_tol")
+    assert "single" in _refused(lambda: V.count("num", [2, 3]), "num")
+    _refused(lambda: V.count("max_iter", 10**7, minimum=1, maximum=10**6), "max_iter=10000000")
+    for bad in (0.0, 1e-300, 0.6, 1e300):
+        _refused(lambda: V.tolerance("rtol", bad), "rtol")
+    assert V.tolerance("rtol", 1e-15) == 1e-15 and V.tolerance("rtol", 0.5) == 0.5
+    _refused(lambda: V.orders("orders", [2.0, 1e300], maximum=1e6), "orders=1e+300")
 
 
 def test_validate_allows_empty_where_asked():
@@ -334,6 +348,160 @@ def test_public_functions_refuse_bad_values(fn, pos, kw, name, value):
     kw = {**kw, name: value}
     args = [kw.pop(p) for p in pos]
     _refused(lambda: fn(*args, **kw), name)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The public-function group (``--only api``): options the chosen method ignores, orders and noise beyond the
+# documented limits, counts, delta = 1, targets below the deployments' floor.  All refused at the boundary.
+
+_G16 = graphs.ring_graph(16)
+_DG = dict(n=1000, gamma=0.1, sigma=1.0)
+_SCR = dict(targets=10, n=100, sampling=0.5, dummies=10)
+_GEN = aj.shuffle.generic_randomizer(1.0)
+_SEC = dict(clip=1.0, target_epsilon=1.0, delta=1e-5, steps=100)
+_DPSGD = dict(target_epsilon=1.0, q=0.01, steps=100, delta=1e-5)
+
+API_REFUSED = [
+    # tuning options of one method, given with another (checked whatever the method)
+    ("chernoff_delta-nan-exact", lambda: aj.distributed_gaussian_rdp([2, 8], **_DG, chernoff_delta=math.nan),
+     "chernoff_delta"),
+    ("chernoff_delta-1", lambda: aj.distributed_gaussian_rdp([2, 8], **_DG, method="eq11", chernoff_delta=1.0),
+     "chernoff_delta"),
+    ("chernoff_delta-upper", lambda: aj.checkin.shuffled_checkin_upper_rdp([2, 8], n=1000, gamma=0.1, eps0=1.0,
+                                                                           chernoff_delta=-1.0), "chernoff_delta"),
+    ("chernoff_delta-lower", lambda: aj.checkin.shuffled_checkin_lower_rdp([2, 8], n=1000, gamma=0.1, eps0=1.0,
+                                                                           chernoff_delta=1.0), "chernoff_delta"),
+    ("tail_tol-array", lambda: aj.distributed_gaussian_rdp([2, 8], **_DG, tail_tol=[1e-12, 1e-10]), "tail_tol"),
+    ("window_size-tail_tol", lambda: aj.checkin.window_size(1000, 0.1, tail_tol=0.0), "tail_tol"),
+    ("window_size-n", lambda: aj.checkin.window_size(1000.5, 0.1), "n"),
+    ("sigma_lo", lambda: aj.checkin.distributed_gaussian_calibrate_sigma(n=1000, gamma=0.1, steps=100,
+                                                                       target_epsilon=1.0, delta=1e-5, sigma_lo=-1.0),
+     "sigma_lo"),
+    ("delta0-1", lambda: aj.checkin.subsampled_shuffle_checkin_rdp([2.0], n=1000, gamma=0.1, eps0=1.0,
+                                                                   shuffle_delta=1e-6, delta0=1.0), "delta0"),
+    ("confidence-exact", lambda: aj.scrambler_delta(1.0, **_SCR, confidence=math.nan), "confidence"),
+    ("samples-exact", lambda: aj.scrambler_delta(1.0, **_SCR, samples=2.5), "samples"),
+    ("scrambler-rtol", lambda: aj.traffic.scrambler_epsilon(1e-5, **_SCR, rtol=1e300), "rtol"),
+    ("blanket-confidence", lambda: aj.shuffle.blanket_delta(1.0, n=1000, randomizer=_GEN, confidence="abc"),
+     "confidence"),
+    ("blanket-samples", lambda: aj.shuffle.blanket_epsilon(1e-6, n=1000, randomizer=_GEN, samples=-1), "samples"),
+    ("blanket-rtol", lambda: aj.shuffle.blanket_epsilon(1e-6, n=1000, randomizer=_GEN, rtol=[1e-9, 1e-9]), "rtol"),
+    ("clones-tail_sd", lambda: aj.clones_epsilon(2.0, 10000, 1e-6, tail_sd=-1.0), "tail_sd"),
+    ("clones-max_iter", lambda: aj.clones_epsilon(2.0, 10000, 1e-6, max_iter=1e300), "max_iter"),
+    ("clones-max_iter-1.5", lambda: aj.clones_epsilon(2.0, 10000, 1e-6, max_iter=2.5), "max_iter"),
+    ("clones-rtol", lambda: aj.clones_epsilon(2.0, 10000, 1e-6, rtol=[1e-9, 1e-9]), "rtol"),
+    ("clones_delta-tail_sd", lambda: aj.shuffle.clones_delta(0.3, eps0=2.0, n=10000, tail_sd=math.inf), "tail_sd"),
+    ("optimal_noise-iterations", lambda: aj.secrdp.optimal_noise(_G16, **_SEC, iterations=-1), "iterations"),
+    ("optimal_noise-learning_rate", lambda: aj.secrdp.optimal_noise(_G16, **_SEC, learning_rate=math.inf),
+     "learning_rate"),
+    ("optimal_noise-kappa", lambda: aj.secrdp.optimal_noise(_G16, **_SEC, kappa=[1.0, 2.0]), "kappa"),
+    ("noise_frontier-rtol", lambda: aj.secrdp.noise_frontier(_G16, **_SEC, rtol=0.0), "rtol"),
+    ("noise_frontier-num", lambda: aj.secrdp.noise_frontier(_G16, **_SEC, num=2.5), "num"),
+    ("secrdp-orders-closed-form", lambda: aj.secrdp.epsilon(_G16, sigma_unc=1.0, sigma_cor=2.0, clip=1.0, steps=10,
+                                                            delta=1e-5, adversary="eavesdropper", orders=[0.5]),
+     "orders"),
+    ("eps1_budget-steps", lambda: aj.secrdp.example_level_eps1_budget(1.0, delta=1e-5, steps=[100, 200],
+                                                                      batch_size=32.0, q=0.01), "steps"),
+    ("kov-axis", lambda: aj.network.kov_composition_epsilon([0.1, 0.1], delta_tilde=1e-6, axis=1.5), "axis"),
+    ("kov-delta-axis", lambda: aj.network.kov_composition_delta([1e-6, 1e-6], delta_tilde=1e-6, axis=3), "axis"),
+    ("sgd-steps-unused", lambda: aj.network.calibrate_sgd_sigma(target_epsilon=1.0, delta=1e-5, n=[1000] * 3,
+                                                                steps=[10, 20], setting="network",
+                                                                contributions=100.0), "steps"),
+    ("cycle-m", lambda: aj.network.subsampled_cycle_epsilon(n=1000, m=2.5, eps_aggregate=1.0), "m"),
+    ("local-delta0", lambda: aj.network.local_sum_bound(n=1000, steps=10, eps0=0.5, delta0=1.0, delta_prime=1e-6,
+                                                        delta_hat=1e-6), "delta0"),
+    ("plan-delta", lambda: aj.traffic.plan_privacy(aj.traffic.aggregate_plan(), epsilon=1.0, delta=1.0), "delta"),
+    ("simulate-seed", lambda: aj.traffic.simulate_scrambler_outputs(targets=3, n=3, sampling=0.3, dummies=1, runs=10,
+                                                                    seed=-1), "seed"),
+    ("pure-exact-array", lambda: aj.traffic.scrambler_pure_epsilon_exact(targets=[3, 3], n=3, sampling=0.3,
+                                                                         dummies=1), "targets"),
+    ("regular-graph-n", lambda: graphs.random_regular_graph(3, [10, 12], seed=0), "n"),
+    ("erdos-renyi-p", lambda: graphs.erdos_renyi_graph(10, 1e-300, seed=0), "p"),
+    # orders beyond the documented limits (rdp.MAX_ORDER = 1e6, rdp.WOR_MAX_ORDER = 1024, checkin: 1e8)
+    ("gaussian-orders", lambda: aj.gaussian_rdp([2.0, 1e300], sigma=1.0), "orders"),
+    ("laplace-orders", lambda: aj.laplace_rdp([1e300], scale=1.0), "orders"),
+    ("rr-orders", lambda: aj.randomized_response_rdp([1e300], eps0=1.0), "orders"),
+    ("poisson-orders", lambda: aj.poisson_subsampled_gaussian_rdp([2.0, 1e300], q=0.01, sigma=1.0), "orders"),
+    ("wor-orders", lambda: aj.subsampled_gaussian_wor_rdp([2000.0], q=0.01, sigma=1.0), "orders"),
+    ("dp_to_rdp-orders", lambda: aj.dp_to_rdp([1e300], eps=1.0), "orders"),
+    ("dpsgd-orders", lambda: aj.dpsgd_epsilon(sigma=1.0, q=0.01, steps=100, delta=1e-5, orders=[2.0, 1e300]),
+     "orders"),
+    ("calibrate-orders", lambda: aj.dpsgd_calibrate_sigma(**_DPSGD, orders=[1e300]), "orders"),
+    ("epsilon-orders", lambda: aj.epsilon("laplace", scale=2.0, steps=10, delta=1e-5, orders=[1e300]), "orders"),
+    ("checkin-orders", lambda: aj.distributed_gaussian_rdp([2.0, 1e300], **_DG), "orders"),
+    # noise beyond the documented ranges (rdp.SIGMA_RANGE: +inf at sigma 1e-300, 0 below the truth at 1e300)
+    ("gaussian-sigma-tiny", lambda: aj.gaussian_rdp([2.0], sigma=1e-300), "sigma"),
+    ("gaussian-sigma-huge", lambda: aj.gaussian_rdp([2.0], sigma=1e300), "sigma"),
+    ("gaussian-sensitivity", lambda: aj.gaussian_rdp([2.0], sigma=1.0, sensitivity=1e300), "sensitivity"),
+    ("laplace-scale", lambda: aj.laplace_rdp([2.0], scale=1e300), "scale"),
+    ("poisson-sigma", lambda: aj.poisson_subsampled_gaussian_rdp([2.0], q=0.01, sigma=1e-300), "sigma"),
+    ("wor-sigma", lambda: aj.subsampled_gaussian_wor_rdp([2.0], q=0.01, sigma=1e-300), "sigma"),
+    ("checkin-sigma", lambda: aj.distributed_gaussian_rdp([2, 8], n=1000, gamma=0.1, sigma=1e-300), "sigma"),
+    ("shuffled-gaussian-sigma", lambda: aj.checkin.shuffled_gaussian_rdp([2], n=10, sigma=1e-300), "sigma"),
+    # delta = 1 is no guarantee; a count is an integer
+    ("dp_to_rdp-delta-1", lambda: aj.dp_to_rdp([2.0, 8.0], eps=1.0, delta=1.0), "delta"),
+    ("compose-steps", lambda: aj.compose([np.ones(3)], steps=1.5), "steps"),
+    # the deployments' targets below MIN_TARGET_DELTA (fewest_dummies at 1e-300: 168 s, then infeasible)
+    ("fewest_dummies", lambda: aj.traffic.fewest_dummies(1.0, 1e-300, targets=10, n=1000, sampling=0.5),
+     "target_delta"),
+    ("smallest_sampling", lambda: aj.traffic.smallest_sampling(1.0, 1e-16, targets=10, n=100, dummies=10),
+     "target_delta"),
+    ("messages_per_scrambler", lambda: aj.traffic.messages_per_scrambler(1.0, 1e-300, targets=10, sampling=0.5,
+                                                                         dummies=10), "target_delta"),
+    # one search tolerance in [1e-15, 0.5] (1e300 hung, 1e-300 raised AttributeError)
+    ("dpsgd-calibrate-rtol", lambda: aj.dpsgd_calibrate_sigma(**_DPSGD, rtol=1e-300), "rtol"),
+    ("calibrate-rtol", lambda: aj.calibrate_sigma("gaussian", target_epsilon=1.0, delta=1e-5, steps=10,
+                                                  rtol=[1e-6, 1e-6]), "rtol"),
+    ("pld-calibrate-rtol", lambda: aj.pld.dpsgd_calibrate_sigma(**_DPSGD, rtol=1e300), "rtol"),
+]
+
+
+@pytest.mark.parametrize("call,name", [pytest.param(c, n, id=i) for i, c, n in API_REFUSED])
+def test_public_function_options_limits_and_counts_refused(call, name):
+    _refused(call, name)
+
+
+def test_randomized_response_at_orders_beyond_float64_is_eps0():
+    """D_alpha <= D_inf = eps0 for randomized response: where alpha eps0 leaves float64 the curve is eps0 (it was
+    +inf), and an ordinary point is unchanged (against the closed form of Mironov 2017, Table II, in mpmath)."""
+    import mpmath as mp
+
+    got = np.asarray(aj.randomized_response_rdp([2.0, 1e6], eps0=np.array([1e303, 1.0])))
+    assert got[0, 1] == 1e303 and np.isfinite(got[0, 0]) and got[0, 0] <= 1e303
+    with mp.workdps(50):
+        a, e = mp.mpf(2), mp.mpf(1)
+        ref = float(mp.log((mp.e ** (a * e) + mp.e ** ((1 - a) * e)) / (mp.e ** e + 1)) / (a - 1))
+    assert ref <= got[1, 0] <= ref * (1 + 1e-13)
+
+
+@pytest.fixture
+def no_pld_kernels(monkeypatch):
+    """The PLD's batch kernels replaced by one that fails the test if it is called."""
+    from amplify_jax.pld import _dpsgd, _results
+
+    for mod, name in ((_results, "eps_batch"), (_results, "delta_batch"), (_dpsgd, "_eps_batch")):
+        monkeypatch.setattr(mod, name, _boom)
+
+
+def test_pld_where_the_mechanism_never_looks_at_the_data(no_pld_kernels):
+    """q = 0 (or no step): both output laws are the same, so eps = 0 at every delta and delta = 0 at every
+    eps >= 0, exactly; the PLD answered +inf with status error (delta: 1).  Now 0, status ok, and no kernel runs;
+    the calibration's whole range meets any target: its lower end, status at_limit."""
+    from amplify_jax import pld
+    from amplify_jax.calibrate import AT_LIMIT
+
+    for q, steps in ((0.0, 10), ([0.0, 0.0], 10), (0.01, 0)):
+        r = pld.dpsgd_epsilon(sigma=1.0, q=q, steps=steps, delta=1e-5)
+        assert np.all(np.asarray(r.epsilon) == 0.0) and np.all(np.asarray(r.epsilon_lower) == 0.0)
+        assert np.all(np.asarray(r.status) == Status.OK)
+        r = pld.dpsgd_delta(sigma=1.0, q=q, steps=steps, epsilon=0.0)
+        assert np.all(np.asarray(r.delta) == 0.0) and np.all(np.asarray(r.status) == Status.OK)
+    r = pld.epsilon("poisson-laplace", scale=1.0, q=0.0, steps=10, delta=1e-5)
+    assert float(r.epsilon) == 0.0 and int(r.status) == Status.OK
+    r = aj.dpsgd_epsilon(sigma=1.0, q=0.0, steps=10, delta=1e-5, accountant="pld")
+    assert float(r.epsilon) == 0.0 and int(r.status) == Status.OK
+    c = pld.dpsgd_calibrate_sigma(target_epsilon=1.0, q=0.0, steps=10, delta=1e-5, sigma_range=(0.5, 10.0))
+    assert float(c.sigma) == 0.5 and float(c.epsilon) == 0.0 and int(c.status) == AT_LIMIT
 
 
 # ----------------------------------------------------------------------------------------------------------

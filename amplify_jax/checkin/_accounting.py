@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
+from ..rdp import SIGMA_RANGE
 from .._compat import renamed_function, renamed_params
 from ..numerics import float64_jit, x64_scope
 from ..status import Status
@@ -212,9 +213,13 @@ def distributed_gaussian_calibrate_sigma(*, n, gamma, steps, target_epsilon, del
     _check_n_max(nn)
     g = V.probability("gamma", gamma)
     shape = V.broadcastable(n=nn, gamma=g, steps=t, target_epsilon=e, delta=d)
+    lo = V.scalar("sigma_lo", sigma_lo, lambda k, v: V.between(k, v, *SIGMA_RANGE))  # one search range
+    hi = V.scalar("sigma_hi", sigma_hi, lambda k, v: V.between(k, v, *SIGMA_RANGE))
+    if lo >= hi:
+        raise ValueError(f"Expected sigma_lo < sigma_hi, got sigma_lo={lo!r}, sigma_hi={hi!r}.")
     width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), tail_tol)
     inv = invert_monotone(_cal_fn("sigma", alpha_int, width), e, args=(nn, g, t, np.log(d)),
-                          lo=sigma_lo, hi=sigma_hi, feasible="above", rtol=rtol)
+                          lo=lo, hi=hi, feasible="above", rtol=rtol)
     rdp = distributed_gaussian_rdp(alpha_int, n=np.broadcast_to(nn, shape), gamma=np.broadcast_to(g, shape),
                                    sigma=np.asarray(inv.value), tail_tol=tail_tol)
     _report_cap_curve(alpha_int, rdp, np.broadcast_to(t, shape), np.broadcast_to(d, shape),
@@ -261,7 +266,7 @@ def distributed_gaussian_max_gamma(*, n, sigma, steps, target_epsilon, delta, or
     alpha_int, e, d, t = _cal_common(target_epsilon, delta, steps, CALIBRATION_ORDERS if orders is None else orders)
     nn = V.integer("n", n, minimum=1).astype(np.float64)
     _check_n_max(nn)
-    s = V.positive("sigma", sigma)
+    s = V.between("sigma", sigma, *SIGMA_RANGE)  # as DP-SGD (rdp.SIGMA_RANGE): beyond, RDP leaves float64
     ghi = V.probability("gamma_hi", gamma_hi)
     if np.any(ghi <= 0):
         raise ValueError(f"Expected gamma_hi > 0, got gamma_hi={np.min(ghi)!r}.")
@@ -271,7 +276,7 @@ def distributed_gaussian_max_gamma(*, n, sigma, steps, target_epsilon, delta, or
         lo = b(V.unit_open("gamma_lo", gamma_lo))
         hi = b(ghi)
     else:
-        gp = int(V.integer("grid_points", grid_points, minimum=3))
+        gp = V.count("grid_points", grid_points, minimum=3, maximum=10**4)  # one eps evaluation per point
         u = np.linspace(0.0, 1.0, gp)
         glo = np.minimum(0.01 / b(nn), 0.5 * b(ghi))
         grid = np.exp(np.log(glo)[..., None] * (1 - u) + np.log(b(ghi))[..., None] * u)  # shape + (G,)

@@ -8,6 +8,7 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
+from ..rdp import SIGMA_RANGE
 from .._compat import renamed_params
 from ..approx_dp import advanced_composition, analytic_gaussian_epsilon, fmt_closed_form, subsampled_epsilon
 from ..numerics import float64_jit, x64_scope
@@ -97,9 +98,10 @@ def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, steps, delta)
     Girgis et al. 2021c state this accounting only up to constants; this instantiation is ours and sound:
     per round, k lies in [l1, l2] except with probability d1 + d2 (Chernoff, :func:`_count_bounds`); given
     k >= l1 the shuffle of the k eps0-LDP reports is (eps_s, delta_s)-DP with eps_s the FMT closed form at
-    l1 users (footnote 3's fallback eps0 outside its condition), the differing client is in the round with
-    probability k/n <= l2/n (Balle et al. 2018 Thm 9 subsampling); the T rounds compose by Dwork-Rothblum-
-    Vadhan strong composition: eps = sqrt(2 T ln(1/delta')) eps_r + T eps_r (e^eps_r - 1), and
+    l1 users (footnote 3's fallback eps0 outside its condition, which is checked with ln(4/delta_s), the
+    source's, where footnote 3 prints ln(2/delta): docs/errata.md#e-checkin-fmt-condition), the differing client
+    is in the round with probability k/n <= l2/n (Balle et al. 2018 Thm 9 subsampling); the T rounds compose by
+    Dwork-Rothblum-Vadhan strong composition: eps = sqrt(2 T ln(1/delta')) eps_r + T eps_r (e^eps_r - 1), and
     delta = T (q delta_s + d1 + d2) + delta', T = ``steps``.  The split of ``delta`` is optimised over a small
     grid.  (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
@@ -120,7 +122,7 @@ def distributed_gaussian_strong_composition_epsilon(*, n, gamma, sigma, steps, d
     strong composition; delta = T (q delta_g + d1 + d2) + delta' (T = ``steps``), the split optimised over a
     small grid.  (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
-    s = V.positive("sigma", sigma)
+    s = V.between("sigma", sigma, *SIGMA_RANGE)  # as DP-SGD (rdp.SIGMA_RANGE): beyond, RDP leaves float64
     b, nn, g, t, ld = _baseline_args(n, gamma, steps, delta, sigma=s)
     with x64_scope():
         return _sc_gauss_kernel(nn, g, b(s), t, ld)

@@ -14,6 +14,7 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
+from ..rdp import SIGMA_RANGE
 from ..numerics import float64_jit, x64_scope
 from ..rdp import without_replacement_log_excess
 from ._weighted import (DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _chernoff_grid, _finish_rdp,
@@ -93,19 +94,19 @@ def distributed_gaussian_rdp(orders, *, n, gamma, sigma, method="exact", chernof
     nn = V.integer("n", n, minimum=1)
     _check_n_max(nn)
     g = V.probability("gamma", gamma)
-    s = V.positive("sigma", sigma)
+    s = V.between("sigma", sigma, *SIGMA_RANGE)  # as DP-SGD (rdp.SIGMA_RANGE): beyond, RDP leaves float64
     V.one_of("method", method, ("exact", "eq11", "exact_paper_rate"))
-    tol = V.unit_open("tail_tol", tail_tol)
+    tol = V.scalar("tail_tol", tail_tol, V.unit_open)
     shape = V.broadcastable(n=nn, gamma=g, sigma=s)
     nf = np.broadcast_to(nn.astype(np.float64), shape)
     gf = np.broadcast_to(g, shape)
     sf = np.broadcast_to(s, shape)
+    dgrid = _chernoff_grid(chernoff_delta, shape)  # checked whatever the method (used by eq11 only)
     with x64_scope():
         if method == "eq11":
-            dgrid = _chernoff_grid(chernoff_delta, shape)
             return _gauss_eq11_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(sf), jnp.asarray(dgrid),
                                       alpha_int)
-        width = _sum_plan(nf, gf, float(tol))
+        width = _sum_plan(nf, gf, tol)
         return _distributed_gaussian_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(sf), alpha_int, width,
                                             method == "exact_paper_rate")
 

@@ -113,18 +113,18 @@ def shuffled_checkin_upper_rdp(orders, *, n, gamma, eps0, method="exact", cherno
     g = V.probability("gamma", gamma)
     e0 = V.nonnegative("eps0", eps0)
     V.one_of("method", method, ("exact", "eq7"))
-    tol = V.unit_open("tail_tol", tail_tol)
+    tol = V.scalar("tail_tol", tail_tol, V.unit_open)
     shape = V.broadcastable(n=nn, gamma=g, eps0=e0)
     nf = np.broadcast_to(nn.astype(np.float64), shape)
     gf = np.broadcast_to(g, shape)
     ef = np.broadcast_to(e0, shape)
+    dgrid = _chernoff_grid(chernoff_delta, shape)  # checked whatever the method (used by eq7 only)
     with x64_scope():
         if method == "eq7":
             if np.any(gf <= 0):
                 raise ValueError(f"Expected gamma > 0 for method='eq7', got gamma={np.min(gf)!r}.")
-            dgrid = _chernoff_grid(chernoff_delta, shape)
             return _eq7_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(ef), jnp.asarray(dgrid), alpha_int)
-        width = _sum_plan(nf, gf, float(tol))
+        width = _sum_plan(nf, gf, tol)
         return _shuffled_checkin_exact_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(ef), alpha_int, width)
 
 

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jax.scipy import special as jsp
 
 from .. import _validate as V
+from ..rdp import SIGMA_RANGE
 from ..numerics import float64_jit, logsumexp, x64_scope
 from ..rdp import without_replacement_log_excess
 from ._weighted import (DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _finish_rdp, _int_orders, _map_batch,
@@ -99,7 +100,7 @@ def shuffled_gaussian_rdp(orders, *, n, sigma):
     alpha_int = _int_orders(orders)
     nn = V.integer("n", n, minimum=1)
     _check_n_max(nn)
-    s = V.positive("sigma", sigma)
+    s = V.between("sigma", sigma, *SIGMA_RANGE)  # as DP-SGD (rdp.SIGMA_RANGE): beyond, RDP leaves float64
     shape = V.broadcastable(n=nn, sigma=s)
     with x64_scope():
         return _shuffled_gaussian_kernel(jnp.asarray(np.broadcast_to(nn.astype(np.float64), shape)),
@@ -142,12 +143,12 @@ def shuffled_gaussian_checkin_rdp(orders, *, n, gamma, sigma, tail_tol=DEFAULT_T
     nn = V.integer("n", n, minimum=1)
     _check_n_max(nn)
     g = V.probability("gamma", gamma)
-    s = V.positive("sigma", sigma)
-    tol = V.unit_open("tail_tol", tail_tol)
+    s = V.between("sigma", sigma, *SIGMA_RANGE)  # as DP-SGD (rdp.SIGMA_RANGE): beyond, RDP leaves float64
+    tol = V.scalar("tail_tol", tail_tol, V.unit_open)
     shape = V.broadcastable(n=nn, gamma=g, sigma=s)
     nf = np.broadcast_to(nn.astype(np.float64), shape)
     gf = np.broadcast_to(g, shape)
-    width = _sum_plan(nf, gf, float(tol))
+    width = _sum_plan(nf, gf, tol)
     with x64_scope():
         return _shuffled_gauss_checkin_kernel(jnp.asarray(nf), jnp.asarray(gf),
                                               jnp.asarray(np.broadcast_to(s, shape)), alpha_int, width)

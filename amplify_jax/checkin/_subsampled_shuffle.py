@@ -85,10 +85,11 @@ def subsampled_shuffle_checkin_rdp(orders, *, n, gamma, eps0, delta0=0.0, shuffl
     g = V.probability("gamma", gamma)
     e0 = V.nonnegative("eps0", eps0)
     d0 = V.probability("delta0", delta0)
+    V._check("delta0", d0, d0 >= 1.0, "in [0, 1) (delta0 = 1 is no local guarantee)")
     ds = V.unit_open("shuffle_delta", shuffle_delta)
-    tol = V.unit_open("tail_tol", tail_tol)
+    tol = V.scalar("tail_tol", tail_tol, V.unit_open)
     shape = V.broadcastable(n=nn, gamma=g, eps0=e0, delta0=d0, shuffle_delta=ds)
     b = lambda x: jnp.asarray(np.broadcast_to(np.asarray(x, dtype=np.float64), shape))  # noqa: E731
-    width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), float(tol))
+    width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), tol)
     with x64_scope():
         return _conversion_kernel(b(nn), b(g), b(e0), b(d0), b(ds), jnp.asarray(a), width)

@@ -62,10 +62,11 @@ def window_size(n, gamma, tail_tol=DEFAULT_TAIL_TOL) -> int:
     quarter of the power of two below it (so nearby grids share compiled code, and at most 25% is wasted),
     at least 64 and at most the power of two above max n.
     """
-    n = np.asarray(n, dtype=np.float64)
-    g = np.asarray(gamma, dtype=np.float64)
+    n = V.integer("n", n, minimum=1).astype(np.float64)
+    g = V.probability("gamma", gamma)
+    tol = V.scalar("tail_tol", tail_tol, V.unit_open)  # one number in (0, 1): it fixes one static size
     v = float(np.max(n * g * (1.0 - g))) if n.size and g.size else 0.0
-    L = math.log(2.0 / float(tail_tol))
+    L = math.log(2.0 / tol)
     t = L / 3.0 + math.sqrt(L * L / 9.0 + 2.0 * L * v)
     x = 2.0 * t + 2.0
     step = max(16, (1 << int(math.floor(math.log2(x)))) // 4)
@@ -204,8 +205,13 @@ def effective_checkin_rate(*, p, p_dropout=0.0):
     return pp * (1.0 - pd)
 
 
+#: Largest order the check-in curves accept: the top of :data:`LOWER_ORDERS` (the widest grid of the package);
+#: their kernels hold arrays as long as the largest order (1e300 failed with "Maximum allowed size exceeded").
+MAX_ORDER = 1e8
+
+
 def _int_orders(orders):
-    a = V.orders("orders", orders, integer=True)
+    a = V.orders("orders", orders, integer=True, maximum=MAX_ORDER)
     return tuple(int(x) for x in np.round(a))
 
 
@@ -217,6 +223,6 @@ CHERNOFF_GRID = np.linspace(0.02, 0.98, 49)
 def _chernoff_grid(chernoff_delta, shape):
     if chernoff_delta is None:
         return np.broadcast_to(CHERNOFF_GRID, shape + CHERNOFF_GRID.shape)
-    d = V.probability("chernoff_delta", chernoff_delta)
+    d = V.unit_open("chernoff_delta", chernoff_delta)  # the Chernoff parameter Delta in (0, 1)
     V.broadcastable(chernoff_delta=d, params=np.empty(shape))
     return np.broadcast_to(d, shape)[..., None]

@@ -39,7 +39,7 @@ def subsampled_cycle_epsilon(*, n, m, eps_aggregate):
     eps0 / sqrt(m) (classical Gaussian mechanism, eps0 < 1).
     """
     nn = _n("n", n)
-    mm = V.nonnegative("m", m)
+    mm = V.integer("m", m, minimum=0).astype(np.float64)  # a cycle length: 1.5 users is refused
     e = V.nonnegative("eps_aggregate", eps_aggregate)
     shape = V.broadcastable(n=nn, m=mm, eps_aggregate=e)
     return _eq10_kernel(*_b(shape, nn, mm, e))
@@ -114,6 +114,7 @@ def complete_graph_sum_bound(*, n, steps, eps0, delta0, delta_prime, delta_hat, 
     V.one_of("cycle_delta", cycle_delta, ("group", "paper"))
     nn, tt, e, dp, dh = _thm3_inputs(n, steps, eps0, delta_prime, delta_hat)
     d0 = V.probability("delta0", delta0)
+    V._check("delta0", d0, d0 >= 1.0, "in [0, 1) (delta0 = 1 is no local guarantee)")
     cc = _colluders(nn, colluders)
     shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta0=d0, delta_prime=dp, delta_hat=dh, colluders=cc)
     nb, tb, eb, d0b, dpb, dhb, cb = _b(shape, nn, tt, e, d0, dp, dh, cc)

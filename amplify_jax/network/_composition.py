@@ -56,6 +56,13 @@ def _kov_kernel(eps, dt, axis):
     return _kov_from_sums(t1.sum(axis), t2.sum(axis), t3.sum(axis), -jnp.log(dt))
 
 
+def _axis(axis, ndim):
+    """An axis of an array of ``ndim`` dimensions (a Python or NumPy integer in [-ndim, ndim)), or a ValueError."""
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
+        raise ValueError(f"Expected axis to be an integer in [-{ndim}, {ndim}), got axis={axis!r}.")
+    return int(axis)
+
+
 def kov_composition_epsilon(eps, *, delta_tilde, axis=-1):
     """Optimal-composition bound for heterogeneous mechanisms, Kairouz, Oh, Viswanath 2015 (ICML), Thm 3.5.
 
@@ -76,7 +83,7 @@ def kov_composition_epsilon(eps, *, delta_tilde, axis=-1):
     d = V.unit_open("delta_tilde", delta_tilde)
     if e.ndim == 0:
         e = e[None]
-    ax = axis % e.ndim
+    ax = _axis(axis, e.ndim) % e.ndim
     rest = e.shape[:ax] + e.shape[ax + 1:]
     shape = V.broadcastable(eps_without_axis=np.empty(rest), delta_tilde=d)
     e = np.moveaxis(e, ax, -1)
@@ -89,6 +96,8 @@ def kov_composition_delta(deltas, *, delta_tilde, axis=-1):
     """The delta of KOV Thm 3.5: 1 - (1 - delta_tilde) prod_l (1 - delta_l), computed with log1p/expm1."""
     d = V.probability("deltas", deltas)
     dt = V.unit_open("delta_tilde", delta_tilde)
+    if d.ndim:
+        axis = _axis(axis, d.ndim)
     with x64_scope():
         s = jnp.sum(jnp.log1p(-_f64(d)), axis=axis) if d.ndim else jnp.log1p(-_f64(d))
         return -jnp.expm1(jnp.log1p(-_f64(dt)) + s)
@@ -167,8 +176,10 @@ def contribution_bound(*, n, steps, delta_hat):
 
     T = ``steps``.  The count is Binomial(T, 1/n); App. D's Chernoff bound gives
     N_v = T/n + sqrt(3 T/n ln(1/delta_hat)) with probability 1 - delta_hat, valid when T/n >= 3 ln(1/delta_hat);
-    otherwise the general multiplicative bound is used (see :func:`_chernoff_count`).  Returns
-    (N, paper_form_valid).  (``T=`` is the deprecated spelling of ``steps=``.)
+    otherwise the general multiplicative bound is used (see :func:`_chernoff_count`): the paper uses the printed
+    form for every T and n (docs/errata.md#e-network-chernoff).  The authors' scripts count
+    T/n + sqrt(3T/2 ln(1/delta)) instead; the paper's form is used here (docs/errata.md#e-network-authors-code).
+    Returns (N, paper_form_valid).  (``T=`` is the deprecated spelling of ``steps=``.)
     """
     nn = _n("n", n)
     tt = V.integer("steps", steps, minimum=1).astype(np.float64)

@@ -34,6 +34,7 @@ def local_sum_bound(*, n, steps, eps0, delta0, delta_prime, delta_hat, fixed_con
     tt = V.integer("steps", steps, minimum=1).astype(np.float64)
     e = V.positive("eps0", eps0)
     d0 = V.probability("delta0", delta0)
+    V._check("delta0", d0, d0 >= 1.0, "in [0, 1) (delta0 = 1 is no local guarantee)")
     dp = V.unit_open("delta_prime", delta_prime)
     dh = V.unit_open("delta_hat", delta_hat)
     shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta0=d0, delta_prime=dp, delta_hat=dh)

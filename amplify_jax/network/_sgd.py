@@ -1,5 +1,10 @@
 """Private SGD in network DP, Cyffers & Bellet Section 4.2 and App. F (Thm 4 Eq. 7, Lemma 1 and Remark 5), and
-the baselines and calibrations of Sec. 5.2 (local DP-SGD, central DP-SGD by RDP and along Bassily et al.)."""
+the baselines and calibrations of Sec. 5.2 (local DP-SGD, central DP-SGD by RDP and along Bassily et al.).
+
+Where the authors' public scripts differ from the paper, the paper is followed (docs/errata.md#e-network-authors-code):
+Lemma 1's factor 4 (the scripts use 2; :func:`network_sgd_rdp`), gradient sensitivity 2L for replace-one adjacency
+(the scripts use L; :func:`local_sgd_epsilon` and the other accountants), and the central baseline "along
+Bassily et al." is our derivation (the scripts use a closed form; :func:`central_sgd_bassily_epsilon`)."""
 
 from __future__ import annotations
 
@@ -128,6 +133,8 @@ def network_sgd_rdp(orders, *, sigma, n, contributions, lipschitz=1.0, colluders
     for every alpha > 1 with sigma >= L sqrt(2 alpha (alpha - 1)) (weak convexity, Feldman et al. 2018 Prop. 4
     with c = 1, and amplification by iteration, their Thm 23).
 
+    The factor is the paper's 4; the authors' script uses 2 (docs/errata.md#e-network-authors-code).
+
     Returns the curve at ``orders`` (trailing axis).  An order violating the constraint for some sigma is a
     ValueError naming sigma (the lemma says nothing there).  ``colluders``: Sec. 4.3, n -> n / c.
     """
@@ -215,7 +222,8 @@ def _local_sgd_kernel(sigma, tu, delta, L, method):
 def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="balle2020"):
     """Local-DP epsilon of Algorithm 4 (Cyffers & Bellet Sec. 5.2 "Local DP-SGD").
 
-    Every one of u's ``contributions`` is a Gaussian gradient release with sensitivity 2L (Bassily et al. 2014):
+    Every one of u's ``contributions`` is a Gaussian gradient release with sensitivity 2L (Bassily et al. 2014;
+    the paper's, where the authors' script uses L: docs/errata.md#e-network-authors-code):
     RDP T_u alpha (2L)^2 / (2 sigma^2) (Mironov 2017), converted with the order optimised over alpha > 1.
     """
     V.one_of("method", method, ("balle2020", "mironov"))
@@ -343,6 +351,7 @@ def calibrate_sgd_sigma(*, target_epsilon, delta, n, steps, setting, contributio
     nn = _n("n", n)
     tt = V.integer("steps", steps, minimum=1).astype(np.float64)
     L = V.positive("lipschitz", lipschitz)
+    V.broadcastable(target_epsilon=e, delta=d, n=nn, steps=tt, lipschitz=L)  # steps too, where unused
     if setting in ("central", "central_bassily"):
         fn = _central_eps_for_sigma if setting == "central" else _central_bassily_for_sigma
         args = (nn, tt, d, L)

@@ -21,7 +21,7 @@ from ..calibrate import invert_monotone_host
 from ..numerics import x64_scope
 from ._grid import check_grid_size, flat_padded, unpad
 from ._queries import eps_batch
-from ._results import SIGMA_RANGE, PldDelta, PldEpsilon, answer, check_parameter
+from ._results import SIGMA_RANGE, PldDelta, PldEpsilon, answer, check_parameter, never_looks
 
 __all__ = ["PldCalibration", "dpsgd_epsilon", "dpsgd_delta", "dpsgd_calibrate_sigma"]
 
@@ -75,11 +75,13 @@ def dpsgd_calibrate_sigma(*, target_epsilon, q, steps, delta, rtol=1e-6, sigma_r
 
     Batched; the search is the inversion layer's (``calibrate.invert_monotone_host``: bisection in log
     sigma to ``rtol``, the feasible end returned and re-checked).  Targets no sigma in ``sigma_range`` meets
-    get status ``infeasible`` (sigma = the range's top); returns (sigma, epsilon at sigma, status)."""
+    get status ``infeasible`` (sigma = the range's top); returns (sigma, epsilon at sigma, status).  Where q = 0
+    or steps = 0 eps is 0 at every sigma: the range's lower end, status ``at_limit``."""
     e = V.positive("target_epsilon", target_epsilon)
     qq = V.probability("q", q)
     t = V.integer("steps", steps, minimum=0)
     d = V.unit_open("delta", delta)
+    rtol = V.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
     lo, hi = (float(x) for x in V.positive("sigma_range", np.asarray(sigma_range, dtype=np.float64)))
     if not (SIGMA_RANGE[0] <= lo < hi <= SIGMA_RANGE[1]):
         raise ValueError(f"sigma_range must satisfy {SIGMA_RANGE[0]} <= lo < hi <= {SIGMA_RANGE[1]}, "
@@ -88,9 +90,12 @@ def dpsgd_calibrate_sigma(*, target_epsilon, q, steps, delta, rtol=1e-6, sigma_r
     n = check_grid_size(grid_size, shape)
     with x64_scope():
         (be, bq, bt, bd), m = flat_padded(shape, e, qq, t, d)
+        idle = np.asarray(never_looks(np.shape(bq), bq, bt))  # q = 0 or no step: eps = 0 at every sigma
 
         def eps_of(sig):
-            return np.asarray(_eps_batch(jnp.asarray(sig), bq, bt, bd, n)[0])
+            if idle.all():  # nothing to compute (no kernel runs)
+                return np.zeros(np.shape(idle))
+            return np.where(idle, 0.0, np.asarray(_eps_batch(jnp.asarray(sig), bq, bt, bd, n)[0]))
 
         inv = invert_monotone_host(eps_of, be, lo=lo, hi=hi, feasible="above", rtol=rtol)
         return PldCalibration(unpad(inv.value, m, shape), unpad(inv.achieved, m, shape), unpad(inv.status, m, shape))

@@ -19,7 +19,7 @@ from ._grid import flat_padded, unpad
 from ._queries import delta_batch, eps_batch
 
 __all__ = ["PldEpsilon", "PldDelta", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE", "check_parameter", "status_of",
-           "answer"]
+           "answer", "never_looks"]
 
 #: Noise multipliers the PLD route accepts (the loss range is ~1 / (2 sigma^2): below 0.05 it leaves float64).
 SIGMA_RANGE = (0.05, 1e4)
@@ -70,8 +70,20 @@ def answer(query: str, kind: str, shape: tuple, n: int, a, q, steps, x):
     parameter ``a``, rate q, composed ``steps`` times, on a grid of ``n`` points, for checked arrays
     broadcast to ``shape``: a :class:`PldEpsilon` or :class:`PldDelta` of that shape."""
     batch, result = (eps_batch, PldEpsilon) if query == "epsilon" else (delta_batch, PldDelta)
+    # q = 0 (the mechanism never looks at the data) or no step: both output laws are the same, so eps = 0 at
+    # every delta and delta = 0 at every eps >= 0, exactly (the grid answered +inf, status error, or 1)
+    idle = never_looks(shape, q, steps)
+    if idle.all():  # nothing to compute (no kernel runs)
+        zero = np.zeros(shape)
+        return result(zero, zero, status_of(zero))
     with x64_scope():
         (ba, bq, bt, bx), m = flat_padded(shape, a, q, steps, x)
         up, lo = batch(ba, bq, bt, bx, kind, n)
         up, lo = unpad(up, m, shape), unpad(lo, m, shape)
+        up, lo = np.where(idle, 0.0, up), np.where(idle, 0.0, lo)
         return result(up, lo, status_of(up))
+
+
+def never_looks(shape, q, steps):
+    """Where the composed mechanism's output does not depend on the data (q = 0 or steps = 0), broadcast."""
+    return np.broadcast_to((np.asarray(q) == 0) | (np.asarray(steps) == 0), shape)

@@ -7,6 +7,14 @@ Steps 2-3: fix sigma_unc and find the minimal sigma_cor on the accountant, which
 accountant, :class:`_Eps1Fn`; for adversary II beyond enumeration refined on the certified accountant).
 :func:`noise_frontier` gives the admissible pairs over sigma_unc; :func:`baselines` the local-DP and central-DP
 noise levels for the same per-step budget.
+
+The formulas are those rebuilt in docs/errata.md (our copy of the paper lost them): the budget inverts the closed
+form T eps1 + 2 sqrt(T eps1 ln(1/delta)) (docs/errata.md#e-secrdp-closed-form); the accountant is
+eps1 = 2 C^2 max_{i in H} [Sigma_H^{-1}]_ii (docs/errata.md#e-secrdp-accountant) for any of the adversaries I-IV
+(the authors' code has I only; docs/errata.md#e-secrdp-adversaries); the example-level budget composes the T
+steps at the requested delta, which the authors' example-level code does not
+(docs/errata.md#e-secrdp-example-level).  The search itself is App. D.1's (sigma_unc fixed, sigma_cor bisected),
+as the note after that entry says.
 """
 
 from __future__ import annotations
@@ -311,11 +319,19 @@ def noise_frontier(graph, *, clip, target_epsilon, delta, steps, adversary="eave
     """
     g = prepare_graph(graph)
     c = _validate_adversary(g, adversary, colluders)
-    num = int(V.integer("num", num, minimum=2))
+    num = V.count("num", num, minimum=2, maximum=10**4)  # one inversion per point
+    rtol = V.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
+    for name, v in (("target_epsilon", target_epsilon), ("delta", delta), ("steps", steps)):
+        if not isinstance(v, str) and np.ndim(v) != 0:  # one target per frontier (values: eps1_budget checks)
+            raise ValueError(f"Expected {name} to be a single number, got {name} with shape {np.shape(v)}.")
     budget = float(np.asarray(eps1_budget(target_epsilon, steps=steps, delta=delta, method=method)).reshape(()))
-    cl = float(V.positive("clip", clip))
+    cl = V.scalar("clip", clip, V.positive)
+    ldp = cl * math.sqrt(2.0 / budget) if budget > 0 else math.inf
+    if not (budget > 0 and 0 < ldp < math.inf):  # the frontier's ends, sigma_ldp = C sqrt(2 / eps1), in float64
+        raise ValueError(f"Expected target_epsilon, delta, steps and clip whose local-DP noise C sqrt(2 / eps1) is "
+                         f"finite and positive, got target_epsilon={target_epsilon!r} (eps1 budget {budget!r}), "
+                         f"clip={cl!r}.")
     _check_connectivity(g, c)
-    ldp = cl * math.sqrt(2.0 / budget)
     low = ldp / math.sqrt(_honest_size(g, c) if c is not None else 1)
     su = np.geomspace(low * (1.0 + 1e-3), ldp, num)
     value, status, achieved = _sigma_cor_for_budget(g, adversary, c, su, cl, budget, rtol)
@@ -333,12 +349,13 @@ def example_level_eps1_budget(target_epsilon, *, delta, steps, batch_size, q, sa
     the feasible (lower) endpoint, re-checked.  Scalar inputs."""
     from ..conversions import epsilon_from_rdp
 
-    e = float(V.positive("target_epsilon", target_epsilon))
-    d = float(V.unit_open("delta", delta))
-    t = float(V.integer("steps", steps, minimum=1))
-    b = float(V.positive("batch_size", batch_size))
-    q = float(V.unit_open("q", q))
-    rtol = float(V.between("rtol", rtol, 1e-15, 1.0))  # the bisection below runs until hi / lo <= 1 + rtol
+    e = V.scalar("target_epsilon", target_epsilon, V.positive)  # scalar inputs (one bisection)
+    d = V.scalar("delta", delta, V.unit_open)
+    t = float(V.count("steps", steps, minimum=1))
+    b = V.scalar("batch_size", batch_size, V.positive)
+    q = V.scalar("q", q, V.unit_open)
+    # the bisection below runs until hi / lo <= 1 + rtol
+    rtol = V.scalar("rtol", rtol, lambda k, v: V.between(k, v, 1e-15, 1.0))
     V.one_of("sampling", sampling, _SAMPLINGS)
     # integer orders by default: a superset-free, sound choice (any set of orders gives a valid bound)
     a = V.orders("orders", np.arange(2.0, 129.0) if orders is None else orders)

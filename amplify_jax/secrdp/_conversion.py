@@ -44,7 +44,7 @@ def closed_form_eps1(target_epsilon, *, steps, delta):
     d = V.unit_open("delta", delta)
     V.broadcastable(target_epsilon=e, steps=t, delta=d)
     ld = np.log(1.0 / d)
-    val = e * e / (t * (np.sqrt(ld + e) + np.sqrt(ld)) ** 2)
+    val = (e / (np.sqrt(ld + e) + np.sqrt(ld))) ** 2 / t  # squared after the division: e^2 overflowed at 1e300
     with x64_scope():
         return jnp.asarray(val * (1.0 - 1e-12))
 
@@ -71,13 +71,13 @@ def epsilon(graph, *, sigma_unc, sigma_cor, clip, steps, delta, adversary, collu
     form for "balle2020".
     """
     V.one_of("method", method, _CONVERSION_METHODS)
+    a = _CURVE_ORDERS if orders is None else V.orders("orders", orders)  # checked whatever the method
     acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,
                        colluders=colluders)
     if method == "closed_form":
         return closed_form_epsilon(acc.eps1, steps=steps, delta=delta)
     from ..conversions import epsilon_from_rdp
 
-    a = _CURVE_ORDERS if orders is None else V.orders("orders", orders)
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
     with x64_scope():
         curve = jnp.asarray(t)[..., None] * acc.eps1[..., None] * jnp.asarray(a)

@@ -37,9 +37,10 @@ def effective_noise_multiplier(eps1, *, clip, batch_size, sampling="poisson"):
       Wang et al. 2019).
     """
     e = V.positive("eps1", eps1)
-    V.positive("clip", clip)
+    cl = V.positive("clip", clip)
     b = V.positive("batch_size", batch_size)
     V.one_of("sampling", sampling, _SAMPLINGS)
+    V.broadcastable(eps1=e, clip=cl, batch_size=b)
     if sampling == "poisson":
         return b * np.sqrt(2.0 / e)
     return b / np.sqrt(2.0 * e)
@@ -74,6 +75,7 @@ def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, 
                        colluders=colluders)
     eps1 = np.asarray(acc.eps1)
     sig = effective_noise_multiplier(eps1, clip=clip, batch_size=batch_size, sampling=sampling)
+    V.broadcastable(steps=t, q=q, effective_noise_multiplier=sig)
     curve = _subsampled_curve(a, q, sig, sampling)
     with x64_scope():
         return jnp.asarray(t)[..., None] * curve

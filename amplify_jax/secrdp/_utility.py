@@ -59,7 +59,7 @@ def utility_weights(graph, cost="gossip", kappa=None):
     g = prepare_graph(graph)
     V.one_of("cost", cost, ("gossip", "variance"))
     if kappa is not None:
-        return 1.0, float(V.nonnegative("kappa", kappa))
+        return 1.0, V.scalar("kappa", kappa, V.nonnegative)
     if cost == "variance":
         return 1.0, float(g.degrees.sum() / g.n)
     w = metropolis_hastings(g)
@@ -81,10 +81,14 @@ def optimal_noise(graph, *, clip, target_epsilon, delta, steps, adversary="eaves
     """
     import optax
 
+    # the descent's options, checked before any work (one descent for the whole call)
+    iterations = V.count("iterations", iterations, minimum=0, maximum=10**5)
+    learning_rate = V.scalar("learning_rate", learning_rate, V.positive)
+    num = V.count("num", num, minimum=2, maximum=10**4)
     g = prepare_graph(graph)
     c = _validate_adversary(g, adversary, colluders)
     k_u, k_c = utility_weights(g, cost, kappa)
-    cl = float(V.positive("clip", clip))
+    cl = V.scalar("clip", clip, V.positive)
     fr = noise_frontier(g, clip=cl, target_epsilon=target_epsilon, delta=delta, steps=steps, adversary=adversary,
                         colluders=colluders, num=num, method=method)
     su_grid = np.asarray(fr.sigma_unc)
@@ -106,7 +110,7 @@ def optimal_noise(graph, *, clip, target_epsilon, delta, steps, adversary="eaves
     state = opt.init(u)
     with x64_scope():
         grad_fn = jax.jit(jax.grad(lambda sc_, su_: jnp.sum(fn(sc_, su_, jnp.asarray(cl))), argnums=(0, 1)))
-    for _ in range(int(iterations)):
+    for _ in range(iterations):
         su = float(to_su(u))
         sc, st, ach = _sigma_cor_for_budget(g, adversary, c, np.asarray(su), cl, budget, 1e-9, certified=False)
         sc = float(sc)

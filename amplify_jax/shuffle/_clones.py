@@ -485,6 +485,8 @@ def _log_inv_tail(delta) -> float:
 
 def _windows(eps0, n, delta, tail_sd):
     """Static window sizes: W (C window, multiple of 64) and L (F table), and z_lo (sd below the mean)."""
+    if tail_sd is not None:  # one window for the batch: a positive number of standard deviations
+        tail_sd = _validate.scalar("tail_sd", tail_sd, _validate.positive)
     if tail_sd is None:
         # Below the window: Pr[C < start] * A1 ~ _RTAIL delta; above: Pr[C > end] * D_last with
         # D_last <~ 2 delta near the answer, so Pr ~ _RTAIL suffices.  +1 sd for Chernoff vs Gaussian.
@@ -530,13 +532,15 @@ def clones_epsilon(eps0, n, delta, *, rtol=1e-9, tail_sd=None, max_iter=100) -> 
     ``converged`` says whether rtol was met).  ``tail_sd`` overrides the C window (in standard deviations
     each side; default from delta: the truncated mass, bounded and added to delta, is ~1e-10 delta).  The
     window width, fixed at compile time, is the largest O(sqrt(n e^-eps0)) of the batch: n = 1e8 takes a
-    window of ~1e5 points.
+    window of ~1e5 points.  ``rtol`` is one number in [1e-15, 0.5], ``max_iter`` one integer in 1..1e6,
+    ``tail_sd`` one positive number (each fixes the search or the window of the whole batch).
     """
     eps0, n, delta = _check(eps0, n, delta)
-    rtol = float(_validate.positive("rtol", rtol))
+    rtol = _validate.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
+    max_iter = _validate.count("max_iter", max_iter, minimum=1, maximum=10**6)  # static: one loop bound
     W, L, z_lo = _windows(eps0, n, delta, tail_sd)
     # numpy arrays go straight to the compiled kernel (jit's fast path; float64_jit scopes x64).
-    out, _, _ = _clones_kernel(eps0, n, delta, np.float64(rtol), W=W, L=L, z_lo=z_lo, max_iter=int(max_iter))
+    out, _, _ = _clones_kernel(eps0, n, delta, np.float64(rtol), W=W, L=L, z_lo=z_lo, max_iter=max_iter)
     return out
 
 

@@ -143,7 +143,7 @@ def _prepare(eps_or_delta_name, value, n, dummies, randomizer, method, tail_sd):
         )
     n = np.asarray(_validate.integer("n", n, minimum=1), dtype=np.float64)
     d = np.asarray(_validate.integer("dummies", dummies, minimum=0), dtype=np.float64)
-    tail_sd = float(_validate.positive("tail_sd", tail_sd))
+    tail_sd = _validate.scalar("tail_sd", tail_sd, _validate.positive)  # one window size for the batch
     shape = _validate.broadcastable(**{eps_or_delta_name: value}, n=n, dummies=d, eps0=r.eps0, k=r.k,
                                     sigma=r.sigma)
     return r, n, d, shape, tail_sd
@@ -170,6 +170,13 @@ def _to_jnp(shape, *xs):
 
 
 @renamed_params(eps="epsilon")
+def _mc_options(confidence, samples):
+    """(confidence, samples) of Monte Carlo, checked (for every method: a bad value is refused even where the
+    method does not use it)."""
+    return (_validate.scalar("confidence", confidence, _validate.unit_open),
+            _validate.count("samples", samples, minimum=2))
+
+
 def rr_delta(method, epsilon, n, d, T, sigma, *, key=None, confidence=0.95, samples=5000,
              tail_sd=DEFAULT_TAIL_SD):
     """delta of Lemma 2 for the target randomizer at ``epsilon`` (validated numpy inputs that broadcast) as
@@ -199,9 +206,8 @@ def blanket_delta(epsilon, *, n, randomizer, dummies=0, method="hoeffding", key=
     """
     eps = _validate.nonnegative("epsilon", epsilon)
     r, n, d, shape, tail_sd = _prepare("epsilon", eps, n, dummies, randomizer, method, tail_sd)
+    confidence, samples = _mc_options(confidence, samples)  # checked whatever the method
     if method == "monte_carlo":
-        confidence = float(_validate.unit_open("confidence", confidence))
-        samples = int(_validate.integer("samples", samples, minimum=2))
         _as_key(key)
     if method in ("exact", "monte_carlo"):
         delta, est = rr_delta(method, eps, n, d, r.k, r.sigma, key=key, confidence=confidence, samples=samples,
@@ -269,10 +275,9 @@ def blanket_epsilon(delta, *, n, randomizer, dummies=0, method="hoeffding", key=
     """
     delta = _validate.unit_open("delta", delta)
     r, n, d, shape, tail_sd = _prepare("delta", delta, n, dummies, randomizer, method, tail_sd)
-    rtol = float(_validate.positive("rtol", rtol))
+    rtol = _validate.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
+    confidence, samples = _mc_options(confidence, samples)  # checked whatever the method
     if method == "monte_carlo":
-        confidence = float(_validate.unit_open("confidence", confidence))
-        samples = int(_validate.integer("samples", samples, minimum=2))
         _as_key(key)
     if method in ("exact", "monte_carlo"):
         e, fb, ach = rr_epsilon(method, delta, n, d, r.k, r.sigma, r.eps0, rtol=rtol, key=key,

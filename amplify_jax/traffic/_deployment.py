@@ -36,7 +36,8 @@ class Deployment(tuple):
     enough; NOT_MONOTONE, the re-check failed (do not use the answer); MAX_ITER, feasible but the bracket did
     not reach rtol.  ``delta`` is re-computed at the answer by :func:`scrambler_delta`; ``limit`` is the
     budget's end of the parameter range; ``messages`` the network load (:func:`scrambler_costs`) at the answer
-    when ``sources`` is given (else zeros).  ``.value`` is the deprecated generic name of the answer (warns)."""
+    when ``sources`` is given (else zeros).  ``.value`` is the deprecated generic name of the answer (warns).
+    Target deltas below :data:`MIN_TARGET_DELTA` (1e-15) are refused (see there)."""
 
     __slots__ = ()
 
@@ -106,8 +107,19 @@ def _deploy_method(method):
     return method
 
 
+#: Smallest target delta of the deployment inversions (as the registry's traffic bounds): every delta of the
+#: scrambler's engine includes the bounded truncated mass of its binomial windows (~1e-18, ``tail_sd`` = 9; not
+#: monotone in d, n or sigma below ~1e-17), so a smaller target is met by no deployment, or by accident of that
+#: slack; the search only found so at the budget's end (fewest_dummies at target_delta = 1e-300: 168 s of
+#: bisection over d up to 1e5, answer infeasible).
+MIN_TARGET_DELTA = 1e-15
+
+
 def _target(target_epsilon, target_delta):
-    return V.nonnegative("target_epsilon", target_epsilon), V.unit_open("target_delta", target_delta)
+    d = V.unit_open("target_delta", target_delta)
+    V._check("target_delta", d, d < MIN_TARGET_DELTA,
+             f">= {MIN_TARGET_DELTA:g} (below, the windows' truncated mass, ~1e-18, dominates every delta)")
+    return V.nonnegative("target_epsilon", target_epsilon), d
 
 
 def _finish_deploy(result, value, status, limit, eps, delta, T, n, sigma, d, method, sources):
@@ -134,6 +146,7 @@ def fewest_dummies(
     :func:`scrambler_costs` (needs ``sources`` = S, the real contributions to keep), which caps d at
     floor((max_messages - S_t - SF n) / SF); without a budget d <= ``max_dummies``.  Integer bisection by
     amplify_jax.calibrate.invert_monotone (delta is non-increasing in d), feasible endpoint re-checked.
+    ``target_delta`` >= :data:`MIN_TARGET_DELTA` (1e-15).
     ``eps=``, ``delta=`` are the deprecated spellings of ``target_epsilon=``, ``target_delta=`` (warn)."""
     method = _deploy_method(method)
     eps, delta = _target(target_epsilon, target_delta)

@@ -149,7 +149,7 @@ def plan_privacy(plan: ExecutionPlan, *, epsilon, delta) -> PlanPrivacy:
 
     def _delta_check(nm, x):
         a = V.probability(nm, x)
-        return a
+        return V._check(nm, a, a >= 1.0, "in [0, 1) (delta = 1 is no guarantee)")
 
     dl = _per_cluster("delta", delta, plan, _delta_check)
     V.broadcastable(**{f"epsilon_{k}": v for k, v in e.items()}, **{f"delta_{k}": v for k, v in dl.items()})

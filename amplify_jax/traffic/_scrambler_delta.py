@@ -115,11 +115,13 @@ def _as_key(key):
 
 
 def _mc_options(method, key, confidence, samples):
-    """The Monte Carlo keywords of the engine, validated ({} for the deterministic methods)."""
+    """The Monte Carlo keywords of the engine, validated whatever the method (a bad value is refused even where
+    the method does not use it: {} for the deterministic methods)."""
+    confidence = V.scalar("confidence", confidence, V.unit_open)
+    samples = V.count("samples", samples, minimum=2)
     if method != "monte_carlo":
         return {}
-    return dict(key=_as_key(key), confidence=float(V.unit_open("confidence", confidence)),
-                samples=int(V.integer("samples", samples, minimum=2)))
+    return dict(key=_as_key(key), confidence=confidence, samples=samples)
 
 
 def _to_jax(*xs):
@@ -212,7 +214,7 @@ def scrambler_epsilon(
     dl = V.unit_open("delta", delta)
     _, T, n_, sigma, d = _check_common(0.0, targets, n, sampling, dummies)
     V.broadcastable(delta=dl, targets=T, n=n_, sampling=sigma, dummies=d)
-    r = float(V.positive("rtol", rtol))
+    r = V.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
     kw = _mc_options(method, key, confidence, samples)
     T, n_, sigma, d = (np.asarray(x, np.float64) for x in (T, n_, sigma, d))
     eps0 = _local_eps0(T, sigma)

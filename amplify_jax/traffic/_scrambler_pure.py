@@ -134,10 +134,10 @@ def scrambler_pure_epsilon_exact(*, targets, n, sampling, dummies) -> float:
     randomizer) by enumerating every input count vector, every neighbour (one message moved) and every output:
     max log P(O | G) / P(O | G').  Small instances only (targets <= 4, n <= 8, dummies <= 8); used to check
     Thm 3.  Scalars only."""
-    T = int(V.integer("targets", targets, minimum=2))
-    n_ = int(V.integer("n", n, minimum=1))
-    sigma = float(V.unit_open("sampling", sampling))
-    d = int(V.integer("dummies", dummies, minimum=0))
+    T = V.count("targets", targets, minimum=2)  # scalars: one enumeration
+    n_ = V.count("n", n, minimum=1)
+    sigma = V.scalar("sampling", sampling, V.unit_open)
+    d = V.count("dummies", dummies, minimum=0)
     if T > 4 or n_ > 8 or d > 8:
         raise ValueError(f"Expected targets <= 4, n <= 8, dummies <= 8 for the enumeration, got targets={T}, n={n_}, dummies={d}.")
     import itertools

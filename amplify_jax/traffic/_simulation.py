@@ -49,11 +49,12 @@ def simulate_scrambler_outputs(*, targets, n, sampling, dummies, runs, seed=0, f
     the second graph moves message 0 to the next target.  Simulation with NumPy's generator seeded by
     ``seed`` (a figure reproduction, not a bound: nothing here is reported as a guarantee).
     """
-    T = int(V.integer("targets", targets, minimum=2))
-    n_ = int(V.integer("n", n, minimum=1))
-    sigma = float(V.probability("sampling", sampling))
-    d = int(V.integer("dummies", dummies, minimum=0))
-    runs = int(V.integer("runs", runs, minimum=1))
+    T = V.count("targets", targets, minimum=2)  # scalars: one simulation
+    n_ = V.count("n", n, minimum=1)
+    sigma = V.scalar("sampling", sampling, V.probability)
+    d = V.count("dummies", dummies, minimum=0)
+    runs = V.count("runs", runs, minimum=1, maximum=10**8)  # two (runs, targets) count arrays
+    seed = V.count("seed", seed, minimum=0)
     if T * math.log(n_ + d + 1) > 62 * math.log(2):
         raise ValueError(f"Expected (n + dummies + 1)**targets < 2**62 for the output codes, got targets={T}, n={n_}, dummies={d}.")
     if first is None:
@@ -63,7 +64,7 @@ def simulate_scrambler_outputs(*, targets, n, sampling, dummies, runs, seed=0, f
         raise ValueError(f"Expected first to hold n={n_} targets in [0, {T}), got first={first!r}.")
     second = first.copy()
     second[0] = (second[0] + 1) % T
-    rng = np.random.default_rng(int(seed))
+    rng = np.random.default_rng(seed)
     c1 = _sim_counts(rng, np.bincount(first, minlength=T), sigma, d, runs)
     c2 = _sim_counts(rng, np.bincount(second, minlength=T), sigma, d, runs)
     base = (n_ + d + 1) ** np.arange(T, dtype=np.int64)  # exact integer code of a count vector
