@@ -169,7 +169,6 @@ def _to_jnp(shape, *xs):
         return [jnp.asarray(np.asarray(x, np.float64).reshape(shape)) for x in xs]
 
 
-@renamed_params(eps="epsilon")
 def _mc_options(confidence, samples):
     """(confidence, samples) of Monte Carlo, checked (for every method: a bad value is refused even where the
     method does not use it)."""
@@ -177,6 +176,7 @@ def _mc_options(confidence, samples):
             _validate.count("samples", samples, minimum=2))
 
 
+@renamed_params(eps="epsilon")
 def rr_delta(method, epsilon, n, d, T, sigma, *, key=None, confidence=0.95, samples=5000,
              tail_sd=DEFAULT_TAIL_SD):
     """delta of Lemma 2 for the target randomizer at ``epsilon`` (validated numpy inputs that broadcast) as
