@@ -1,5 +1,7 @@
 """DP-SGD accountant and calibration: published values, round trips, monotonicity (hypothesis)."""
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -58,91 +60,116 @@ def test_infeasible_target_is_reported_not_nan():
     assert np.all(np.isfinite(np.asarray(cal.sigma)))
 
 
+@functools.lru_cache(maxsize=None)
+def _monotone_panels():
+    """dpsgd_n_panels of test_monotone's whole domain (every sigma and q it draws, times 1.05): one compiled
+    program for every example (the one of test_published_epsilons's 16-panel question)."""
+    return aj.accountants.dpsgd_n_panels(sigma=np.geomspace(0.6, 8.0 * 1.05, 24), q=np.geomspace(1e-3, 0.21, 12))
+
+
 @given(s=st.floats(0.6, 8.0), q=st.floats(1e-3, 0.2), t=st.integers(1, 10_000), d=st.floats(1e-9, 1e-3))
 def test_monotone(s, q, t, d):
     """eps decreases in sigma, increases in q and in steps, and is >= 0 (one batched call per example)."""
     sig = np.array([s, s * 1.05, s, s])
     qq = np.array([q, q, min(1.0, q * 1.05), q])
     tt = np.array([t, t, t, max(t + 1, round(t * 1.05))], dtype=float)
-    e = np.asarray(aj.dpsgd_epsilon(sigma=sig, q=qq, steps=tt, delta=d).epsilon)
+    e = np.asarray(aj.dpsgd_epsilon(sigma=sig, q=qq, steps=tt, delta=d, n_panels=_monotone_panels()).epsilon)
     assert np.all(e >= 0)
     assert e[1] <= e[0] * (1 + 1e-12)
     assert e[2] >= e[0] * (1 - 1e-12)
     assert e[3] >= e[0] * (1 - 1e-12)
 
 
+#: The pruning and order-search tests below evaluate the default grid with SMALL_BATCH_PANELS (12) panels, in
+#: batches of SMALL_SLAB (8) points: the public accountant's program for single questions (its default, compiled
+#: by other tests too), and one program of the grid's best (optimize_order=False) shared by all of them.  Each
+#: point below needs at most 12 panels on its own (dpsgd_n_panels of the point alone: 8 or 12).
+_PANELS = 12
+_SIG8 = np.geomspace(0.4, 6.0, 8)
+#: (q, steps, delta), 8 sigmas each: their totals of candidates (fractional orders evaluated exactly after the
+#: pruning) fall in every flat budget of COMPACT_BUDGETS (48, 96, 192: 43, 73, 86, 114 candidates; checked in
+#: test_every_pruning_branch_equals_full_grid)
+_PRUNING_CASES = [(0.001, 1e5, 1e-9), (0.01, 1e4, 1e-5), (0.3, 20.0, 1e-3), (0.1, 1e3, 1e-5)]
+
+
+def _reference_grid(orders, sig, q, steps, delta):
+    """(eps, order) on the full grid from the public RDP curve (its own, verified panel count) and conversion:
+    no pruning, no static panel count."""
+    curve = np.asarray(aj.poisson_subsampled_gaussian_rdp(orders, q=q, sigma=sig)) * np.asarray(steps)[..., None]
+    return aj.epsilon_from_rdp(orders, curve, delta=delta)
+
+
 def test_pruned_grid_equals_full_grid():
-    """The certified pruning of fractional orders returns exactly the full grid's minimum and best order."""
-    orders = np.array([1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512])
-    sig = np.geomspace(0.4, 6.0, 8)
-    for q, steps, delta in [(0.01, 1e4, 1e-5), (0.3, 20.0, 1e-3), (0.001, 1e5, 1e-9)]:
-        # one panel count for the three cases (>= each one's need): one compiled program
-        got = aj.dpsgd_epsilon(sigma=sig, q=q, steps=steps, delta=delta, orders=orders, optimize_order=False,
-                               n_panels=16)
-        curve = np.asarray(aj.poisson_subsampled_gaussian_rdp(orders, q=q, sigma=sig)) * steps
-        ref = aj.epsilon_from_rdp(orders, curve, delta=delta)
+    """The certified pruning of fractional orders returns exactly the full grid's minimum and best order (the
+    public accountant's program; the cases take every flat budget of the compaction)."""
+    from amplify_jax.rdp import DEFAULT_ORDERS
+
+    orders = np.sort(np.asarray(DEFAULT_ORDERS))
+    for q, steps, delta in _PRUNING_CASES:
+        got = aj.dpsgd_epsilon(sigma=_SIG8, q=q, steps=steps, delta=delta, optimize_order=False, n_panels=_PANELS)
+        ref = _reference_grid(orders, _SIG8, q, steps, delta)
         np.testing.assert_allclose(np.asarray(got.epsilon), np.asarray(ref.epsilon), rtol=1e-9)
         np.testing.assert_array_equal(np.asarray(got.order), np.asarray(ref.order))
 
 
 def test_every_pruning_branch_equals_full_grid(monkeypatch):
-    """Each flat budget of the compacted evaluation (and the whole-grid fallback) gives the full grid's minimum."""
+    """Each flat budget of the compacted evaluation is taken by a case of test_pruned_grid_equals_full_grid (so
+    the program checked there ran every branch), and the whole-grid fallback gives the full grid's minimum."""
     import jax
     import jax.numpy as jnp
 
     from amplify_jax import accountants as A
-    from amplify_jax.conversions import rdp_epsilon_terms
-    from amplify_jax.numerics import x64_scope
-    from amplify_jax.rdp import SGMCurve
+    from amplify_jax.numerics import SMALL_SLAB, x64_scope
+    from amplify_jax.rdp import DEFAULT_ORDERS, SGMCurve
 
-    orders = np.sort(np.array([1 + x / 10.0 for x in range(1, 40)] + list(range(5, 33))))
-    curve = SGMCurve(orders, 14)
-    sig = np.geomspace(0.5, 4.0, 8)
-    f = lambda x: jnp.full(sig.shape, x)  # noqa: E731
+    orders = np.sort(np.asarray(DEFAULT_ORDERS))
+    n_frac = int(np.sum(orders != np.round(orders)))
+    budgets = [b * SMALL_SLAB for b in A.COMPACT_BUDGETS if b < n_frac]  # as _grid_best_pruned lays them out
+    curve = SGMCurve(orders, _PANELS)
+    monkeypatch.setattr(A, "COMPACT_BUDGETS", ())  # traced below: the whole grid, whatever the candidates
+    f = jax.jit(lambda *a: (A._grid_best_pruned(curve, *a, "balle2020"), A._pruned_candidates(curve, *a)))
+    taken = set()
     with x64_scope():
-        args = (jnp.asarray(sig), f(0.02), f(3000.0), f(np.log(1e-6)))
-        full = rdp_epsilon_terms(jnp.asarray(orders), 3000.0 * curve(f(0.02), jnp.asarray(sig)), np.log(1e-6), "balle2020")
-        ref, ref_i = np.min(np.asarray(full), -1), np.argmin(np.asarray(full), -1)
-        n_cand = np.asarray(A._pruned_candidates(curve, *args))
-        assert n_cand.sum() > 0  # the case exercises the exact evaluation of candidates
-        for budgets in [(24,), ()]:  # one compacted budget that holds every candidate; the whole grid
-            monkeypatch.setattr(A, "COMPACT_BUDGETS", budgets)
-            best, idx = jax.jit(lambda *a: A._grid_best_pruned(curve, *a, "balle2020"))(*args)
-            np.testing.assert_allclose(np.asarray(best), ref, rtol=1e-12)
-            np.testing.assert_array_equal(np.asarray(idx), ref_i)
+        for q, steps, delta in _PRUNING_CASES:
+            (best, idx), n_cand = f(jnp.asarray(_SIG8), *(jnp.full(_SIG8.shape, x) for x in (q, steps, np.log(delta))))
+            total = int(np.sum(np.asarray(n_cand)))
+            assert total > 0  # the case exercises the exact evaluation of candidates
+            taken.add(sum(total > b for b in budgets))  # the branch the public program takes for this batch
+            ref = _reference_grid(orders, _SIG8, q, steps, delta)
+            np.testing.assert_allclose(np.asarray(best), np.asarray(ref.epsilon), rtol=1e-9)
+            np.testing.assert_array_equal(orders[np.asarray(idx)], np.asarray(ref.order))
+    assert taken == set(range(len(budgets))), (taken, budgets)
 
 
 def test_order_search_on_shared_mesh_equals_exact_search():
-    """The ranking of the candidate orders and the continuous search on shared meshes, with the exact eps at
-    the order found (and exact evaluations for the points whose mesh is too coarse), match the grid search and
-    Brent's search on exact evaluations alone, and are never above the grid's best."""
-    import jax
-    import jax.numpy as jnp
-
+    """The ranking of the candidate orders and the continuous search on shared meshes (the public accountant),
+    with the exact eps at the order found (and exact evaluations for the points whose mesh is too coarse), match
+    the full grid's best order and Brent's search on exact evaluations alone (optimal_epsilon on the public
+    curve), and are never above the grid's best."""
     from amplify_jax import accountants as A
-    from amplify_jax.numerics import x64_scope
-    from amplify_jax.rdp import DEFAULT_ORDERS, SGMCurve
+    from amplify_jax.rdp import DEFAULT_ORDERS
 
     orders = np.sort(np.asarray(DEFAULT_ORDERS))
     # low orders (many steps) and high orders (few steps, small q: wide brackets the mesh cannot serve)
     sig = np.array([0.7, 1.0, 2.0, 4.0, 8.0, 3.0, 6.0, 12.0, 0.9, 1.5, 5.0, 20.0, 2.5, 9.0, 1.2, 30.0])
     q = np.array([0.01, 0.02, 0.05, 0.1, 0.3, 1e-4, 1e-5, 1e-5, 0.001, 0.01, 0.2, 1e-4, 0.5, 0.001, 0.1, 1e-3])
     steps = np.array([1e4, 3e3, 1e3, 500, 100, 1, 2, 1, 1e5, 1e4, 50, 3, 10, 1, 1e3, 1])
-    ld = np.log(np.full(16, 1e-6))
-    n_panels = A._n_panels(sig, orders, q)
-    curve, at = SGMCurve(orders, n_panels), A._SGMAtOrder(n_panels)
-    exact = jax.jit(lambda *a_: A._dpsgd_eps_exact_search(curve, at, *a_, "balle2020", A.REFINE_STEPS) + (
-        A._grid_best_pruned(curve, *a_, "balle2020")[0],))
-    shared = jax.jit(lambda *a_: A._dpsgd_eps_kernel(curve, at, *a_, "balle2020", True))
-    with x64_scope():
-        for sel in [np.arange(16), np.array([0, 1, 2, 3, 4, 8, 9, 10, 12, 14, 15, 0, 1, 2, 3, 4])]:
-            args = tuple(jnp.asarray(x[sel]) for x in (sig, q, steps, ld))
-            # the first batch has 4 points whose mesh is too coarse (exact evaluations), the second none
-            ref, ref_a, grid = map(np.asarray, exact(*args))
-            got, got_a = map(np.asarray, shared(*args))
-            assert np.all(got <= grid)
-            np.testing.assert_allclose(got, ref, rtol=1e-10)
-            np.testing.assert_allclose(got_a, ref_a, rtol=1e-5)
+    delta = 1e-6
+    exact = A._SGMAtOrder(_PANELS)  # the certified quadrature at any order
+    # batches of 8 (the public program's slab): the meshes of points 5, 6, 7 and 13 need 21, 47, 90 and 118
+    # panels (> 12: exact evaluations), so the first two batches mix them with mesh points, the last two have none
+    for sel in [np.arange(8), np.arange(8, 16), np.array([0, 1, 2, 3, 4, 8, 9, 10]),
+                np.array([12, 14, 15, 0, 1, 2, 3, 4])]:
+        s, qq, t = sig[sel], q[sel], steps[sel]
+        curve = np.asarray(aj.poisson_subsampled_gaussian_rdp(orders, q=qq, sigma=s)) * t[:, None]
+        ref, ref_a = map(np.asarray, aj.optimal_epsilon(exact, delta=delta, args=(qq, s, t), orders=orders,
+                                                        grid_rdp=curve, n_iter=A.REFINE_STEPS))
+        grid = np.asarray(aj.dpsgd_epsilon(sigma=s, q=qq, steps=t, delta=delta, optimize_order=False,
+                                           n_panels=_PANELS).epsilon)
+        got, got_a = map(np.asarray, aj.dpsgd_epsilon(sigma=s, q=qq, steps=t, delta=delta, n_panels=_PANELS))
+        assert np.all(got <= grid)
+        np.testing.assert_allclose(got, ref, rtol=1e-10)
+        np.testing.assert_allclose(got_a, ref_a, rtol=1e-5)
 
 
 def test_answer_does_not_depend_on_the_batch():

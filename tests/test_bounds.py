@@ -182,47 +182,10 @@ def test_invert_round_trip(bound, name):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Bad input: one code path, derived from the domains
-
-
-def _bad_values(p):
-    d = p.domain
-    if isinstance(d, Real):
-        yield repr(d.lo if d.lo_open else d.lo - max(1.0, abs(d.lo)))
-        yield repr(d.hi if d.hi_open else d.hi * 2 + 1)
-        yield from ("nan", "inf", "1e300")
-    elif isinstance(d, Integer):
-        yield from (str(d.lo - 1), "1.5" if d.lo <= 1 else f"{d.lo + 0.5}", "nan", "inf", "1e300")
-    elif isinstance(d, Orders):
-        yield from ("1", "0.5", "nan", "1e300")
-    elif isinstance(d, Choice):
-        yield "no-such-choice"
-    elif isinstance(d, Graph):
-        yield from ("no-such-graph:3", "ring:-4")
-
-
-def _bad_cases():
-    for b in ALL:
-        for p in b.params:
-            for v in _bad_values(p):
-                yield pytest.param(b, p.name, v, id=f"{b.id}:{p.name}={v}")
-
-
-@pytest.mark.parametrize("bound,name,value", list(_bad_cases()))
-def test_bad_input_is_one_line_exit_2(bound, name, value, capsys):
-    params = dict(bound.example)
-    params[name] = value
-    code, out, err = _run(capsys, ["evaluate", bound.id, *_argv(bound, params)])
-    assert code == 2
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and name in lines[0], err
-    with pytest.raises(ValueError, match=name):
-        bounds.evaluate(bound.id, **{**bound.example, name: value if isinstance(
-            bound.param(name).domain, (Choice, Graph)) else float(value)})
-
-
-# ----------------------------------------------------------------------------------------------------------
-# The registry's own behaviour
+# The registry's own behaviour (before the bad-input cases: pytest-xdist hands each worker a contiguous half of
+# the suite, and the bad-input cases, which compile nothing, are where it splits; the DP-SGD programs these
+# tests compile are then compiled once, by the worker that runs test_accountants.py first, not also by the other
+# one at the same time)
 
 
 def test_unknown_and_missing_parameters():
@@ -284,3 +247,43 @@ def _power(x, c):
     import jax.numpy as jnp
 
     return c / jnp.sqrt(x)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Bad input: one code path, derived from the domains
+
+
+def _bad_values(p):
+    d = p.domain
+    if isinstance(d, Real):
+        yield repr(d.lo if d.lo_open else d.lo - max(1.0, abs(d.lo)))
+        yield repr(d.hi if d.hi_open else d.hi * 2 + 1)
+        yield from ("nan", "inf", "1e300")
+    elif isinstance(d, Integer):
+        yield from (str(d.lo - 1), "1.5" if d.lo <= 1 else f"{d.lo + 0.5}", "nan", "inf", "1e300")
+    elif isinstance(d, Orders):
+        yield from ("1", "0.5", "nan", "1e300")
+    elif isinstance(d, Choice):
+        yield "no-such-choice"
+    elif isinstance(d, Graph):
+        yield from ("no-such-graph:3", "ring:-4")
+
+
+def _bad_cases():
+    for b in ALL:
+        for p in b.params:
+            for v in _bad_values(p):
+                yield pytest.param(b, p.name, v, id=f"{b.id}:{p.name}={v}")
+
+
+@pytest.mark.parametrize("bound,name,value", list(_bad_cases()))
+def test_bad_input_is_one_line_exit_2(bound, name, value, capsys):
+    params = dict(bound.example)
+    params[name] = value
+    code, out, err = _run(capsys, ["evaluate", bound.id, *_argv(bound, params)])
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and name in lines[0], err
+    with pytest.raises(ValueError, match=name):
+        bounds.evaluate(bound.id, **{**bound.example, name: value if isinstance(
+            bound.param(name).domain, (Choice, Graph)) else float(value)})

@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 from scipy.special import logsumexp as np_logsumexp
 
+import jax
 import jax.numpy as jnp
 
 from amplify_jax import approx_dp
@@ -146,9 +147,9 @@ def test_checkin_uses_the_core_wor_kernel():
     k = np.array([3.0, 40.0, 700.0])
     n, sigma = np.array(1000.0), np.array(1.3)
     alpha = tuple(range(2, 11))
-    with x64_scope():
-        lex = np.asarray(_distributed._gauss_checkin_log_excess(jnp.asarray(k), jnp.asarray(k), jnp.asarray(n),
-                                                     jnp.asarray(sigma), alpha_int=alpha, amax=10))
+    with x64_scope():  # under jit, as the kernels call it (one program, not ~50 op-by-op compilations)
+        lex = np.asarray(jax.jit(lambda *a: _distributed._gauss_checkin_log_excess(*a, alpha_int=alpha, amax=10))(
+            jnp.asarray(k), jnp.asarray(k), jnp.asarray(n), jnp.asarray(sigma)))
     base = 2.0 * np.arange(2, 11)[None, :] / (k[:, None] * 1.3**2)
     core = np.asarray(without_replacement_rdp(base, q=k / 1000.0))
     mine = np.log1p(np.exp(lex)) / (np.array(alpha) - 1)

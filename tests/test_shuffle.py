@@ -413,9 +413,10 @@ def test_old_spellings_still_work_and_warn():
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
             np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
     args = [np.asarray(x, np.float64) for x in (1.0, 100.0, 10.0, 10.0, 0.5)]
-    new = BL.rr_delta_traced("hoeffding", *args)
+    # a traced kernel, called as kernels call it (under jit: one program each, not ~150 op-by-op compilations)
+    new = jax.jit(lambda *a: BL.rr_delta_traced("hoeffding", *a))(*args)
     with pytest.warns(DeprecationWarning, match="'eps' is renamed 'epsilon'"):
-        old = BL.rr_delta_traced("hoeffding", eps=args[0], n=args[1], d=args[2], T=args[3], sigma=args[4])
+        old = jax.jit(lambda e, n, d, T, s: BL.rr_delta_traced("hoeffding", eps=e, n=n, d=d, T=T, sigma=s))(*args)
     np.testing.assert_array_equal(np.asarray(new), np.asarray(old))
 
 
