@@ -73,9 +73,7 @@ def use_host(door: str, n_points: int, *arrays) -> bool:
     m = mode()
     if m == "off":
         return False
-    import jax
-
-    if any(isinstance(a, jax.core.Tracer) for a in arrays):
+    if any(isinstance(a, _jax.core.Tracer) for a in arrays):
         return False
     return m == "always" or _spent.get(door, 0.0) < BUDGET_SECONDS
 

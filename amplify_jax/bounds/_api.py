@@ -114,22 +114,6 @@ def _outputs(bound: Bound, raw: dict, batch: _Batch, orders_len: int | None) -> 
     return out
 
 
-def _on_host(door: str, shape: tuple, fn: str, *args, **kwargs):
-    """The twin's ``evaluate`` / ``invert`` (:mod:`amplify_jax._host`: the same kernels run by NumPy) for a
-    process's first small questions, or None: the compiled path answers (the host path is off, spent, or this
-    bound's kernels use a part of JAX the host stand-ins lack; then it is not tried again for it).  The inputs
-    were validated here first, so a ValueError from the twin is the same one and propagates."""
-    if not _host.use_host(door, int(np.prod(shape, dtype=np.int64))):
-        return None
-    try:
-        return _host.run(door, "bounds", fn, *args, **kwargs)
-    except ValueError:
-        raise
-    except Exception:  # noqa: BLE001 - any other failure of the twin: the compiled path answers instead
-        _host.give_up(door)
-        return None
-
-
 def evaluate(id: str, /, **params) -> Result:  # noqa: A002
     """The bound ``id`` at ``params`` (arrays broadcast), validated against its declared domains.
 
@@ -139,7 +123,7 @@ def evaluate(id: str, /, **params) -> Result:  # noqa: A002
     """
     bound = get(id)
     vals, shape = bind(bound, params)
-    hosted = _on_host(f"bounds.evaluate:{id}", shape, "evaluate", id, **params)
+    hosted = _host.answer(f"bounds.evaluate:{id}", "bounds", "evaluate", _host.size(shape), id, **params)
     if hosted is not None:
         return Result(bound, hosted.answer, hosted.outputs, vals)
     batch = _Batch(shape)
@@ -193,8 +177,8 @@ def invert(id: str, /, *, solve_for: str, target_epsilon=None, target_delta=None
     if not integer:
         V.positive("lo", lo_)
 
-    hosted = _on_host(f"bounds.invert:{id}", shape, "invert", id, solve_for=solve_for, target_epsilon=target_epsilon,
-                      target_delta=target_delta, lo=lo, hi=hi, rtol=rtol, **params)
+    hosted = _host.answer(f"bounds.invert:{id}", "bounds", "invert", _host.size(shape), id, solve_for=solve_for,
+                          target_epsilon=target_epsilon, target_delta=target_delta, lo=lo, hi=hi, rtol=rtol, **params)
     if hosted is not None:
         return Result(bound, solve_for, hosted.outputs, {tname: target, **vals})
     batch = _Batch(shape)
