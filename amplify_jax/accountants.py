@@ -346,11 +346,10 @@ def _mesh_args(at_order, q, sigma, steps, lo, hi):
 
 def _search_on_mesh(at_order, start_eps, start_alpha, lo, hi, mesh_args, log_delta, method, n_iter):
     """Brent's search (``conversions.refine_order``) between lo and hi on the mesh of ``_mesh_args``, from a
-    known order, then the exact eps (``at_order``) at the order found: (eps, order)."""
-    _, a = refine_order(_MeshOrExact(at_order), start_eps, start_alpha, lo, hi, log_delta, mesh_args, method,
-                        n_iter)
-    _, steps, q, sigma, _ = mesh_args
-    return rdp_epsilon_terms(a, at_order(a, q, sigma, steps), log_delta, method), a
+    known order, then the exact eps (``at_order``) at the order found, in the same loop: (eps, order)."""
+    exact = mesh_args[:-1] + (jnp.ones_like(mesh_args[-1]),)  # every point flagged: the exact quadrature
+    return refine_order(_MeshOrExact(at_order), start_eps, start_alpha, lo, hi, log_delta, mesh_args, method,
+                        n_iter, final_args=exact)
 
 
 def _dpsgd_eps_shared(curve, at_order, sigma, q, steps, log_delta, method, n_iter):
@@ -620,7 +619,7 @@ def _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol):
     3. The re-check with the full accountant (:func:`dpsgd_epsilon`'s kernel).  Where it exceeds the target
        (the two searches ended ~1e-12 apart, or the full accountant's order search found less than the local
        one), Illinois steps with the full accountant itself between that sigma and sigma_1 (feasible by
-       stage 1), only when some point needs them (``lax.cond``).
+       stage 1), in the same loop as the re-check (``near_first``: the full accountant is traced once).
     """
     method = plan.method
     st1 = invert_monotone_kernel(plan.coarse, target, (q, steps, log_delta), lo, hi, above=True, rtol=COARSE_RTOL,
@@ -641,18 +640,13 @@ def _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol):
 
     infeasible = st1.status == INFEASIBLE
     sig = jnp.where(infeasible, hi, st3.value)
-    eps = full_eps(sig, q, steps, log_delta)
-    bad = (eps > target) & ~infeasible
-
-    def fix(_):
-        # the full accountant itself, bracketed by sig (infeasible) and sigma_1 (feasible: stage 1)
-        st4 = invert_monotone_kernel(full_eps, target, (q, steps, log_delta), jnp.where(bad, sig, s1), s1,
-                                     above=True, rtol=rtol, integer=False, illinois=True)
-        return jnp.where(bad, st4.value, sig), jnp.where(bad, st4.achieved, eps)
-
-    sig, eps = jax.lax.cond(jnp.any(bad), fix, lambda _: (sig, eps), None)
+    # the re-check and its fix-up in one loop (the full accountant traced once): sig first, where it stops if
+    # feasible; elsewhere Illinois steps between sig and sigma_1 (feasible: stage 1; at an infeasible target
+    # both are the range's upper end)
+    st4 = invert_monotone_kernel(full_eps, target, (q, steps, log_delta), sig, jnp.maximum(s1, sig), above=True,
+                                 rtol=rtol, integer=False, illinois=True, near_first=True)
     status = jnp.where(infeasible, INFEASIBLE, st3.status)
-    return sig, eps, status
+    return jnp.where(infeasible, sig, st4.value), st4.achieved, status
 
 
 @float64_jit(static_argnames=("plan", "rtol_static"))

@@ -66,7 +66,7 @@ class Inversion(NamedTuple):
 
 
 def invert_monotone_kernel(fn, target, args, lo, hi, *, above: bool, rtol, integer: bool, max_iter: int = 200,
-                           illinois: bool = False):
+                           illinois: bool = False, near_first: bool = False):
     """Pure jnp body of :func:`invert_monotone` (for use inside other kernels; all arrays broadcast).
 
     ``above=True``: feasible set [x*, hi], returns x*; ``above=False``: feasible set [lo, x*], returns x*.
@@ -78,6 +78,11 @@ def invert_monotone_kernel(fn, target, args, lo, hi, *, above: bool, rtol, integ
     ``fn`` is traced once: the loop's first two iterations evaluate the two ends of the range, the next ones
     the midpoints, which keeps compilation cheap when ``fn`` is a large kernel.  ``achieved`` is the value of
     ``fn`` computed at the returned point.
+
+    ``near_first=True``: the near end (the candidate answer) is evaluated first, and the points where it is
+    feasible stop there (their answer, at one evaluation of ``fn``; the far end, more private, is then feasible
+    by monotonicity); the others go on as above.  For a re-check whose failures are searched in the same loop,
+    so that ``fn`` is traced once for both.
     """
     target, lo, hi = jnp.broadcast_arrays(jnp.asarray(target, jnp.float64), jnp.asarray(lo, jnp.float64),
                                           jnp.asarray(hi, jnp.float64))
@@ -88,11 +93,11 @@ def invert_monotone_kernel(fn, target, args, lo, hi, *, above: bool, rtol, integ
         return (s[0] < max_iter + 2) & jnp.any(s[5])
 
     def body(s):
-        x = _propose(s, target, far, near, integer=integer, illinois=illinois)
-        return _absorb(s, x, fn(x, *args), target, far, near, rtol=rtol, integer=integer)
+        x = _propose(s, target, far, near, integer=integer, illinois=illinois, near_first=near_first)
+        return _absorb(s, x, fn(x, *args), target, far, near, rtol=rtol, integer=integer, near_first=near_first)
 
     final = jax.lax.while_loop(cond, body, _search_init(target, far, near))
-    return _search_result(final, target, far, near)
+    return _search_result(final, target, far, near, near_first=near_first)
 
 
 # The search, cut at the call of ``fn`` so that one algorithm serves both drivers: the compiled loop above
@@ -118,8 +123,9 @@ def _search_init(target, far, near):
             jnp.full_like(target, jnp.inf), jnp.zeros(target.shape, jnp.int32), jnp.full_like(target, jnp.inf))
 
 
-def _propose(s, target, far, near, *, integer, illinois):
-    """The next point to evaluate: the two ends of the range first, then the bracket's (safeguarded) midpoint."""
+def _propose(s, target, far, near, *, integer, illinois, near_first=False):
+    """The next point to evaluate: the two ends of the range first (far then near, or near then far), then the
+    bracket's (safeguarded) midpoint."""
     it, feas, infeas, f_feas, f_ends, active, f_inf, side, width0 = s
     mid = jnp.sqrt(feas * infeas)
     if illinois:
@@ -145,23 +151,25 @@ def _propose(s, target, far, near, *, integer, illinois):
         mid = jnp.where(feas > infeas, jnp.floor(mid), jnp.ceil(mid))
         mid = jnp.where(mid == feas, jnp.where(feas > infeas, feas - 1.0, feas + 1.0), mid)
         mid = jnp.where(mid == infeas, jnp.where(feas > infeas, infeas + 1.0, infeas - 1.0), mid)
-    return jnp.where(it == 0, far, jnp.where(it == 1, near, mid))
+    first, second = (near, far) if near_first else (far, near)
+    return jnp.where(it == 0, first, jnp.where(it == 1, second, mid))
 
 
-def _absorb(s, x, f_x, target, far, near, *, rtol, integer):
+def _absorb(s, x, f_x, target, far, near, *, rtol, integer, near_first=False):
     """The state after evaluating ``fn`` at the proposed ``x`` (``f_x``)."""
     it, feas, infeas, f_feas, f_ends, active, f_inf, side, width0 = s
     ok = _feasible(f_x, target)
-    f_ends = jnp.stack([jnp.where(it == 0, f_x, f_ends[0]), jnp.where(it == 1, f_x, f_ends[1])])
+    i_far, i_near = (1, 0) if near_first else (0, 1)  # the iterations that evaluate the two ends
+    f_ends = jnp.stack([jnp.where(it == i_far, f_x, f_ends[0]), jnp.where(it == i_near, f_x, f_ends[1])])
     # after evaluating both ends: start the bisection only where far is feasible and near is not
     start = active & ~(_feasible(f_ends[0], target) & ~_feasible(f_ends[1], target) & ~_width_ok(far, near, rtol,
                                                                                                      integer))
     bis = (it >= 2) & active
     take = bis & ok
     nfeas = jnp.where(take, x, feas)
-    nf = jnp.where(take, f_x, jnp.where(it == 0, f_x, f_feas))
+    nf = jnp.where(take, f_x, jnp.where(it == i_far, f_x, f_feas))
     ninf = jnp.where(bis & ~ok, x, infeas)
-    nf_inf = jnp.where(bis & ~ok, f_x, jnp.where(it == 1, f_x, f_inf))
+    nf_inf = jnp.where(bis & ~ok, f_x, jnp.where(it == i_near, f_x, f_inf))
     # side = 16 * (steps since the last checkpoint) + 4 * (previous move) + (last move), where a move is
     # 1 if the feasible end moved and 2 if the infeasible end moved
     width = jnp.abs(jnp.log(nfeas) - jnp.log(ninf))
@@ -171,14 +179,19 @@ def _absorb(s, x, f_x, target, far, near, *, rtol, integer):
     nside = jnp.where(bis, 16 * count + 4 * (side % 4) + moved, side)
     nwidth0 = jnp.where(bis & checkpoint, width, width0)
     nwidth0 = jnp.where(it == 1, jnp.abs(jnp.log(far) - jnp.log(near)), nwidth0)
-    nactive = jnp.where(it < 1, active, jnp.where(it == 1, ~start, active & ~_width_ok(nfeas, ninf, rtol, integer)))
+    # near first: a point whose near end is feasible has its answer after the first evaluation
+    first = (active & ~ok) if near_first else active
+    nactive = jnp.where(it < 1, first, jnp.where(it == 1, active & ~start,
+                                                  active & ~_width_ok(nfeas, ninf, rtol, integer)))
     return it + 1, nfeas, ninf, nf, f_ends, nactive, nf_inf, nside, nwidth0
 
 
-def _search_result(s, target, far, near):
+def _search_result(s, target, far, near, near_first=False):
     _, feas, infeas, f_feas, f_ends, still, _, _, _ = s
-    far_ok = _feasible(f_ends[0], target)
     near_ok = _feasible(f_ends[1], target)
+    # near first: a feasible near end stopped the point before the far end was evaluated (feasible too, by
+    # monotonicity)
+    far_ok = _feasible(f_ends[0], target) | (near_ok if near_first else False)
     value = jnp.where(near_ok, near, feas)
     achieved = jnp.where(near_ok, f_ends[1], f_feas)
     status = jnp.where(

@@ -171,7 +171,8 @@ BRENT_TOL = 1e-7
 BRENT_GOLDEN_EVERY = 3
 
 
-def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, n_iter=BRENT_STEPS):
+def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, n_iter=BRENT_STEPS,
+                 final_args=None):
     """Brent's minimisation of eps(alpha) on t = log(alpha - 1) in [lo, hi]; jnp, for use inside kernels.
 
     Parabolic steps through the three best points found so far, with golden-section steps whenever the
@@ -182,11 +183,16 @@ def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, 
     ``rdp_fn(alpha, *args)`` must broadcast (alpha and args share the batch shape here).  Returns the best
     evaluated point or (best_eps, best_alpha), whichever is smaller: any order gives a valid bound, so the
     result is never above the grid's best, whatever the number of steps.
+
+    ``final_args`` (a pytree shaped like ``args``, for a search run on an approximation of the RDP that its
+    arguments select): after the search, one more evaluation in the same loop, at the best point found, with
+    ``rdp_fn(alpha, *final_args)``; that value and its order are returned (not compared with ``best_eps``),
+    so that ``rdp_fn`` is traced once for the search and the final value.
     """
 
-    def f(t):
+    def f(t, fargs=args):
         alpha = 1.0 + jnp.exp(t)
-        return rdp_epsilon_terms(alpha, rdp_fn(alpha, *args), log_delta, method)
+        return rdp_epsilon_terms(alpha, rdp_fn(alpha, *fargs), log_delta, method)
 
     a = jnp.log(lo - 1.0)
     b = jnp.log(hi - 1.0)
@@ -200,13 +206,13 @@ def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, 
         tol1 = BRENT_TOL * (1.0 + jnp.abs(x))
         return jnp.abs(x - 0.5 * (a + b)) <= 2.0 * tol1 - 0.5 * (b - a)
 
-    def body(c):
+    def propose(c):
+        """The next point u of Brent's step, and the step's (d, e) bookkeeping."""
         it, s = c
         a, b, x, w, v, fx, fw, fv, d, e = s
         xm = 0.5 * (a + b)
         tol1 = BRENT_TOL * (1.0 + jnp.abs(x))
         tol2 = 2.0 * tol1
-        done = converged(s)
         # parabola through (x, fx), (w, fw), (v, fv)
         r = (x - w) * (fx - fv)
         qq = (x - v) * (fx - fw)
@@ -225,8 +231,12 @@ def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, 
         new_e = jnp.where(par_ok, d, e_gold)
         new_d = jnp.where(par_ok, d_par, cg * e_gold)
         u = jnp.where(jnp.abs(new_d) >= tol1, x + new_d, x + jnp.where(new_d >= 0.0, tol1, -tol1))
-        u = jnp.clip(u, a, b)
-        fu = f(u)
+        return jnp.clip(u, a, b), new_d, new_e
+
+    def absorb(c, u, fu, new_d, new_e):
+        it, s = c
+        a, b, x, w, v, fx, fw, fv, d, e = s
+        done = converged(s)
         fu = jnp.where(jnp.isnan(fu), jnp.inf, fu)
         better = fu <= fx
         na = jnp.where(better, jnp.where(u >= x, x, a), jnp.where(u < x, u, a))
@@ -242,7 +252,25 @@ def refine_order(rdp_fn, best_eps, best_alpha, lo, hi, log_delta, args, method, 
         new = (na, nb, nx, nw, nv, nfx, nfw, nfv, new_d, new_e)
         return it + 1, tuple(jnp.where(done, old, nw_) for old, nw_ in zip(s, new))
 
+    def body(c):
+        u, new_d, new_e = propose(c)
+        return absorb(c, u, f(u), new_d, new_e)
+
     init = (a, b, x0, x0, x0, fx0, fx0, fx0, zero, zero)
+    if final_args is not None:
+        def body_final(c):
+            last = (c[0] >= n_iter) | jnp.all(converged(c[1]))
+            u, new_d, new_e = propose(c[:2])
+            # one call of rdp_fn: the search's next point, or (last) the best point with final_args
+            u = jnp.where(last, c[1][2], u)
+            fargs = jax.tree_util.tree_map(lambda fin, arg: jnp.where(last, fin, arg), final_args, args)
+            fu = f(u, fargs)
+            it, s = absorb(c[:2], u, fu, new_d, new_e)
+            s = jax.tree_util.tree_map(lambda old, nw: jnp.where(last, old, nw), c[1], s)
+            return it, s, last, jnp.where(last, fu, c[3])
+
+        _, s, _, value = jax.lax.while_loop(lambda c: ~c[2], body_final, (0, init, jnp.asarray(False), fx0))
+        return value, 1.0 + jnp.exp(s[2])
     _, s = jax.lax.while_loop(lambda c: (c[0] < n_iter) & jnp.any(~converged(c[1])), body, (0, init))
     x, fx = s[2], s[5]
     better = fx < best_eps

@@ -59,6 +59,37 @@ def test_illinois_same_answer_as_bisection(c, t):
         assert abs(float(a.value) / float(b.value) - 1) <= 2e-9
 
 
+def test_near_first_same_answers_one_evaluation_where_near_is_feasible():
+    """``near_first`` (the DP-SGD calibration's re-check and fix-up in one loop) answers as the default order of
+    evaluation, and a point whose near end is feasible stops after one evaluation of fn."""
+    import jax
+    import jax.numpy as jnp
+
+    calls = []
+
+    def counted(x, c):
+        jax.debug.callback(lambda v: calls.append(np.asarray(v)), x)
+        return smooth(x, c)
+
+    t = jnp.asarray([1.0, 1e-5, 50.0, 2.0, 1e9])  # bracket searched, infeasible, ..., near end feasible
+    lo, hi = jnp.full(5, 0.05), jnp.full(5, 400.0)
+    run = jax.jit(lambda nf, t, lo, hi: K.invert_monotone_kernel(smooth, t, (3.0,), lo, hi, above=True, rtol=1e-9,
+                                                               integer=False, illinois=True, near_first=nf),
+                  static_argnums=0)
+    a, b = run(False, t, lo, hi), run(True, t, lo, hi)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    assert list(np.asarray(b.status)) == [K.OK, K.INFEASIBLE, K.OK, K.OK, K.AT_LIMIT]
+    # every point feasible at its near end: one evaluation, the near end itself
+    one = jax.jit(lambda t: K.invert_monotone_kernel(counted, t, (3.0,), jnp.full(2, 0.5), jnp.full(2, 9.0),
+                                                     above=True, rtol=1e-9, integer=False, illinois=True,
+                                                     near_first=True))(jnp.asarray([1e3, 1e4]))
+    jax.effects_barrier()
+    assert len(calls) == 1 and np.all(calls[0] == 0.5)
+    assert list(np.asarray(one.status)) == [K.AT_LIMIT, K.AT_LIMIT]
+    np.testing.assert_array_equal(np.asarray(one.achieved), smooth(0.5, 3.0))
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Gradients of the inverse by the implicit function theorem
 
