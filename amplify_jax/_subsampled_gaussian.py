@@ -571,11 +571,13 @@ def choose_n_panels(sigma, alpha, q=None, *, margin=_PROBE_MARGIN, alpha_probe=_
     if q is None:
         qq, q_all = _Q_PROBE, False
     else:
-        n_q = np.unique(np.asarray(q, dtype=np.float64)).size  # few distinct q (the usual case): a smaller probe
-        qq, q_all = _probe_values(q, min(_Q_PROBE.size, 1 << int(np.ceil(np.log2(max(n_q, 1))))))
+        qq, q_all = _probe_values(q, _Q_PROBE.size)  # every q value if at most 12, else 12 quantiles
     with x64_scope():
-        need = _needed_jit(qq[:, None, None], s[None, :, None], a[None, None, :])
-        need = float(np.max(np.asarray(need)))
+        # one q value per call: one compiled shape whatever the number of q values (a (k, 24, alpha_probe)
+        # call compiled a program per power of two of k)
+        need = max(float(np.max(np.asarray(_needed_jit(np.reshape(v, (1, 1, 1)), s[None, :, None],
+                                                              a[None, None, :]))))
+                   for v in np.unique(qq))
     margin = 0 if (s_all and a_all and alpha_exhaustive and q_all) else margin  # exact when every value was probed
     return _bucket(max(need + margin, 3.0))
 
