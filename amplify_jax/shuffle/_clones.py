@@ -468,8 +468,8 @@ def _point(eps0, n, delta, rtol, *, W, L, z_lo, max_iter):
     return ClonesBound(lower, upper, jnp.array(True), conv | ~ok0), it, nref
 
 
-@float64_jit(static_argnames=("W", "L", "z_lo", "max_iter"))
-def _clones_kernel(eps0, n, delta, rtol, *, W, L, z_lo, max_iter):
+@float64_jit(static_argnames=("W", "L", "max_iter"))
+def _clones_kernel(eps0, n, delta, rtol, *, W, L, z_lo, max_iter):  # z_lo an array: a new delta does not recompile
     shape = eps0.shape
     flat = jnp.stack([x.reshape(-1) for x in (eps0, n, delta)], axis=-1)
     f = partial(_point, W=W, L=L, z_lo=z_lo, max_iter=max_iter)
@@ -484,7 +484,7 @@ def _log_inv_tail(delta) -> float:
 
 
 def _windows(eps0, n, delta, tail_sd):
-    """Static window sizes: W (C window, multiple of 64) and L (F table), and z_lo (sd below the mean)."""
+    """Window sizes: W (C window, multiple of 64) and L (F table), static; z_lo (sd below the mean), a value."""
     if tail_sd is not None:  # one window for the batch: a positive number of standard deviations
         tail_sd = _validate.scalar("tail_sd", tail_sd, _validate.positive)
     if tail_sd is None:
@@ -506,7 +506,7 @@ def _windows(eps0, n, delta, tail_sd):
     L = math.ceil(zf * math.sqrt(cmax) / 2.0) + 4
     L = min(L, int(cmax / 2.0) + 4)
     L = _round64(_bucket(L))
-    return W, L, float(z_lo)
+    return W, L, np.float64(z_lo)  # traced by the kernels (only W and L fix shapes)
 
 
 def _round64(w):
@@ -562,7 +562,7 @@ class ClonesDelta(NamedTuple):
     qp_upper: jax.Array
 
 
-@float64_jit(static_argnames=("W", "L", "z_lo"))
+@float64_jit(static_argnames=("W", "L"))
 def _clones_delta_kernel(eps, eps0, n, *, W, L, z_lo):
     def one(a):
         e, e0 = a[0], jnp.where(a[1] > 0, a[1], 1.0)
