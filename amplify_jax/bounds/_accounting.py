@@ -75,6 +75,36 @@ register(Bound(
     solvers={"sigma": _pld_dpsgd_sigma}))
 
 
+def _pld_mechanism(mechanism):
+    def kernel(delta, **params):
+        res = P.epsilon(mechanism, delta=delta, **params)  # its status flags an +inf (error)
+        return {"epsilon": res.epsilon, "epsilon_lower": res.epsilon_lower, "status": res.status}
+
+    return kernel
+
+
+_PLD_SCALE = Param("scale", Real(P.SCALE_RANGE[0], P.SCALE_RANGE[1]), "Laplace scale b (sensitivity 1)", DECREASING,
+                   search=(0.05, 1e4))
+_PLD_EPS0 = Param("eps0", Real(P.EPS0_RANGE[0], 30.0, lo_open=True), "eps0 of binary randomized response",
+                  INCREASING, search=(1e-4, 30.0))
+_PLD_THM = "Thm. 3.3 (connect-the-dots dominates); FFT composition with tails and round-off in delta"
+# The PLD's other mechanisms (``pld.MECHANISMS``; the Poisson-subsampled Gaussian is pld.dpsgd above)
+for _id, _mech, _params, _example, _summary in (
+        ("pld.gaussian", "gaussian", (PLD_SIGMA, STEPS, DELTA), dict(sigma=2.0, steps=10, delta=1e-5),
+         "tight eps of the Gaussian mechanism (sensitivity 1) composed over steps, with a lower bound"),
+        ("pld.laplace", "laplace", (_PLD_SCALE, STEPS, DELTA), dict(scale=2.0, steps=10, delta=1e-5),
+         "tight eps of the Laplace mechanism (sensitivity 1, scale b) composed over steps, with a lower bound"),
+        ("pld.poisson-laplace", "poisson-laplace", (_PLD_SCALE, Q, STEPS, DELTA),
+         dict(scale=2.0, q=0.05, steps=100, delta=1e-5),
+         "tight eps of the Poisson-subsampled Laplace mechanism composed over steps (both relations), with a "
+         "lower bound"),
+        ("pld.randomized-response", "randomized-response", (_PLD_EPS0, STEPS, DELTA),
+         dict(eps0=1.0, steps=10, delta=1e-5),
+         "tight eps of binary randomized response at level eps0 composed over steps, with a lower bound")):
+    register(Bound(id=_id, example=_example, paper=PLD, theorem=_PLD_THM, summary=_summary, params=_params,
+                   answer="epsilon", kernel=_pld_mechanism(_mech), outputs=("epsilon_lower",)))
+
+
 def _mechanism(name, **fixed):
     def kernel(delta, **params):
         res = A.epsilon(name, delta=delta, **fixed, **params)

@@ -24,10 +24,12 @@ from ._dpsgd import dpsgd_calibrate_sigma as dpsgd_calibrate_sigma
 from ._dpsgd import dpsgd_delta as dpsgd_delta
 from ._dpsgd import dpsgd_epsilon as dpsgd_epsilon
 from ._grid import DEFAULT_GRID_SIZE as DEFAULT_GRID_SIZE
+from ._results import EPS0_RANGE as EPS0_RANGE
+from ._results import SCALE_RANGE as SCALE_RANGE
 from ._results import SIGMA_RANGE as SIGMA_RANGE
 from ._results import PldDelta as PldDelta
 from ._results import PldEpsilon as PldEpsilon
 
 __all__ = ["Accountant", "Composed", "Gaussian", "Laplace", "PoissonSampled", "RandomizedResponse", "SelfComposed",
            "ACCOUNTANTS", "MECHANISMS", "selects", "delta", "epsilon", "PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",
-           "DEFAULT_GRID_SIZE", "SIGMA_RANGE"]
+           "DEFAULT_GRID_SIZE", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE"]
