@@ -310,3 +310,314 @@ def clones_delta_exact(eps, eps0, n):
         Q = (1 - a) * b1 + a * b0
         tot += pc[c] * np.sum(np.maximum(P - ee * Q, 0.0))
     return float(tot)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The privacy blanket (Balle, Bell, Gascon, Nissim 2019) with dummies (Ladjel, Anciaux, Bellet, Scerri, App. E)
+# and the scrambler's Thm 4: (1) the theorem's own sum, Lemma 2 with the Lemma 3 bounds on E[sum L]_+ and the
+# Lemma 4 / Lemma 5 bounds on L, with the corrections of docs/errata.md (#e-traffic-thm4-a: a = e^eps - 1;
+# #e-traffic-thm4-b: b = L_max - L_min; #e-traffic-lemma5: L_max = (1 - sigma) T + sigma (1 - e^eps);
+# #e-traffic-lemma3-bennett: the corrected Bennett form; #e-traffic-lemma4-generic: Balle et al.'s generic L
+# bounds, unscaled); (2) the exact hockey-stick divergence of a shuffled randomized response (the mechanism
+# itself, not a bound), which every blanket bound must be above.
+
+
+def _blanket_phi_mp(beta):
+    """phi(u) = (1 + u) ln(1 + u) - u at the working precision: its series sum_{j>=2} (-1)^j u^j / (j (j - 1))
+    below 0.1 (the closed form cancels there), the closed form above."""
+    import mpmath as mp
+
+    if beta < mp.mpf("0.1"):
+        tot, term, j = mp.mpf(0), beta * beta, 2
+        while True:
+            t = term / (j * (j - 1))
+            tot += t if j % 2 == 0 else -t
+            if abs(t) < abs(tot) * mp.mpf(10) ** (-mp.mp.dps - 5) or t == 0:
+                return tot
+            term *= beta
+            j += 1
+    return (1 + beta) * mp.log1p(beta) - beta
+
+
+def laplace_blanket_second_moment_mp(eps, eps0, pair=(0.0, 1.0), dps=30):
+    """E_omega[L^2] for the Laplace randomizer x + Lap(1/eps0) on inputs [0, 1] (Balle et al. 2019, Sec. 5.2),
+    at the input pair (x, x'), by mpmath quadrature: omega(y) = inf_x mu_x(y) / gamma
+    = (eps0 / (2 gamma)) e^(-eps0 max(|y|, |1 - y|)), gamma = e^(-eps0 / 2), L = (mu_x - e^eps mu_x') / omega."""
+    import mpmath as mp
+
+    with mp.workdps(dps):
+        e0, E = mp.mpf(eps0), mp.exp(mp.mpf(eps))
+        x, xp = mp.mpf(pair[0]), mp.mpf(pair[1])
+        g = mp.exp(-e0 / 2)
+
+        def f(y):
+            om = e0 / (2 * g) * mp.exp(-e0 * max(abs(y), abs(1 - y)))
+            mu, mup = e0 / 2 * mp.exp(-e0 * abs(y - x)), e0 / 2 * mp.exp(-e0 * abs(y - xp))
+            return (mu - E * mup) ** 2 / om
+
+        pts = sorted({mp.mpf(0), mp.mpf(1) / 2, mp.mpf(1), x, xp})
+        return mp.quad(f, [-mp.inf] + pts + [mp.inf])
+
+
+def blanket_terms_mp(kind, method, eps, eps0=None, k=None, sigma=None, dps=50):
+    """(gamma, A0, lam, log_cap) of the blanket's Lemma 2 sum, in mpmath at ``dps`` digits: the bound on
+    g(K) = E[sum_{i<=K} L_i]_+ / K is exp(A0 - lam K) / K (Ladjel Lemma 3), capped at exp(log_cap) (-inf when
+    L <= 0 a.s.: g = 0).
+
+    Bounds on L = (mu_x(W) - e^eps mu_x'(W)) / omega(W), W ~ omega:
+    kind "rr" (Ladjel's target randomizer, T = k targets, sampling sigma; kind "kary", k-ary randomized
+    response, is T = k, sigma = k / (e^eps0 + k - 1), computed here): gamma = sigma, L_max = (1 - sigma) T + sigma (1 - e^eps) (Lemma 5,
+    sign corrected), L_min = -(1 - sigma) T e^eps + sigma (1 - e^eps), E[L^2] = sigma (2 - sigma) (1 - e^eps)^2
+    + (1 - sigma)^2 T (1 + e^2eps) (Lemma 5); cap E[L_+] = L_max_+ / T (E[sum L]_+ <= K E[L_+]).
+    kind "generic" (any eps0-LDP randomizer, Balle et al. 2019 Lemma 5.3's generic bounds): gamma = e^-eps0,
+    e^-eps0 - e^(eps + eps0) <= L <= e^eps0 - e^(eps - eps0), E[L^2] <= e^eps0 (1 + e^2eps) - 2 e^(eps - 3 eps0);
+    cap L_max_+.  kind "laplace" (Balle et al. 2019 Sec. 5.2): gamma = e^(-eps0/2),
+    gamma (1 - e^(eps + eps0)) <= L <= gamma (e^eps0 - e^eps), E[L^2] by quadrature at the pair (0, 1)
+    (:func:`laplace_blanket_second_moment_mp`); cap L_max_+.
+    Hoeffding: E[S_K]_+ <= b^2 / (4 a) exp(-2 K a^2 / b^2), a = -E[L] = e^eps - 1, b = L_max - L_min.
+    Bennett (corrected): E[S_K]_+ <= (b_+ / ln(1 + beta)) exp(-(K c / b_+^2) phi(beta)), b_+ = L_max,
+    beta = a b_+ / c."""
+    import mpmath as mp
+
+    with mp.workdps(dps):
+        e = mp.mpf(eps)
+        E, a = mp.exp(e), mp.expm1(e)
+        if kind in ("rr", "kary"):
+            T = mp.mpf(k)
+            s = T / (mp.exp(mp.mpf(eps0)) + T - 1) if kind == "kary" else mp.mpf(sigma)
+            gamma = s
+            lmax = (1 - s) * T - s * a
+            lmin = -(1 - s) * T * E - s * a
+            c = s * (2 - s) * a * a + (1 - s) ** 2 * T * (1 + E * E)
+            cap = lmax / T
+        elif kind == "generic":
+            e0 = mp.mpf(eps0)
+            gamma = mp.exp(-e0)
+            lmax = mp.exp(e0) - mp.exp(e - e0)
+            lmin = mp.exp(-e0) - mp.exp(e + e0)
+            c = mp.exp(e0) * (1 + E * E) - 2 * mp.exp(e - 3 * e0)
+            cap = lmax
+        else:
+            e0 = mp.mpf(eps0)
+            gamma = mp.exp(-e0 / 2)
+            lmax = gamma * (mp.exp(e0) - E)
+            lmin = gamma * (1 - E * mp.exp(e0))
+            c = laplace_blanket_second_moment_mp(eps, eps0, dps=max(dps - 20, 20)) if method == "bennett" else None
+            cap = lmax
+        if lmax <= 0:
+            return gamma, mp.mpf(0), mp.mpf(0), -mp.inf
+        log_cap = mp.log(cap)
+        if a == 0:
+            return gamma, mp.inf, mp.mpf(0), log_cap
+        if method == "hoeffding":
+            b = lmax - lmin
+            return gamma, 2 * mp.log(b) - mp.log(4 * a), 2 * a * a / (b * b), log_cap
+        beta = a * lmax / c
+        return gamma, mp.log(lmax) - mp.log(mp.log1p(beta)), c / (lmax * lmax) * _blanket_phi_mp(beta), log_cap
+
+
+def _lemma2_windows(N, gamma, lam, A0, log_cap, d):
+    """The m' ranges (inclusive) where the terms of the Lemma 2 sum are not negligible: +-(15 sd + 60) around
+    the mean of M' ~ Bin(N, gamma), around the mean of its tilt by e^(-lam m') (the uncapped terms), and around
+    the m' where the bound meets its cap; plus both ends.  Outside, the terms are below e^-49 of the largest
+    (Bernstein's bound on the binomial tails, times at most N ~ e^21 from the 1/K factor)."""
+    g = float(gamma)
+    if g <= 0.0 or N == 0:
+        return [(0, 0)]
+    if g >= 1.0:
+        return [(N, N)]
+    gt = math.exp(math.log(g) - float(lam) - math.log((1 - g) + g * math.exp(-float(lam))))  # the tilted rate
+    sd = math.sqrt(N * max(g * (1 - g), gt * (1 - gt))) + 1.0
+    centers = [N * g, N * gt]
+    if math.isfinite(float(A0)) and math.isfinite(float(log_cap)):
+        def excess(K):
+            return float(A0) - float(lam) * K - math.log(K) - float(log_cap)
+
+        lo, hi = 1.0 + d, N + 1.0 + d
+        if excess(lo) > 0 > excess(hi):
+            for _ in range(200):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
+            centers.append(lo - 1.0 - d)
+    half = 15.0 * sd + 60.0
+    ivs = [(0, min(N, 60)), (max(0, N - 60), N)]
+    ivs += [(int(max(0, math.floor(c - half))), int(min(N, math.ceil(c + half)))) for c in centers]
+    ivs.sort()
+    out = [list(ivs[0])]
+    for a_, b_ in ivs[1:]:
+        if a_ <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], b_)
+        else:
+            out.append([a_, b_])
+    return [tuple(x) for x in out]
+
+
+def _ld(x):
+    """An mpmath number as a NumPy long double (rounded once; a double where long double is a double)."""
+    import mpmath as mp
+
+    if not mp.isfinite(x):
+        return np.longdouble(float(x))
+    return np.longdouble(mp.nstr(x, 25, min_fixed=-mp.inf, max_fixed=mp.inf))
+
+
+def blanket_lemma2_sum(kind, method, eps, n, d, eps0=None, k=None, sigma=None, block=256):
+    """Ladjel Lemma 2 (Balle et al. 2019 Thm 3.1 at d = 0) with the Lemma 3 bound of :func:`blanket_terms_mp`:
+    delta <= min(1, sum_{m'=0}^{n-1} Bin(m'; n-1, gamma) min(exp(A0 - lam K) / K, cap)), K = m' + 1 + d.
+
+    The parameters are computed in mpmath at 50 digits and rounded once to NumPy's long double (64-bit
+    mantissa on x86); the log-terms over the windows of :func:`_lemma2_windows` in long double: log Bin(m';
+    n-1, gamma) from an mpmath log-gamma anchor every ``block`` values and the exact ratios
+    log((n-1-m') / (m'+1)) + log(gamma / (1-gamma)) in between (a cumulative sum), then exp, summed pairwise
+    in long double and rounded once to float64.  Returns (value, relative error bound): each log-term is off by
+    at most e_ld (sum over its steps of (2 + |log ratio| + |log odds|) + sum of |partial sums| + |anchor|
+    + |A0| + lam K + log K + |log-term| + 5) (e_ld the long double's epsilon; a double's where long double is
+    one), so the sum by the terms' weighted mean of that plus the pairwise sums' (log2(size) + 1) e_ld, plus
+    1 ulp of float64 for the final rounding.  The terms left out of the windows only lower the value (< e^-49
+    relative)."""
+    import mpmath as mp
+
+    gamma, A0, lam, log_cap = blanket_terms_mp(kind, method, eps, eps0=eps0, k=k, sigma=sigma)
+    if log_cap == -mp.inf:
+        return 0.0, 0.0
+    N, d = int(n) - 1, float(d)
+    g = float(gamma)
+    e_ld = float(np.finfo(np.longdouble).eps)
+    ivs = _lemma2_windows(N, gamma, lam, A0, log_cap, d)
+    LA0, Llam, Lcap = _ld(A0), _ld(lam), _ld(log_cap)
+    parts, errs = [], []
+    with mp.workdps(30):
+        mg = mp.mpf(gamma)
+        lodds = _ld(mp.log(mg) - mp.log1p(-mg)) if 0 < g < 1 else None
+        if lodds is not None:
+            lgN, lmg, l1mg = mp.loggamma(N + 1), mp.log(mg), mp.log1p(-mg)
+        for lo, hi in ivs:
+            m = np.arange(lo, hi + 1, dtype=np.longdouble)
+            if lodds is None or N == 0:
+                lw, e_w = np.zeros_like(m), np.zeros(m.shape)
+            else:
+                with np.errstate(divide="ignore"):  # the step past m = N is never used
+                    lr = np.log((N - m) / (m + 1.0))
+                steps = lr + lodds  # log w(m + 1) - log w(m)
+                lw = np.empty_like(m)
+                e_w = np.empty(m.shape)
+                for s in range(0, m.size, block):
+                    j = int(m[s])
+                    e = min(s + block, m.size)
+                    anchor = _ld(lgN - mp.loggamma(j + 1) - mp.loggamma(N - j + 1) + j * lmg + (N - j) * l1mg)
+                    part = np.concatenate([[np.longdouble(0)], np.cumsum(steps[s:e - 1])])
+                    lw[s:e] = anchor + part
+                    # each step: 2 roundings of the ratio, 1 of its log, the rounded log odds; each partial sum
+                    # and the anchor's addition: 1 rounding of their magnitude
+                    per = np.concatenate([[0.0], np.cumsum(2.0 + np.abs(lr[s:e - 1]).astype(float)
+                                                           + abs(float(lodds)))])
+                    e_w[s:e] = e_ld * (per + np.cumsum(np.abs(part.astype(float))) + abs(float(anchor)) + 1.0)
+            K = m + np.longdouble(1.0) + np.longdouble(d)
+            lk = np.log(K)
+            if np.isfinite(LA0):
+                lg = np.minimum(LA0 - Llam * K - lk, Lcap)
+                e_g = e_ld * (abs(float(LA0)) + np.abs((Llam * K).astype(float)) + lk.astype(float) + 4.0)
+            else:
+                lg, e_g = np.full_like(K, Lcap), np.full(K.shape, e_ld * (abs(float(Lcap)) + 2.0))
+            lt = lw + lg
+            keep = lt > -745
+            if np.any(keep):
+                t = np.exp(lt[keep])
+                parts.append(np.sum(t))  # pairwise in long double: relative error <= (log2(size) + 1) e_ld
+                errs.append(np.sum(t * (e_w[keep] + e_g[keep] + e_ld * (np.abs(lt[keep].astype(float))
+                                                                        + math.log2(t.size) + 2.0))))
+    tot = np.sum(np.asarray(parts, dtype=np.longdouble)) if parts else np.longdouble(0)
+    val = float(tot)
+    # the relative error of a sum of positive terms is at most the weighted mean of the terms' own
+    err = float(np.sum(np.asarray(errs, dtype=np.longdouble)) / tot) + 4 * e_ld if val > 0 else 0.0
+    return min(val, 1.0), err + 2.220446049250313e-16
+
+
+def blanket_lemma2_sum_mp(kind, method, eps, n, d, eps0=None, k=None, sigma=None, dps=50):
+    """The same sum term by term in mpmath at ``dps`` digits over every m' in [0, n - 1] (checks
+    :func:`blanket_lemma2_sum`; O(n) mpmath operations)."""
+    import mpmath as mp
+
+    gamma, A0, lam, log_cap = blanket_terms_mp(kind, method, eps, eps0=eps0, k=k, sigma=sigma, dps=dps)
+    if log_cap == -mp.inf:
+        return 0.0
+    N = int(n) - 1
+    with mp.workdps(dps):
+        cap = mp.exp(log_cap)
+        w = (1 - gamma) ** N
+        odds = gamma / (1 - gamma) if gamma < 1 else None
+        tot = mp.mpf(0)
+        for m in range(N + 1):
+            if odds is None:
+                wm = mp.mpf(1) if m == N else mp.mpf(0)
+            else:
+                wm = w
+                w = w * (N - m) / (m + 1) * odds
+            K = m + 1 + int(d)
+            gk = cap if A0 == mp.inf else min(mp.exp(A0 - lam * K) / K, cap)
+            tot += wm * gk
+        return float(min(tot, 1))
+
+
+def shuffled_binary_rr_delta(eps, q, n, d):
+    """Exact delta(eps) of the shuffled binary randomized response (the mechanism, not a bound), over every
+    pair of neighbouring data sets: user 1 holds a (reports a with probability p = 1 - q > 1/2; the flip
+    probability q is passed, since 1 - p loses its digits at a large eps0) or b (reports a with probability q),
+    n_a of the other n - 1 users hold a and the rest b (every n_a), and d dummies are a or b with probability
+    1/2 each (the blanket of binary randomized response).  The view is the number H of a's: H = X_1 + R,
+    R = Bin(n_a, p) + Bin(n - 1 - n_a, q) + Bin(d, 1/2) (np.convolve of SciPy pmfs), delta = max over n_a of
+    sum_h (P(h) - e^eps P'(h))_+ (the other direction is the case n_a -> n - 1 - n_a relabelled).  Returns
+    (delta, its error bound): every pmf is computed to ~1e-13 relative (SciPy pmfs and convolutions of
+    non-negative terms), so the sum is off by at most 2e-12 times the mass where P >= (1 - 1e-11) e^eps P',
+    plus 1e-290 for underflow."""
+    from scipy.stats import binom
+
+    ee = math.exp(eps)
+    p = 1.0 - q
+    best, tol = 0.0, 1e-290
+    n, d = int(n), int(d)
+    dummy = binom.pmf(np.arange(d + 1), d, 0.5)
+    for na in range(n):
+        nb = n - 1 - na
+        R = np.convolve(np.convolve(binom.pmf(np.arange(na + 1), na, p), binom.pmf(np.arange(nb + 1), nb, q)),
+                        dummy)
+        Rm1 = np.concatenate([[0.0], R])  # R(h - 1), h = 0 .. n + d
+        R0 = np.concatenate([R, [0.0]])
+        P = p * Rm1 + q * R0
+        Q = q * Rm1 + p * R0
+        v = float(np.sum(np.maximum(P - ee * Q, 0.0)))
+        if v >= best:
+            best = v
+            tol = 2e-12 * float(np.sum(P[P >= (1 - 1e-11) * ee * Q])) + 1e-290
+    return best, tol
+
+
+def shuffled_kary_rr_delta(eps, eps0, k, n, d):
+    """A lower bound on the delta(eps) of the shuffled k-ary randomized response (k >= 3, keep probability
+    p = e^eps0 / (e^eps0 + k - 1), r = 1 / (e^eps0 + k - 1) each other value): the exact divergence of the counts
+    (H_a, H_b) of two values (post-processing of the view) between user 1 holding a and holding b, the other
+    n - 1 users holding a third value c, and d dummies uniform over the k values.  The messages of the others
+    and the dummies land in {a, b} with probability 2r (resp. 2/k), then on a or b with probability 1/2:
+    with S = H_a + H_b, M ~ Bin(n - 1, 2r) + Bin(d, 2/k) and B(j; m) the Bin(m, 1/2) pmf,
+    P(s, j) = (1 - p - r) M(s) B(j; s) + p M(s - 1) B(j - 1; s - 1) + r M(s - 1) B(j; s - 1) (P' swaps p and r).
+    Returns (delta, error bound) as :func:`shuffled_binary_rr_delta`."""
+    from scipy.stats import binom
+
+    ez = math.exp(eps0)
+    p, r, o = ez / (ez + k - 1), 1.0 / (ez + k - 1), (k - 2) / (ez + k - 1)  # o = 1 - p - r
+    n, d = int(n), int(d)
+    M = np.convolve(binom.pmf(np.arange(n), n - 1, 2 * r), binom.pmf(np.arange(d + 1), d, 2.0 / k))
+    S = M.size  # s = 0 .. n - 1 + d for the others; + 1 for user 1
+    s = np.arange(S + 1, dtype=np.float64)[:, None]
+    j = np.arange(S + 1, dtype=np.float64)[None, :]
+    Ms = np.concatenate([M, [0.0]])[:, None]
+    Ms1 = np.concatenate([[0.0], M])[:, None]
+    with np.errstate(invalid="ignore"):
+        B0 = binom.pmf(j, s, 0.5)
+        Bm = np.nan_to_num(binom.pmf(j, s - 1, 0.5))  # row s = 0 (no message of user 1 among S = 0): 0
+        Bmm = np.nan_to_num(binom.pmf(j - 1, s - 1, 0.5))
+    P = o * Ms * B0 + p * Ms1 * Bmm + r * Ms1 * Bm
+    Q = o * Ms * B0 + r * Ms1 * Bmm + p * Ms1 * Bm
+    ee = math.exp(eps)
+    v = float(np.sum(np.maximum(P - ee * Q, 0.0)))
+    return v, 2e-12 * float(np.sum(P[P >= (1 - 1e-11) * ee * Q])) + 1e-290

@@ -2,11 +2,12 @@
 
 The default suite runs a small fixed-seed sample of every family (benchmarks/soundness_campaign.py, ``quick``:
 the slow references use fewer points, 8 for the scrambler's exact method and the PLD, whose programs take the
-longest to compile; the fractional orders of the Poisson RDP and the DP-SGD conversion are left to the full run
+longest to compile, 36 and 30 for the privacy blanket and the scrambler's Hoeffding / Bennett methods, with one
+method per randomizer and check (each pair compiles kernels of its own; n and dummies <= 40, resp. 30, for the
+exact references); the fractional orders of the Poisson RDP and the DP-SGD conversion are left to the full run
 and to tests/test_subsampled_gaussian.py / test_accountants.py); ``-m slow`` runs the full campaign (10 000
-points a family).  Each test
-fails on a single under-report: ours below the reference by more than its stated error (above, for a declared
-lower bound).
+points a family).  Each test fails on a single under-report: ours below the reference by more than its stated
+error (above, for a declared lower bound).
 """
 
 import os
@@ -21,7 +22,7 @@ import soundness_campaign as C  # noqa: E402
 
 #: points of the default-suite sample per family (fewer where our side or the reference is slow: said here)
 QUICK_POINTS = {"poisson-rdp": 200, "wor-rdp": 120, "conversions": 120, "clones": 100, "scrambler": 8,
-                "checkin": 120, "network": 200, "secrdp": 100, "pld": 8}
+                "checkin": 120, "network": 200, "secrdp": 100, "pld": 8, "blanket": 36, "scrambler-tail": 30}
 
 
 def _check(rows):
@@ -57,6 +58,35 @@ def test_regressions_rounded_up():
         assert ours >= R.wor_gaussian_rdp_mp(a, q, s)
     for a, b in [(20.0, 1370.5902153872305), (2.0, 92.55328279528679), (1.05, 27.7847992624316)]:
         assert float(np.asarray(aj.rdp.laplace_rdp([a], scale=b))[0]) >= R.laplace_rdp_mp(a, b)
+
+
+def test_regressions_blanket_rounded_up():
+    """Points found by the campaign below the theorem's sum before the fixes: the privacy blanket's
+    concentration path (shuffle.blanket-delta, any randomizer but the exact method) summed its binomial window
+    in float64 without outward rounding, 1e-11 below at n = 2e7 (its log-pmf recurrence carries ~1 ulp of its
+    partial sums a step); the scrambler at eps = the float64 value of its local guarantee, which was an ulp below the true
+    one, answered delta 0 where Lemma 2 gives 1.5e-16 (b_+ > 0; the randomized-response engine's b_+, which
+    caps g and zeroes delta, is rounded up too); k-ary randomized response at a small eps0 lost the digits of
+    1 - gamma (3e-8 below at eps0 = 0.004, k = 86 933; gamma is now rounded down)."""
+    import _references as R
+    from amplify_jax import bounds
+
+    e, e0, k, n, d = 0.3066229943547519, 12.470129008149698, 259333.0, 20594695.0, 172376.0
+    ours = float(bounds.evaluate("shuffle.blanket-delta", epsilon=e, randomizer="randomized-response", eps0=e0,
+                                 k=k, n=n, dummies=d, method="bennett").delta)
+    ref, err = R.blanket_lemma2_sum("kary", "bennett", e, n, d, eps0=e0, k=k)
+    assert ours >= ref * (1 + err) and ours <= ref * (1 + 1e-8)
+    e, e0, k, n, d = 0.00044176045425486335, 0.0040334358458859725, 86933.0, 25.0, 1865.0
+    ours = float(bounds.evaluate("shuffle.blanket-delta", epsilon=e, randomizer="randomized-response", eps0=e0,
+                                 k=k, n=n, dummies=d, method="hoeffding").delta)
+    ref, err = R.blanket_lemma2_sum("kary", "hoeffding", e, n, d, eps0=e0, k=k)
+    assert ours >= ref * (1 + err) and ours <= ref * (1 + 1e-6)
+    for e, T, n, s, d in [(12.559611386761546, 336.0, 1160.0, 0.0011783080579947074, 7.0),
+                          (27.729082643404368, 463.0, 65.0, 4.197526151488331e-10, 125.0)]:
+        ours = float(bounds.evaluate("traffic.scrambler-delta", epsilon=e, targets=T, n=n, sampling=s, dummies=d,
+                                     method="hoeffding").delta)
+        ref, err = R.blanket_lemma2_sum("rr", "hoeffding", e, n, d, k=T, sigma=s)
+        assert ref > 0 and ours >= ref * (1 + err)
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import numpy as np
 from ..calibrate import invert_monotone_kernel
 from ..numerics import float64_jit
 from . import _binomial as B
-from ._blanket_model import _EPS_CLIP, _EPS_FLOOR, _inversion_result, _props, _search_hi
+from ._blanket_model import _EPS_CLIP, _EPS_FLOOR, _U, _inversion_result, _props, _search_hi
 
 # ---------------------------------------------------------------------------------------------------------
 # The Lemma 2 sum with Hoeffding / Bennett (vectorised, window axis last)
@@ -56,8 +56,30 @@ def _log_concentration(method, k, eps, l_max, l_min, c):
     return jnp.log(bp) - jnp.log(jnp.log1p(beta)) - k * (c / (bp * bp)) * phi
 
 
+def _window_log_error(lw, start, n, gamma, Wm):
+    """A bound on the float64 error of the window's log-pmfs (:func:`amplify_jax.shuffle._binomial.
+    log_binom_pmf_window`: the saddle-point form at the first point, then a cumulative sum of log ratios).
+    Each step rounds two logs of numbers up to n, the log odds and their sum (<= 2 log(n + 1) + |log odds| + 4
+    ulps); each partial sum S_i = lw_i - lw_0 rounds to 1 ulp of |S_i| (large where the window starts far in a
+    tail: gamma ~ 1 with a window wider than the support above the mean); the first point is off by
+    2 |start - n gamma| ulps (the rounding of n gamma in its two bd0 terms) + 100.  So <= U (Wm (2 log(n + 1)
+    + |log odds| + 4 + max_i |S_i|) + 2 |start - n gamma| + 100).  The soundness campaign found the unrounded
+    window sum 1e-11 below the theorem's at n = 2e7 (tests/test_soundness.py::test_regressions_blanket_rounded_up)."""
+    inner = (gamma > 0) & (gamma < 1)
+    gs = jnp.where(inner, gamma, 0.5)
+    lodds = jnp.where(inner, jnp.abs(jnp.log(gs) - jnp.log1p(-gs)), 0.0)
+    s_abs = jnp.where(jnp.isfinite(lw) & jnp.isfinite(lw[..., :1]), jnp.abs(lw - lw[..., :1]), 0.0)
+    per_step = 2.0 * jnp.log1p(n) + lodds + 4.0 + jnp.max(s_abs, axis=-1)
+    return _U * (Wm * per_step + 2.0 * jnp.abs(start - n * gamma) + 100.0)
+
+
 def _delta_concentration(method, kind, eps, n, d, eps0, k, sigma, *, Wm, tail_sd):
     gamma, l_max, l_min, c = _props(kind, eps, eps0, k, sigma)
+    # L_max rounded up: its two terms are each within (eps + eps0 + 4) ulps (the exps of rounded arguments)
+    # and below |L_max| + |L_min| + 1 (every randomizer), so where L_max is small next to them (eps near the
+    # point where the local guarantee makes delta 0) the float64 difference can change sign.
+    e0 = jnp.where(jnp.isfinite(eps0), eps0, 0.0)  # inf only for the target randomizer, whose L_max has no eps0
+    l_max = l_max + (eps + e0 + 8.0) * _U * (jnp.abs(l_max) + jnp.abs(l_min) + 1.0)
     mp, lw, out_mass = _m_window(n, gamma, tail_sd, Wm)
     K = mp + 1.0 + d[..., None]
     le = _log_concentration(method, K, eps[..., None], l_max[..., None], l_min[..., None], c[..., None])
@@ -66,7 +88,8 @@ def _delta_concentration(method, kind, eps, n, d, eps0, k, sigma, *, Wm, tail_sd
     k1 = 1.0 + d
     first = jnp.exp(_log_concentration(method, k1, eps, l_max, l_min, c) - jnp.log(k1))
     tail = out_mass * jnp.minimum(first, jnp.maximum(l_max, 0.0))
-    delta = main + tail
+    # rounded outward by the float64 error of the window's log-pmfs and 1e-12 for exp, the exponents and the sum
+    delta = (main + tail) * (jnp.exp(_window_log_error(lw, mp[..., 0], n, gamma, Wm)) + 1e-12)
     delta = jnp.where(l_max <= 0, 0.0, delta)
     delta = jnp.where(jnp.isnan(delta), 1.0, delta)
     return jnp.minimum(delta, 1.0)

@@ -69,6 +69,14 @@ def _pmf_run(first_log, n, p, start, width):
     return k, jnp.cumprod(steps, axis=-1)
 
 
+def _b_plus_up(ts, sigma, em1):
+    """The upper end of L, b_+ = (1 - sigma) T - sigma (e^eps - 1) (Ladjel Lemma 5, sign corrected:
+    docs/errata.md#e-traffic-lemma5), rounded up: each term is within 2 ulps, so the float64 difference is
+    within 4 ulps of their sum -- all of b_+ where it is small next to them (eps near the local guarantee,
+    where E[L_+] = b_+ / T caps g and b_+ <= 0 makes delta 0)."""
+    return ts - sigma * em1 + 4.0 * _U * (ts + sigma * jnp.abs(em1))
+
+
 def _binom_upper_tail(a, N, p):
     """Upper bound on P(Bin(N, p) >= a): 1 at or below the mean, Chernoff exp(-N KL(a/N || p)) above it
     (Loader's bd0 form, no cancellation), 0 above N."""
@@ -103,7 +111,7 @@ def _g_exact(K, eps, T, sigma, F, r0, nsteps, *, tail_sd):
     em1 = jnp.expm1(eps)
     ts = (1.0 - sigma) * T
     A = ts * (1.0 + ee)
-    b_plus = ts - sigma * em1
+    b_plus = _b_plus_up(ts, sigma, em1)
     pos_mean = jnp.maximum(b_plus, 0.0) / T
     Wj = nsteps
     # Cap K where the mean + tail_sd sd of M would leave the table (M <= r0 + rows - 1); below the cap the
@@ -196,7 +204,7 @@ def _g_concentration(method, K, eps, T, sigma):
     ee = jnp.exp(eps)
     a = jnp.expm1(eps)
     ts = (1.0 - sigma) * T
-    b_plus = ts - sigma * a
+    b_plus = _b_plus_up(ts, sigma, a)
     pos_mean = jnp.maximum(b_plus, 0.0) / T
     if method == "hoeffding":
         b = ts * (1.0 + ee)
@@ -257,7 +265,7 @@ def _delta_rr_point(method, eps, n, d, T, sigma, F, r0, nsteps, *, Wm, S, tail_s
     live = W > 0
     body = jnp.sum(W * g) * (1.0 + _REL_MARGIN) + 4.0 * Wm * _U * jnp.max(g)
     ts = (1.0 - sigma) * T
-    b_plus = ts - sigma * jnp.expm1(eps)
+    b_plus = _b_plus_up(ts, sigma, jnp.expm1(eps))
     pos_mean = jnp.maximum(b_plus, 0.0) / T
     tails = _binom_upper_tail(jnp.stack([N - j0 + 1.0, j0 + span]), N, jnp.stack([1.0 - sigma, sigma]))
     low = jnp.where(j0 - 1.0 < 0, 0.0, tails[0]) * pos_mean
