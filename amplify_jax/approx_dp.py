@@ -40,6 +40,17 @@ def advanced_composition(eps, steps, log_inv_delta_prime):
     return jnp.sqrt(2.0 * steps * log_inv_delta_prime) * eps + steps * eps * jnp.expm1(eps)
 
 
+def _advanced_composition_overflows(eps, steps, log_inv_delta_prime):
+    """Where :func:`advanced_composition` leaves float64 (+inf: k eps e^eps beyond 1.8e308), in NumPy, for the
+    public functions to refuse such inputs before their kernels run."""
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = (np.sqrt(2.0 * np.asarray(steps, dtype=np.float64) * log_inv_delta_prime) * eps
+             + steps * eps * np.expm1(np.asarray(eps, dtype=np.float64)))
+    return ~np.isfinite(v)
+
+
 def analytic_gaussian_log_delta(ratio, eps):
     """ln delta(eps) of the Gaussian mechanism with sensitivity / sigma = ``ratio`` (Balle & Wang 2018, Thm 8):
 
@@ -72,8 +83,11 @@ def analytic_gaussian_epsilon(ratio, log_delta, n_iter: int = 100):
 
 def subsampled_epsilon(eps, q):
     """eps of an eps-DP mechanism run on a subsample that holds a given user w.p. <= q:
-    ln(1 + q (e^eps - 1)) (Balle, Barthe, Gaboardi 2018, Thm 9; delta becomes q delta)."""
-    return jnp.log1p(q * jnp.expm1(eps))
+    ln(1 + q (e^eps - 1)) (Balle, Barthe, Gaboardi 2018, Thm 9; delta becomes q delta).  Where e^eps leaves
+    float64 (eps > ~709) the same value is eps + ln(q + (1 - q) e^-eps) (0 at q = 0); unchanged elsewhere."""
+    out = jnp.log1p(q * jnp.expm1(eps))
+    big = eps + jnp.log(q + (1.0 - q) * jnp.exp(-eps))
+    return jnp.where(jnp.isfinite(out), out, jnp.where(q > 0, big, 0.0))
 
 
 def fmt_closed_form(eps0, n, delta):

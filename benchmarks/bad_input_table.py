@@ -176,7 +176,10 @@ def _arrays(obj, depth=0):
 
 _FLAG_BAD = {"status": lambda a: a != 0, "valid": lambda a: ~a.astype(bool),
              "converged": lambda a: ~a.astype(bool), "fallback": lambda a: a.astype(bool),
-             "connected": lambda a: ~a.astype(bool)}
+             "connected": lambda a: ~a.astype(bool),
+             # a true +inf marked by its result: the target randomizer's eps0 at sampling 0 (no local
+             # guarantee), a simulated output seen under one input only (log-ratio +inf)
+             "finite_eps0": lambda a: ~a.astype(bool), "both_seen": lambda a: ~a.astype(bool)}
 
 
 def check_result(res) -> str:
@@ -382,6 +385,8 @@ OVERRIDES = {
     "network.ring_histogram_bound": dict(n=2000, steps=10, eps0=0.4, delta=1e-6, delta_prime=1e-6),
     "network.ring_histogram_gamma": dict(n=2000, L=10, target_epsilon=0.3, delta=1e-6),
     "network.calibrate_sgd_sigma": dict(setting="network", contributions=100.0),
+    # Lemma 1 needs sigma >= L sqrt(2 alpha (alpha - 1)) = 10.6 at the base orders [2, 8]
+    "network.network_sgd_rdp": dict(sigma=20.0),
     "secrdp.epsilon": dict(),  # not the accountants' epsilon(mechanism, ...) of the short name
     "traffic.simulate_scrambler_outputs": dict(targets=3, n=3, sampling=0.3, dummies=1, runs=10),
 }

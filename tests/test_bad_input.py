@@ -453,6 +453,74 @@ API_REFUSED = [
     ("calibrate-rtol", lambda: aj.calibrate_sigma("gaussian", target_epsilon=1.0, delta=1e-5, steps=10,
                                                   rtol=[1e-6, 1e-6]), "rtol"),
     ("pld-calibrate-rtol", lambda: aj.pld.dpsgd_calibrate_sigma(**_DPSGD, rtol=1e300), "rtol"),
+    # SecRDP's noise and clip beyond secrdp.SIGMA_UNC_RANGE / SIGMA_COR_MAX / CLIP_RANGE (eps1 +inf, NaN or 0)
+    ("secrdp-sigma_unc-tiny", lambda: aj.secrdp.step_account(_G16, sigma_unc=1e-300, sigma_cor=2.0, clip=1.0,
+                                                             adversary="eavesdropper"), "sigma_unc"),
+    ("secrdp-sigma_cor-huge", lambda: aj.secrdp.step_rdp([2.0], _G16, sigma_unc=1.0, sigma_cor=1e300, clip=1.0,
+                                                         adversary="curious"), "sigma_cor"),
+    ("secrdp-clip-huge", lambda: aj.secrdp.spectral_bound(_G16, sigma_unc=1.0, sigma_cor=2.0, clip=1e300,
+                                                          adversary="eavesdropper"), "clip"),
+    ("secrdp-diag-sigma_unc", lambda: aj.secrdp.diag_inverse_covariance(_G16, sigma_unc=1e-300, sigma_cor=1.0),
+     "sigma_unc"),
+    ("min_sigma_cor-sigma_unc", lambda: aj.secrdp.min_sigma_cor(_G16, sigma_unc=1e300, **_SEC), "sigma_unc"),
+    ("noise_frontier-clip", lambda: aj.secrdp.noise_frontier(_G16, **{**_SEC, "clip": 1e300}), "clip"),
+    ("optimal_noise-clip", lambda: aj.secrdp.optimal_noise(_G16, **{**_SEC, "clip": 1e-300}), "clip"),
+    # the frontier's sigma_unc (C sqrt(2 / eps1) ~ 1e-149 at target_epsilon = 1e300) outside SIGMA_UNC_RANGE
+    ("optimal_noise-target", lambda: aj.secrdp.optimal_noise(_G16, **{**_SEC, "target_epsilon": 1e300}),
+     "target_epsilon"),
+    ("baselines-target", lambda: aj.secrdp.baselines(16, **{**_SEC, "target_epsilon": 1e-300}), "target_epsilon"),
+    ("example-min_sigma_cor-shapes", lambda: aj.secrdp.example_level_min_sigma_cor(
+        _G16, sigma_unc=[1.0, 2.0], **{**_SEC, "clip": [1.0, 1.0, 1.0]}, batch_size=32.0, q=0.01), "clip"),
+    ("eps1_budget-batch_size", lambda: aj.secrdp.example_level_eps1_budget(1.0, delta=1e-5, steps=100,
+                                                                           batch_size=1e300, q=0.01), "batch_size"),
+    # the effective noise multiplier outside rdp.SIGMA_RANGE, named through its inputs (it said "sigma=2e+300")
+    ("example_level-batch_size", lambda: aj.secrdp.example_level_rdp([2.0], _G16, sigma_unc=1.0, sigma_cor=2.0,
+                                                                     clip=1.0, batch_size=1e-300, q=0.01),
+     "batch_size"),
+    # the network DP-SGD accountants: sigma, lipschitz in SGD_SCALE_RANGE, sigma / lipschitz in SGD_NOISE_RANGE
+    ("network-sgd-sigma", lambda: aj.network.network_sgd_epsilon(sigma=1e-300, n=1000, contributions=100.0,
+                                                                 delta=1e-5), "sigma"),
+    ("local-sgd-lipschitz", lambda: aj.network.local_sgd_epsilon(sigma=1.0, contributions=100.0, delta=1e-5,
+                                                                 lipschitz=1e300), "lipschitz"),
+    ("central-sgd-ratio", lambda: aj.network.central_sgd_epsilon(sigma=1e-3, n=1000, steps=100, delta=1e-5,
+                                                                 lipschitz=1e4), "lipschitz"),
+    ("bassily-sigma", lambda: aj.network.central_sgd_bassily_epsilon(sigma=1e-300, n=1000, steps=100, delta=1e-5),
+     "sigma"),
+    ("sgd-rdp-orders", lambda: aj.network.network_sgd_rdp([2.0, 1e300], sigma=20.0, n=1000, contributions=100.0),
+     "orders"),
+    ("sgd-rdp-lipschitz", lambda: aj.network.network_sgd_rdp([2.0], sigma=20.0, n=1000, contributions=100.0,
+                                                             lipschitz=1e300), "lipschitz"),
+    ("calibrate-sgd-contributions", lambda: aj.network.calibrate_sgd_sigma(
+        target_epsilon=[1.0, 1.0, 1.0], delta=1e-5, n=1000, steps=10, setting="network", contributions=[1.0, 2.0]),
+     "contributions"),
+    ("ring_histogram_gamma-shapes", lambda: aj.network.ring_histogram_gamma(n=[2000, 3000], L=[10, 10, 10],
+                                                                            target_epsilon=0.3, delta=1e-6), "L"),
+    # advanced / strong composition that leaves float64 (eps0 = 1e300: +inf)
+    ("advanced-eps", lambda: aj.network.advanced_composition_epsilon(1e300, steps=100, delta_prime=1e-6), "eps"),
+    ("ring_sum-eps0", lambda: aj.network.ring_sum_bound(steps=100, eps0=1e300, delta0=1e-8, delta_prime=1e-6),
+     "eps0"),
+    ("checkin-strong-eps0", lambda: aj.checkin.shuffled_checkin_strong_composition_epsilon(
+        n=1000, gamma=0.1, eps0=1e300, steps=100, delta=1e-5), "eps0"),
+    # the Gaussian baseline where no split guarantees one participant (it answered +inf)
+    ("checkin-gaussian-gamma", lambda: aj.checkin.distributed_gaussian_strong_composition_epsilon(
+        n=1000, gamma=1e-300, sigma=1.0, steps=100, delta=1e-5), "gamma"),
+    ("checkin-gaussian-delta", lambda: aj.checkin.distributed_gaussian_strong_composition_epsilon(
+        n=1000, gamma=0.1, sigma=1.0, steps=100, delta=1e-300), "delta"),
+    # the walks' scalars (int() of an array, of NaN or of 1e300 raised TypeError / OverflowError)
+    ("walks-seed-negative", lambda: aj.network.sample_walks(-1, n=1000, steps=10), "seed"),
+    ("walks-seed-fractional", lambda: aj.network.sample_walks(0.5, n=1000, steps=10), "seed"),
+    ("walks-seed-64bit", lambda: aj.network.sample_walks(2**40, n=1000, steps=10), "seed"),
+    ("walks-seed-ring", lambda: aj.network.sample_walks(math.inf, n=1000, steps=10, topology="ring"), "seed"),
+    ("walks-n-array", lambda: aj.network.sample_walks(0, n=[1000, 1000], steps=10), "n"),
+    ("walk-losses-eps0-array", lambda: aj.network.walk_privacy_losses(np.zeros((2, 10), int), n=1000,
+                                                                      eps0=[0.5, 0.5], delta_prime=1e-6,
+                                                                      delta_cycle=1e-6), "eps0"),
+    # the end of the documented ranges: E[L] = 1 - e^eps and the enumeration's probabilities leave float64
+    ("blanket_properties-epsilon", lambda: aj.shuffle.blanket_properties(1e300, randomizer=_GEN), "epsilon"),
+    ("l_stats-epsilon", lambda: aj.traffic.amplification_variable_bounds(1e300, targets=10, sampling=0.5),
+     "epsilon"),
+    ("pure-exact-sampling", lambda: aj.traffic.scrambler_pure_epsilon_exact(targets=3, n=3, sampling=1e-300,
+                                                                            dummies=1), "sampling"),
 ]
 
 
@@ -472,6 +540,36 @@ def test_randomized_response_at_orders_beyond_float64_is_eps0():
         a, e = mp.mpf(2), mp.mpf(1)
         ref = float(mp.log((mp.e ** (a * e) + mp.e ** ((1 - a) * e)) / (mp.e ** e + 1)) / (a - 1))
     assert ref <= got[1, 0] <= ref * (1 + 1e-13)
+
+
+def test_extreme_values_answered_finite_or_flagged():
+    """The subsampling amplification ln(1 + q (e^eps - 1)) beyond e^eps's range is eps + ln(q + (1 - q) e^-eps)
+    (it was +inf), unchanged below; true infinities carry their flag: the target randomizer at sampling 0 (no
+    local guarantee: finite_eps0 False) and the simulation's outputs seen under one input only (both_seen
+    False)."""
+    import jax.numpy as jnp
+
+    from amplify_jax.approx_dp import subsampled_epsilon
+    from amplify_jax.numerics import float64_jit
+
+    q = 1.0 - (1.0 - 1.0 / 1000) ** 10
+    big = float(aj.network.subsampled_cycle_epsilon(n=1000, m=10, eps_aggregate=1e300))
+    assert big == 1e300 + math.log(q)
+    e, q2 = np.array([0.5, 700.0, 705.0]), np.full(3, 0.01)
+    got = np.asarray(float64_jit(subsampled_epsilon)(e, q2))
+    assert np.array_equal(got, np.asarray(float64_jit(lambda x, p: jnp.log1p(p * jnp.expm1(x)))(e, q2)))
+    assert float(float64_jit(subsampled_epsilon)(np.float64(1e300), np.float64(0.0))) == 0.0
+    r = aj.shuffle.target_randomizer(targets=10, sampling=[0.0, 0.5])
+    assert np.isinf(r.eps0[0]) and r.finite_eps0.tolist() == [False, True]
+    sim = aj.traffic.simulate_scrambler_outputs(targets=3, n=3, sampling=0.0, dummies=0, runs=10)
+    assert np.array_equal(sim.both_seen, np.isfinite(sim.log_ratio)) and not sim.both_seen.all()
+
+
+def test_example_level_budget_at_large_batches():
+    """example_level_eps1_budget's search interval of eps1 (1e-12 .. 1e6) is cut to where the effective noise
+    multiplier lies in rdp.SIGMA_RANGE: a batch of 1e4 answered "Expected sigma in [0.001, 1e+10]" (valid input);
+    batch_size in secrdp.BATCH_SIZE_RANGE."""
+    assert aj.secrdp.example_level_eps1_budget(1.0, delta=1e-5, steps=100, batch_size=1e4, q=0.01) == 1e6
 
 
 @pytest.fixture

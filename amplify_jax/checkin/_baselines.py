@@ -10,7 +10,8 @@ import jax.numpy as jnp
 from .. import _validate as V
 from ..rdp import SIGMA_RANGE
 from .._compat import renamed_params
-from ..approx_dp import advanced_composition, analytic_gaussian_epsilon, fmt_closed_form, subsampled_epsilon
+from ..approx_dp import (_advanced_composition_overflows, advanced_composition, analytic_gaussian_epsilon,
+                         fmt_closed_form, subsampled_epsilon)
 from ..numerics import float64_jit, x64_scope
 from ._weighted import _check_n_max
 
@@ -87,7 +88,9 @@ def _baseline_args(n, gamma, steps, delta, **extra):
     t = V.integer("steps", steps, minimum=1)
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(n=nn, gamma=g, steps=t, delta=d, **extra)
-    b = lambda x: jnp.asarray(np.broadcast_to(np.asarray(x, dtype=np.float64), shape))  # noqa: E731
+    # NumPy float64 arrays: the kernels take them in float64 whatever the global x64 flag (jnp.asarray here,
+    # outside x64_scope, rounded n, gamma, steps and log delta to float32 where the flag is off)
+    b = lambda x: np.broadcast_to(np.asarray(x, dtype=np.float64), shape)  # noqa: E731
     return b, b(nn), b(g), b(t), b(np.log(d))
 
 
@@ -103,10 +106,20 @@ def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, steps, delta)
     is in the round with probability k/n <= l2/n (Balle et al. 2018 Thm 9 subsampling); the T rounds compose by
     Dwork-Rothblum-Vadhan strong composition: eps = sqrt(2 T ln(1/delta')) eps_r + T eps_r (e^eps_r - 1), and
     delta = T (q delta_s + d1 + d2) + delta', T = ``steps``.  The split of ``delta`` is optimised over a small
-    grid.  (``rounds=`` is the deprecated spelling of ``steps=``.)
+    grid.  (``rounds=`` is the deprecated spelling of ``steps=``.)  Inputs where the strong composition of eps0
+    itself over T rounds leaves float64 (eps0 ~ 700 and beyond: +inf) are refused.
     """
     e0 = V.nonnegative("eps0", eps0)
     b, nn, g, t, ld = _baseline_args(n, gamma, steps, delta, eps0=e0)
+    # every round is at most eps0-DP and the largest share of delta' is 0.9 delta: where strong composition of eps0
+    # over T rounds leaves float64 (eps0 = 1e300), every split's does
+    e64, t64, d64 = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (e0, steps, delta)))
+    bad = _advanced_composition_overflows(e64, t64, -np.log(_SPLIT_F1.max() * d64))
+    if np.any(bad):
+        i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
+        raise ValueError(f"Expected eps0, steps and delta whose strong composition sqrt(2 T ln(1/delta')) eps0 + "
+                         f"T eps0 (e^eps0 - 1) is finite in float64, got eps0={e64[i].item()!r}, "
+                         f"steps={t64[i].item():g}, delta={d64[i].item()!r}.")
     with x64_scope():
         return _sc_shuffle_kernel(nn, g, b(e0), t, ld)
 
@@ -120,9 +133,44 @@ def distributed_gaussian_strong_composition_epsilon(*, n, gamma, sigma, steps, d
     2 / (sigma sqrt(l1)); with probability >= 1 - d2 the rate is <= l2 / n.  The Gaussian mechanism's exact
     (eps, delta) (Balle & Wang 2018) is subsampled (Balle et al. 2018 Thm 9) and composed over T rounds by
     strong composition; delta = T (q delta_g + d1 + d2) + delta' (T = ``steps``), the split optimised over a
-    small grid.  (``rounds=`` is the deprecated spelling of ``steps=``.)
+    small grid.  (``rounds=`` is the deprecated spelling of ``steps=``.)  Where no split lets the Chernoff bound
+    guarantee one participant (n gamma too small for delta / steps: gamma or delta = 1e-300), the route
+    certifies nothing: a ValueError naming n, gamma, delta and steps (the registry's
+    ``checkin.distributed-gaussian-strong-composition`` answers eps = inf there, status fallback).
     """
+    s, b, nn, g, t, ld = _dg_sc_args(n, gamma, sigma, steps, delta)
+    # the same values in float64 (checked above)
+    n64, g64, t64, d64 = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (n, gamma, steps, delta)))
+    ok = _one_participant(n64, g64, t64, np.log(d64))
+    if not np.all(ok):
+        i = tuple(int(j) for j in np.argwhere(~ok)[0]) if ok.ndim else ()
+        n_i, g_i, t_i, d_i = (x[i].item() for x in (n64, g64, t64, d64))
+        raise ValueError(f"Expected n, gamma, delta and steps for which the Chernoff bound guarantees one participant "
+                         f"per round (n gamma > 2 ln(1 / delta_1), delta_1 < delta / steps), got n={n_i:g}, "
+                         f"gamma={g_i!r}, delta={d_i!r}, steps={t_i:g}.")
+    with x64_scope():
+        return _sc_gauss_kernel(nn, g, b(s), t, ld)
+
+
+def _dg_sc_args(n, gamma, sigma, steps, delta):
     s = V.between("sigma", sigma, *SIGMA_RANGE)  # as DP-SGD (rdp.SIGMA_RANGE): beyond, RDP leaves float64
     b, nn, g, t, ld = _baseline_args(n, gamma, steps, delta, sigma=s)
+    return (s, b, nn, g, t, ld)
+
+
+def _one_participant(n, gamma, steps, log_delta):
+    """Whether some split of :func:`_baseline_eps` has l1 >= 1 (d1 < 1 in :func:`_count_bounds`), per point."""
+    f1 = np.repeat(_SPLIT_F1, _SPLIT_F2.size)
+    f2 = np.tile(_SPLIT_F2, _SPLIT_F1.size)
+    log_d12 = np.log(f2 / 2.0) + np.log1p(-f1) + (log_delta - np.log(steps))[..., None]
+    with np.errstate(divide="ignore", over="ignore"):
+        d1 = np.sqrt(2.0 * (-log_d12) / (n * gamma)[..., None])
+    return np.any(d1 < 1.0, axis=-1)
+
+
+def _distributed_gaussian_sc_unchecked(*, n, gamma, sigma, steps, delta):
+    """:func:`distributed_gaussian_strong_composition_epsilon` without the participant check: eps = inf where the
+    route certifies nothing (the registry flags it with status fallback)."""
+    s, b, nn, g, t, ld = _dg_sc_args(n, gamma, sigma, steps, delta)
     with x64_scope():
         return _sc_gauss_kernel(nn, g, b(s), t, ld)

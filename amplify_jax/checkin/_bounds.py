@@ -31,7 +31,7 @@ from ..status import Status
 from ._accounting import (CHECKIN_ORDERS, OrderCapWarning, distributed_gaussian_calibrate_sigma,
                           distributed_gaussian_delta, distributed_gaussian_epsilon, distributed_gaussian_max_steps,
                           order_at_cap, shuffled_checkin_epsilon, subsampled_shuffle_checkin_epsilon)
-from ._baselines import distributed_gaussian_strong_composition_epsilon, shuffled_checkin_strong_composition_epsilon
+from ._baselines import _distributed_gaussian_sc_unchecked, shuffled_checkin_strong_composition_epsilon
 from ._distributed import distributed_gaussian_rdp
 from ._shuffled import shuffled_checkin_lower_rdp, shuffled_checkin_upper_rdp
 from ._shuffled_gaussian import shuffled_gaussian_checkin_rdp, shuffled_gaussian_rdp
@@ -170,8 +170,7 @@ register(Bound(
 
 
 def _dg_sc(n, gamma, sigma, steps, delta):
-    eps = np.asarray(distributed_gaussian_strong_composition_epsilon(n=n, gamma=gamma, sigma=sigma, steps=steps,
-                                                                     delta=delta))
+    eps = np.asarray(_distributed_gaussian_sc_unchecked(n=n, gamma=gamma, sigma=sigma, steps=steps, delta=delta))
     return {"epsilon": eps, "status": np.where(np.isfinite(eps), Status.OK, Status.FALLBACK)}
 
 

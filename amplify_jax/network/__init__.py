@@ -94,6 +94,8 @@ from ._sgd import local_sgd_epsilon as local_sgd_epsilon
 from ._sgd import central_sgd_epsilon as central_sgd_epsilon
 from ._sgd import central_sgd_bassily_epsilon as central_sgd_bassily_epsilon
 from ._sgd import calibrate_sgd_sigma as calibrate_sgd_sigma
+from ._sgd import SGD_NOISE_RANGE as SGD_NOISE_RANGE
+from ._sgd import SGD_SCALE_RANGE as SGD_SCALE_RANGE
 from ._walks import WalkLosses as WalkLosses
 from ._walks import WalkSummary as WalkSummary
 from ._walks import sample_walks as sample_walks
@@ -107,6 +109,8 @@ __all__ = [
     "RingNoise",
     "SgdEpsilon",
     "SgdCalibration",
+    "SGD_NOISE_RANGE",
+    "SGD_SCALE_RANGE",
     "WalkLosses",
     "WalkSummary",
     # composition

@@ -59,8 +59,10 @@ CYCLE_DELTA = Param("cycle_delta", Choice(("group", "paper")),
                     "per-cycle delta: 'group' adds Balle et al. 2018 Thm 10's group terms (sound), 'paper' is "
                     "App. D/E's delta_A", default="group")
 SIGMA = Param("sigma", Real(1e-3, 1e6), "noise std of one gradient step", DECREASING, search=(1e-2, 1e5))
-LIPSCHITZ = Param("lipschitz", Real(1e-6, 1e6), "Lipschitz constant L of the loss (sensitivity 2L)", INCREASING,
-                  search=(1e-5, 1e5), default=1.0)
+# L up to 1e3: with sigma >= 1e-3, sigma / L stays in network.SGD_NOISE_RANGE (>= 1e-6; below ~1e-8 Lemma 1's
+# admissible orders vanish in float64)
+LIPSCHITZ = Param("lipschitz", Real(1e-6, 1e3), "Lipschitz constant L of the loss (sensitivity 2L)", INCREASING,
+                  search=(1e-5, 1e3), default=1.0)
 CONTRIBUTIONS = Param("contributions", Real(0.0, 1e12, lo_open=True),
                       "T_u: most contributions of a user (high-probability or enforced)", INCREASING,
                       search=(1e-3, 1e11))

@@ -10,9 +10,22 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from .._compat import renamed_params
-from ..approx_dp import advanced_composition
+from ..approx_dp import _advanced_composition_overflows, advanced_composition
 from ..numerics import float64_jit, log_comb, x64_scope
 from ._common import _b, _f64, _n
+
+
+def _refuse_advanced_overflow(eps_name, eps, steps_name, steps, delta_prime_name, delta_prime):
+    """Refuse (eps, k, delta') whose advanced composition sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1) leaves
+    float64 (eps = 1e300: +inf; e^eps overflows from eps ~ 709), naming the three at the first such point."""
+    e, k, d = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (eps, steps, delta_prime)))
+    bad = _advanced_composition_overflows(e, k, -np.log(d))
+    if np.any(bad):
+        i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
+        raise ValueError(f"Expected {eps_name}, {steps_name} and {delta_prime_name} whose advanced composition "
+                         f"sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1) is finite in float64, got "
+                         f"{eps_name}={e[i].item()!r}, {steps_name}={k[i].item()!r}, "
+                         f"{delta_prime_name}={d[i].item()!r}.")
 
 
 @float64_jit
@@ -27,11 +40,13 @@ def advanced_composition_epsilon(eps, *, steps, delta_prime):
     k-fold adaptive composition of (eps, delta)-DP mechanisms (k = ``steps``) is
     (sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1), k delta + delta')-DP.  Returns the epsilon; ``steps`` may be
     real (a high-probability bound on a count).  Broadcasts.  (``k=`` is the deprecated spelling of ``steps=``.)
+    Inputs whose value leaves float64 (k eps e^eps beyond 1.8e308) are refused.
     """
     e = V.nonnegative("eps", eps)
     kk = V.nonnegative("steps", steps)
     d = V.unit_open("delta_prime", delta_prime)
     shape = V.broadcastable(eps=e, steps=kk, delta_prime=d)
+    _refuse_advanced_overflow("eps", e, "steps", kk, "delta_prime", d)
     return _advanced_kernel(*_b(shape, e, kk, d))
 
 

@@ -12,6 +12,7 @@ from .._compat import renamed_params
 from ..approx_dp import advanced_composition, fmt_closed_form
 from ..numerics import float64_jit, x64_scope
 from ._common import NetworkBound, RingNoise, _b, _f64, _n
+from ._composition import _refuse_advanced_overflow
 
 
 @float64_jit
@@ -27,13 +28,14 @@ def ring_sum_bound(*, steps, eps0, delta0, delta_prime):
     two visits of v contains one full sigma_loc, so each of the K visits (K = ``steps``) costs (eps0, delta0) and
     advanced composition gives (sqrt(2K ln(1/delta')) eps0 + K eps0 (e^eps0 - 1), K delta0 + delta')-network DP.
     Remark 1's distributed noise gives the same guarantee (see :func:`ring_noise`).  (``K=`` is the deprecated
-    spelling of ``steps=``.)
+    spelling of ``steps=``.)  Inputs whose value leaves float64 (eps0 ~ 700 and beyond: +inf) are refused.
     """
     k = V.integer("steps", steps, minimum=1).astype(np.float64)
     e = V.positive("eps0", eps0)
     d0 = V.unit_open("delta0", delta0)
     dp = V.unit_open("delta_prime", delta_prime)
     shape = V.broadcastable(steps=k, eps0=e, delta0=d0, delta_prime=dp)
+    _refuse_advanced_overflow("eps0", e, "steps", k, "delta_prime", dp)  # eps0 = 1e300: +inf
     eps, delta = _ring_sum_kernel(*_b(shape, k, e, d0, dp))
     return NetworkBound(eps, delta, jnp.ones(shape, bool))
 
@@ -87,6 +89,7 @@ def ring_histogram_gamma(*, n, L, target_epsilon, delta):
     ll = V.integer("L", L, minimum=2).astype(np.float64)
     e = V.positive("target_epsilon", target_epsilon)
     d = V.unit_open("delta", delta)
+    V.broadcastable(n=nn, L=ll, target_epsilon=e, delta=d)
     if np.any(e >= 0.5):
         raise ValueError(f"Theorem 2 requires eps < 1/2, got target_epsilon={np.max(e)!r}.")
     if np.any(d >= 0.01):

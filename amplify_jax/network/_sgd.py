@@ -16,8 +16,37 @@ from .. import _validate as V
 from .._compat import renamed_params
 from ..approx_dp import advanced_composition, analytic_gaussian_epsilon, subsampled_epsilon
 from ..numerics import float64_jit, x64_scope
+from ..rdp import MAX_ORDER
 from ._common import NetworkBound, SgdCalibration, SgdEpsilon, _b, _colluders, _n
 from ._composition import _chernoff_count
+
+
+#: sigma and lipschitz, each, that the DP-SGD accountants of this module take (:func:`network_sgd_rdp`,
+#: :func:`network_sgd_epsilon`, :func:`local_sgd_epsilon`, :func:`central_sgd_epsilon`,
+#: :func:`central_sgd_bassily_epsilon`): their squares stay finite and nonzero (sigma = lipschitz = 1e-300 is 0 / 0).
+SGD_SCALE_RANGE = (1e-100, 1e100)
+#: sigma / lipschitz (the noise per unit Lipschitz constant) the same accountants take.  Below ~1e-8 Lemma 1's
+#: admissible orders (1, alpha_max], alpha_max - 1 ~ (sigma / L)^2 / 2, vanish in float64 (network_sgd_epsilon
+#: answered +inf; the bound is finite), and at 1e-300 every accountant answered +inf; at 1e300 Lemma 1's
+#: coefficient underflows (+inf at sigma = 1e300).  Between 1e-6 and 1e100 every value is finite.  The registry's
+#: domains (sigma in [1e-3, 1e6], lipschitz in [1e-6, 1e6]) reach 1e-9 .. 1e12.
+SGD_NOISE_RANGE = (1e-6, 1e100)
+
+
+def _sgd_noise(sigma, lipschitz):
+    """sigma and lipschitz in :data:`SGD_SCALE_RANGE` with sigma / lipschitz in :data:`SGD_NOISE_RANGE`, naming
+    both at the first offending point."""
+    s = V.between("sigma", V.positive("sigma", sigma), *SGD_SCALE_RANGE)
+    L = V.between("lipschitz", V.positive("lipschitz", lipschitz), *SGD_SCALE_RANGE)
+    V.broadcastable(sigma=s, lipschitz=L)
+    sb, lb = np.broadcast_arrays(s, L)
+    r = sb / lb
+    bad = ~((r >= SGD_NOISE_RANGE[0]) & (r <= SGD_NOISE_RANGE[1]))
+    if np.any(bad):
+        i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
+        raise ValueError(f"Expected sigma / lipschitz in [{SGD_NOISE_RANGE[0]:g}, {SGD_NOISE_RANGE[1]:g}] "
+                         f"(network.SGD_NOISE_RANGE), got sigma={sb[i].item()!r}, lipschitz={lb[i].item()!r}.")
+    return s, L
 
 
 @float64_jit
@@ -135,20 +164,20 @@ def network_sgd_rdp(orders, *, sigma, n, contributions, lipschitz=1.0, colluders
 
     The factor is the paper's 4; the authors' script uses 2 (docs/errata.md#e-network-authors-code).
 
-    Returns the curve at ``orders`` (trailing axis).  An order violating the constraint for some sigma is a
-    ValueError naming sigma (the lemma says nothing there).  ``colluders``: Sec. 4.3, n -> n / c.
+    Returns the curve at ``orders`` (trailing axis; orders up to ``rdp.MAX_ORDER``).  An order violating the
+    constraint for some sigma is a ValueError naming sigma (the lemma says nothing there).  ``colluders``: Sec. 4.3,
+    n -> n / c.  sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in :data:`SGD_NOISE_RANGE`.
     """
-    a = V.orders("orders", orders)
-    s = V.positive("sigma", sigma)
+    a = V.orders("orders", orders, maximum=MAX_ORDER)  # rdp.MAX_ORDER, the registry's orders domain
+    s, L = _sgd_noise(sigma, lipschitz)  # SGD_SCALE_RANGE, SGD_NOISE_RANGE
     nn = _n("n", n)
     tu = V.nonnegative("contributions", contributions)
-    L = V.positive("lipschitz", lipschitz)
     cc = _colluders(nn, colluders)
     shape = V.broadcastable(sigma=s, n=nn, contributions=tu, lipschitz=L, colluders=cc)
     need = np.broadcast_to(L, shape)[..., None] * np.sqrt(2.0 * a * (a - 1.0))
     if np.any(np.broadcast_to(s, shape)[..., None] < need):
-        raise ValueError(f"Expected sigma >= L sqrt(2 alpha (alpha - 1)) for every order (Lemma 1), got "
-                         f"sigma={np.min(s)!r} with max order {a.max()!r} (needs sigma >= {need.max()!r}).")
+        raise ValueError(f"Expected sigma >= L sqrt(2 alpha (alpha - 1)) for every alpha in orders (Lemma 1), got "
+                         f"sigma={np.min(s)!r} with max(orders)={a.max()!r} (needs sigma >= {need.max()!r}).")
     with x64_scope():
         sb, nb, tb, lb, cb = _b(shape, s, nn, tu, L, cc)
         return _lemma1_coef(sb, nb / cb, tb, lb)[..., None] * jnp.asarray(a)
@@ -183,14 +212,14 @@ def network_sgd_epsilon(*, sigma, n, contributions, delta, lipschitz=1.0, order=
     ``order`` fixes alpha instead (ValueError naming sigma if Lemma 1's constraint fails).
     Returns :class:`SgdEpsilon` (epsilon, order).  This is Lemma 1 alone: for small sigma the admissible
     interval is short and the result can exceed :func:`local_sgd_epsilon` (local DP implies network DP, so
-    the smaller of the two is also a valid network-DP guarantee).
+    the smaller of the two is also a valid network-DP guarantee).  sigma, lipschitz in :data:`SGD_SCALE_RANGE`,
+    sigma / lipschitz in :data:`SGD_NOISE_RANGE`.
     """
     V.one_of("method", method, ("balle2020", "mironov"))
-    s = V.positive("sigma", sigma)
+    s, L = _sgd_noise(sigma, lipschitz)  # SGD_SCALE_RANGE, SGD_NOISE_RANGE
     nn = _n("n", n)
     tu = V.positive("contributions", contributions)
     d = V.unit_open("delta", delta)
-    L = V.positive("lipschitz", lipschitz)
     cc = _colluders(nn, colluders)
     if order is not None:
         o = V.orders("order", order)
@@ -225,12 +254,12 @@ def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="bal
     Every one of u's ``contributions`` is a Gaussian gradient release with sensitivity 2L (Bassily et al. 2014;
     the paper's, where the authors' script uses L: docs/errata.md#e-network-authors-code):
     RDP T_u alpha (2L)^2 / (2 sigma^2) (Mironov 2017), converted with the order optimised over alpha > 1.
+    sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in :data:`SGD_NOISE_RANGE`.
     """
     V.one_of("method", method, ("balle2020", "mironov"))
-    s = V.positive("sigma", sigma)
+    s, L = _sgd_noise(sigma, lipschitz)  # SGD_SCALE_RANGE, SGD_NOISE_RANGE
     tu = V.positive("contributions", contributions)
     d = V.unit_open("delta", delta)
-    L = V.positive("lipschitz", lipschitz)
     shape = V.broadcastable(sigma=s, contributions=tu, delta=d, lipschitz=L)
     return _local_sgd_kernel(*_b(shape, s, tu, d, L), method)
 
@@ -256,12 +285,12 @@ def _central_sgd_kernel(sigma, n, T, delta, L):
 
 
 def _central_inputs(sigma, n, steps, delta, lipschitz):
-    """Validated, broadcast inputs of the central DP-SGD baselines."""
-    s = V.positive("sigma", sigma)
+    """Validated, broadcast inputs of the central DP-SGD baselines (sigma, lipschitz in :data:`SGD_SCALE_RANGE`,
+    sigma / lipschitz in :data:`SGD_NOISE_RANGE`)."""
+    s, L = _sgd_noise(sigma, lipschitz)
     nn = _n("n", n)
     tt = V.integer("steps", steps, minimum=1).astype(np.float64)
     d = V.unit_open("delta", delta)
-    L = V.positive("lipschitz", lipschitz)
     shape = V.broadcastable(sigma=s, n=nn, steps=tt, delta=d, lipschitz=L)
     return _b(shape, s, nn, tt, d, L)
 
@@ -359,6 +388,7 @@ def calibrate_sgd_sigma(*, target_epsilon, delta, n, steps, setting, contributio
         if contributions is None:
             raise ValueError(f"Expected contributions (T_u) for setting={setting!r}, got contributions=None.")
         tu = V.positive("contributions", contributions)
+        V.broadcastable(target_epsilon=e, delta=d, n=nn, steps=tt, lipschitz=L, contributions=tu)
         fn = _net_eps_for_sigma if setting == "network" else _local_eps_for_sigma
         args = (nn, tu, d, L)
     inv = invert_monotone(fn, e, args=args, lo=1e-3, hi=1e6, feasible="above", rtol=rtol)

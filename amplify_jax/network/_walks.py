@@ -38,15 +38,18 @@ def sample_walks(seed, *, n, steps, num_walks=10, topology="complete"):
     int32; ``T=`` is the deprecated spelling of ``steps=``).
 
     ``topology="complete"``: every step draws the next user uniformly in {0..n-1} (the walk may stay);
-    ``"ring"``: the deterministic directed ring t mod n.
+    ``"ring"``: the deterministic directed ring t mod n.  ``seed``: an integer in [0, 2^32 - 1] (``jax.random``'s
+    32-bit seeds: larger ones collide) or a ``jax.random`` key; ``n``, ``steps``, ``num_walks``: one integer each.
     """
     V.one_of("topology", topology, ("complete", "ring"))
-    nn = int(V.integer("n", n, minimum=2))
-    tt = int(V.integer("steps", steps, minimum=1))
-    w = int(V.integer("num_walks", num_walks, minimum=1))
+    nn = V.count("n", n, minimum=2)
+    tt = V.count("steps", steps, minimum=1)
+    w = V.count("num_walks", num_walks, minimum=1)
+    if not isinstance(seed, jax.Array):
+        seed = V.count("seed", seed, minimum=0, maximum=2**32 - 1)  # checked for either topology
     if topology == "ring":
         return jnp.broadcast_to(jnp.arange(tt, dtype=jnp.int32) % nn, (w, tt))
-    key = jax.random.PRNGKey(int(seed)) if not isinstance(seed, jax.Array) else seed
+    key = jax.random.PRNGKey(seed) if not isinstance(seed, jax.Array) else seed
     return jax.random.randint(key, (w, tt), 0, nn, dtype=jnp.int32)
 
 
@@ -312,13 +315,13 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
     V.one_of("view", view, ("hidden", "receiver_known", "path_known"))
     V.one_of("cycle_delta", cycle_delta, ("paper", "group"))
     V.one_of("shuffle_bound", shuffle_bound, ("fmt", "clones", "blanket"))
-    nn = int(V.integer("n", n, minimum=2))
-    e = float(V.positive("eps0", eps0))
+    nn = V.count("n", n, minimum=2)  # scalars: one walk table
+    e = V.scalar("eps0", eps0, V.positive)
     if mechanism == "gaussian" and e >= 1:
         raise ValueError(f"Expected eps0 < 1 for mechanism='gaussian' (eps0/sqrt(m) is the classical Gaussian "
                          f"mechanism's scaling), got eps0={e!r}.")
-    dp = float(V.unit_open("delta_prime", delta_prime))
-    dc = float(V.unit_open("delta_cycle", delta_cycle))
+    dp = V.scalar("delta_prime", delta_prime, V.unit_open)
+    dc = V.scalar("delta_cycle", delta_cycle, V.unit_open)
     w = np.asarray(walks)
     if w.ndim == 1:
         w = w[None]

@@ -133,6 +133,9 @@ from ..graphs import ring_graph as ring_graph
 from ..graphs import star_graph as star_graph
 from ..graphs import torus_graph as torus_graph
 from ._adversaries import ADVERSARIES as ADVERSARIES
+from ._adversaries import CLIP_RANGE as CLIP_RANGE
+from ._adversaries import SIGMA_COR_MAX as SIGMA_COR_MAX
+from ._adversaries import SIGMA_UNC_RANGE as SIGMA_UNC_RANGE
 from ._adversaries import DisconnectedGraphWarning as DisconnectedGraphWarning
 from ._calibration import Baselines as Baselines
 from ._calibration import Frontier as Frontier
@@ -147,6 +150,7 @@ from ._conversion import closed_form_eps1 as closed_form_eps1
 from ._conversion import closed_form_epsilon as closed_form_epsilon
 from ._conversion import epsilon as epsilon
 from ._covariance import diag_inverse_covariance as diag_inverse_covariance
+from ._example_level import BATCH_SIZE_RANGE as BATCH_SIZE_RANGE
 from ._example_level import effective_noise_multiplier as effective_noise_multiplier
 from ._example_level import example_level_epsilon as example_level_epsilon
 from ._example_level import example_level_rdp as example_level_rdp
@@ -166,6 +170,10 @@ from ._utility import utility_weights as utility_weights
 __all__ = [
     "ADVERSARIES",
     "LARGE_N",
+    "SIGMA_UNC_RANGE",
+    "SIGMA_COR_MAX",
+    "CLIP_RANGE",
+    "BATCH_SIZE_RANGE",
     "DisconnectedGraphWarning",
     "SecGraph",
     "StepAccount",

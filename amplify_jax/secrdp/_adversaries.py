@@ -23,10 +23,36 @@ class DisconnectedGraphWarning(UserWarning):
     by sigma_unc alone, i.e. their guarantee falls back to local DP."""
 
 
+#: sigma_unc the accountant takes.  eps1 = 2 C^2 max_i [Sigma_H^{-1}]_ii lies between ~2 C^2 / (n (sigma_unc^2 +
+#: sigma_cor^2 d_max)) and 2 C^2 / sigma_unc^2: with sigma_unc and C in [1e-50, 1e50] and sigma_cor <= 1e50 it stays
+#: finite and positive in float64 (sigma_unc = 1e-300 gave eps1 = +inf, sigma_unc = 1e300 eps1 = 0, which the
+#: example level refused unnamed).  The registry's domains (1e-3 .. 1e3) lie inside.
+SIGMA_UNC_RANGE = (1e-50, 1e50)
+#: Largest sigma_cor the accountant takes (sigma_cor >= 0): sigma_cor^2 L_H stays finite (1e300 gave NaN).
+SIGMA_COR_MAX = 1e50
+#: clip (the gradient's clipping threshold C) the accountant takes: 2 C^2 / sigma_unc^2 stays finite and positive
+#: (clip = 1e300 gave eps1 = +inf, 1e-300 eps1 = 0).
+CLIP_RANGE = (1e-50, 1e50)
+
+
+def _sigma_unc(x):
+    return V.between("sigma_unc", V.positive("sigma_unc", x), *SIGMA_UNC_RANGE)
+
+
+def _sigma_cor(x):
+    return V.between("sigma_cor", V.nonnegative("sigma_cor", x), 0.0, SIGMA_COR_MAX)
+
+
+def _clip(x):
+    return V.between("clip", V.positive("clip", x), *CLIP_RANGE)
+
+
 def _validate_noise(sigma_unc, sigma_cor, clip):
-    su = V.positive("sigma_unc", sigma_unc)
-    sc = V.nonnegative("sigma_cor", sigma_cor)
-    c = V.positive("clip", clip)
+    """sigma_unc in :data:`SIGMA_UNC_RANGE`, 0 <= sigma_cor <= :data:`SIGMA_COR_MAX`, clip in :data:`CLIP_RANGE`,
+    broadcasting."""
+    su = _sigma_unc(sigma_unc)
+    sc = _sigma_cor(sigma_cor)
+    c = _clip(clip)
     shape = V.broadcastable(sigma_unc=su, sigma_cor=sc, clip=c)
     return su, sc, c, shape
 

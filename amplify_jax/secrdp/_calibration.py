@@ -31,11 +31,11 @@ from jax import lax
 from .. import _validate as V
 from .._compat import renamed_params
 from ..numerics import x64_scope
-from ._adversaries import _check_connectivity, _validate_adversary
+from ._adversaries import SIGMA_UNC_RANGE, _check_connectivity, _clip, _sigma_unc, _validate_adversary
 from ._certified import _fast_affordable
 from ._conversion import _CONVERSION_METHODS, _CURVE_ORDERS, _eps_from_eps1_kernel, closed_form_eps1
 from ._covariance import _enumeration_affordable, _lam_bound, _mask_structure, _masked_one
-from ._example_level import _SAMPLINGS, _subsampled_curve, effective_noise_multiplier
+from ._example_level import _SAMPLINGS, _batch_size, _subsampled_curve, effective_noise_multiplier
 from ._graph import SecGraph, _is_large, _removal_masks, algebraic_connectivity, prepare_graph
 from ._rounding import _LDP_UP, _ROUND_ABS, _U
 from ._step import _spectral_diag_bound, _step_diag
@@ -261,8 +261,8 @@ def min_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta, steps, adver
     batch at 500-2000 users)."""
     g = prepare_graph(graph)
     c = _validate_adversary(g, adversary, colluders)
-    su = V.positive("sigma_unc", sigma_unc)
-    clip_a = V.positive("clip", clip)
+    su = _sigma_unc(sigma_unc)  # in SIGMA_UNC_RANGE
+    clip_a = _clip(clip)  # in CLIP_RANGE
     budget = np.asarray(eps1_budget(target_epsilon, steps=steps, delta=delta, method=method))
     V.broadcastable(sigma_unc=su, clip=clip_a, budget=budget)
     _check_connectivity(g, c)
@@ -284,9 +284,17 @@ class Baselines(NamedTuple):
 def baselines(n, *, clip, target_epsilon, delta, steps, method="closed_form") -> Baselines:
     """Local-DP and central-DP noise levels for n users (see :class:`Baselines`)."""
     nn = V.integer("n", n, minimum=1)
-    cl = V.positive("clip", clip)
+    cl = _clip(clip)  # in CLIP_RANGE
     b = np.asarray(eps1_budget(target_epsilon, steps=steps, delta=delta, method=method))
-    ldp = cl * np.sqrt(2.0 / b)
+    with np.errstate(divide="ignore", over="ignore"):
+        ldp = cl * np.sqrt(2.0 / b)
+    bad = ~((ldp > 0) & (ldp < np.inf))
+    if np.any(bad):  # eps1 budget 0 (target_epsilon = 1e-300 underflows it): sigma_ldp = +inf
+        i = tuple(int(j) for j in np.argwhere(np.atleast_1d(bad))[0]) if np.ndim(bad) else ()
+        te, bb, cc = (np.broadcast_to(np.asarray(x, dtype=float), np.shape(bad))[i].item()
+                      for x in (V.positive("target_epsilon", target_epsilon), b, cl))
+        raise ValueError(f"Expected target_epsilon, delta, steps and clip whose local-DP noise C sqrt(2 / eps1) is "
+                         f"finite and positive, got target_epsilon={te!r} (eps1 budget {bb!r}), clip={cc!r}.")
     cdp = ldp / np.sqrt(nn)
     with x64_scope():
         return Baselines(jnp.asarray(ldp), jnp.asarray(cdp), jnp.asarray(b))
@@ -325,14 +333,19 @@ def noise_frontier(graph, *, clip, target_epsilon, delta, steps, adversary="eave
         if not isinstance(v, str) and np.ndim(v) != 0:  # one target per frontier (values: eps1_budget checks)
             raise ValueError(f"Expected {name} to be a single number, got {name} with shape {np.shape(v)}.")
     budget = float(np.asarray(eps1_budget(target_epsilon, steps=steps, delta=delta, method=method)).reshape(()))
-    cl = V.scalar("clip", clip, V.positive)
+    cl = V.scalar("clip", clip, lambda k, v: _clip(v))
     ldp = cl * math.sqrt(2.0 / budget) if budget > 0 else math.inf
     if not (budget > 0 and 0 < ldp < math.inf):  # the frontier's ends, sigma_ldp = C sqrt(2 / eps1), in float64
         raise ValueError(f"Expected target_epsilon, delta, steps and clip whose local-DP noise C sqrt(2 / eps1) is "
                          f"finite and positive, got target_epsilon={target_epsilon!r} (eps1 budget {budget!r}), "
                          f"clip={cl!r}.")
-    _check_connectivity(g, c)
     low = ldp / math.sqrt(_honest_size(g, c) if c is not None else 1)
+    if not (SIGMA_UNC_RANGE[0] <= low and ldp <= SIGMA_UNC_RANGE[1]):  # the accountant's sigma_unc (1e300: NaN)
+        raise ValueError(f"Expected target_epsilon, delta, steps and clip whose frontier sigma_unc in [{low!r}, "
+                         f"{ldp!r}] (C sqrt(2 / eps1) over sqrt(n_H) .. 1) lies in SIGMA_UNC_RANGE "
+                         f"[{SIGMA_UNC_RANGE[0]:g}, {SIGMA_UNC_RANGE[1]:g}], got target_epsilon={target_epsilon!r} "
+                         f"(eps1 budget {budget!r}), clip={cl!r}.")
+    _check_connectivity(g, c)
     su = np.geomspace(low * (1.0 + 1e-3), ldp, num)
     value, status, achieved = _sigma_cor_for_budget(g, adversary, c, su, cl, budget, rtol)
     with x64_scope():
@@ -346,13 +359,14 @@ def example_level_eps1_budget(target_epsilon, *, delta, steps, batch_size, q, sa
     """The largest per-step eps1 (at the user clip C used by the accountant) such that T subsampled steps are
     example-level (target_epsilon, delta)-SecLDP (App. D.1, "Example-level privacy": no closed form, so this is a
     bisection on eps1 over the core's subsampled curves; the example-level eps increases with eps1).  Returns
-    the feasible (lower) endpoint, re-checked.  Scalar inputs."""
+    the feasible (lower) endpoint, re-checked.  Scalar inputs; ``batch_size`` in ``BATCH_SIZE_RANGE``; eps1 is
+    searched in [1e-12, 1e6] where the effective noise multiplier stays in ``rdp.SIGMA_RANGE``."""
     from ..conversions import epsilon_from_rdp
 
     e = V.scalar("target_epsilon", target_epsilon, V.positive)  # scalar inputs (one bisection)
     d = V.scalar("delta", delta, V.unit_open)
     t = float(V.count("steps", steps, minimum=1))
-    b = V.scalar("batch_size", batch_size, V.positive)
+    b = V.scalar("batch_size", batch_size, lambda k, v: _batch_size(v))  # in BATCH_SIZE_RANGE
     q = V.scalar("q", q, V.unit_open)
     # the bisection below runs until hi / lo <= 1 + rtol
     rtol = V.scalar("rtol", rtol, lambda k, v: V.between(k, v, 1e-15, 1.0))
@@ -365,12 +379,23 @@ def example_level_eps1_budget(target_epsilon, *, delta, steps, batch_size, q, sa
         curve = _subsampled_curve(a, q, sig, sampling)
         return np.asarray(epsilon_from_rdp(a, t * np.asarray(curve), delta=d, method=method).epsilon)
 
+    # eps1 from 1e-12 to 1e6, kept where the effective noise multiplier (clip 1) lies in the core's rdp.SIGMA_RANGE
+    # (b outside ~[0.71, 7071] Poisson, [1.41, 14142] without replacement: eps_of failed, naming "sigma")
+    from ..rdp import SIGMA_RANGE
+
+    def eps1_at(sig):  # the eps1 whose effective noise multiplier is sig
+        return 2.0 * b * b / (sig * sig) if sampling == "poisson" else b * b / (2.0 * sig * sig)
+
+    lo_end = max(1e-12, eps1_at(SIGMA_RANGE[1]) * (1.0 + 1e-9))
+    hi_end = min(1e6, eps1_at(SIGMA_RANGE[0]) * (1.0 - 1e-9))
     # every call has 30 points: one compiled shape in the core's kernels
-    grid = np.geomspace(1e-12, 1e6, 30)
+    grid = np.geomspace(lo_end, hi_end, 30)
     ok = eps_of(grid) <= e
-    if not ok[0]:
-        raise ValueError(f"Expected a reachable target_epsilon, got target_epsilon={e!r} (exceeded already at "
-                         "eps1=1e-12).")
+    if not ok[0]:  # delta = 1e-300 at the base point: no order up to 128 converts below 1
+        sig = float(effective_noise_multiplier(lo_end, clip=1.0, batch_size=b, sampling=sampling))
+        raise ValueError(f"Expected a target_epsilon reachable at delta={d!r}, steps={int(t)}, q={q!r}, "
+                         f"batch_size={b!r} (orders up to {float(np.max(a)):g}), got target_epsilon={e!r} (exceeded "
+                         f"already at eps1={lo_end:g}, noise multiplier {sig:g}).")
     if ok[-1]:
         return grid[-1]
     k = int(np.flatnonzero(~ok)[0])
@@ -395,12 +420,16 @@ def example_level_min_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta
     :func:`example_level_eps1_budget`, then the minimal sigma_cor for each sigma_unc (batched)."""
     g = prepare_graph(graph)
     c = _validate_adversary(g, adversary, colluders)
-    su = V.positive("sigma_unc", sigma_unc)
-    cl = V.positive("clip", clip)
+    su = _sigma_unc(sigma_unc)  # in SIGMA_UNC_RANGE
+    cl = _clip(clip)  # in CLIP_RANGE
+    V.broadcastable(sigma_unc=su, clip=cl)
     unit = example_level_eps1_budget(target_epsilon, delta=delta, steps=steps, batch_size=batch_size, q=q,
                                      sampling=sampling, orders=orders)
-    budget = unit * np.asarray(cl) ** 2  # eps1 scales as C^2 at fixed effective noise: budget at clip C
-    # effective_noise_multiplier divides by sqrt(eps1) at clip 1; at clip C the noise multiplier is the
-    # same function of eps1 / C^2, hence the budget scales with C^2.
+    # the budget is the same at every clip: eps1 is the accountant's at clip C, and the effective noise
+    # multiplier b sqrt(2 / eps1) (Poisson) or b / sqrt(2 eps1) (without replacement) does not depend on C
+    # (effective_noise_multiplier: the shift (C / b) sqrt(d) with d = eps1 / (2 C^2)).  The budget was
+    # multiplied by C^2 before, which under-reported eps for C > 1 (C = 2, ring, sigma_unc = 0.1, target 2:
+    # sigma_cor = 0 returned, example_level_epsilon 3.56 there).
+    budget = np.broadcast_to(unit, np.shape(cl)).astype(np.float64)
     _check_connectivity(g, c)
     return _calibration_result(g, adversary, c, su, cl, budget, rtol)

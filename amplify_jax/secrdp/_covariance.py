@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from ..numerics import float64_jit, x64_scope
-from ._adversaries import _pairs
+from ._adversaries import _pairs, _sigma_cor, _sigma_unc
 from ._graph import SecGraph, _n_removal_sets, prepare_graph
 from ._rounding import _ROUND_ABS, _U
 
@@ -176,8 +176,8 @@ def diag_inverse_covariance(graph, *, sigma_unc, sigma_cor, removed=()):
     sigma_cor) + (n,), with removed users' entries set to 0.  From the cached eigendecomposition when nothing
     is removed, else by Cholesky.  For inspection and tests."""
     g = prepare_graph(graph)
-    su = V.positive("sigma_unc", sigma_unc)
-    sc = V.nonnegative("sigma_cor", sigma_cor)
+    su = _sigma_unc(sigma_unc)  # in SIGMA_UNC_RANGE
+    sc = _sigma_cor(sigma_cor)  # at most SIGMA_COR_MAX
     shape2 = V.broadcastable(sigma_unc=su, sigma_cor=sc)
     rem = np.asarray(V.integer("removed", np.asarray(removed, dtype=float).reshape(-1), minimum=0, allow_empty=True)).reshape(-1)
     if rem.size and (rem.max() >= g.n or len(set(rem.tolist())) != rem.size):

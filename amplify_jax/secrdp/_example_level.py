@@ -18,6 +18,31 @@ from ..numerics import x64_scope
 from ._step import step_account
 
 _SAMPLINGS = ("poisson", "without_replacement")
+#: (Expected) batch sizes b :func:`~amplify_jax.secrdp.example_level_eps1_budget` takes.  The effective noise
+#: multiplier b sqrt(2 / eps1) (Poisson; b / sqrt(2 eps1) without replacement) must lie in the core's
+#: ``rdp.SIGMA_RANGE`` [1e-3, 1e10]: in this range of b the budget's search interval of eps1 (1e-12 .. 1e6, cut to
+#: that range) keeps a factor >= 50 (b = 1e300 or 1e-300 was refused as "sigma=2e+300", naming neither).  The
+#: registry's domain (1 .. 1e8) lies inside.  (:func:`example_level_rdp` checks the multiplier itself.)
+BATCH_SIZE_RANGE = (1e-8, 1e12)
+
+
+def _batch_size(x):
+    return V.between("batch_size", V.positive("batch_size", x), *BATCH_SIZE_RANGE)
+
+
+def _check_effective_sigma(sig, **named):
+    """Refuse an effective noise multiplier outside the core's ``rdp.SIGMA_RANGE``, naming the inputs it comes
+    from (``named``: the accountant's parameters and batch_size) and their values at the first offending point."""
+    from ..rdp import SIGMA_RANGE
+
+    sig = np.asarray(sig)
+    bad = ~((sig >= SIGMA_RANGE[0]) & (sig <= SIGMA_RANGE[1]))
+    if np.any(bad):
+        i = tuple(int(j) for j in np.argwhere(bad)[0]) if sig.ndim else ()
+        vals = ", ".join(f"{k}={np.broadcast_to(np.asarray(v, dtype=float), sig.shape)[i].item()!r}"
+                         for k, v in named.items())
+        raise ValueError(f"Expected {', '.join(named)} whose effective noise multiplier is in rdp.SIGMA_RANGE "
+                         f"[{SIGMA_RANGE[0]:g}, {SIGMA_RANGE[1]:g}], got {vals} (noise multiplier {sig[i].item()!r}).")
 
 
 def effective_noise_multiplier(eps1, *, clip, batch_size, sampling="poisson"):
@@ -66,15 +91,19 @@ def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, 
     integer orders exact, fractional ones interpolated by convexity), with the effective noise multiplier of
     :func:`effective_noise_multiplier`; composed over ``steps``.  Unlike the authors' code, which returns the
     single-step subsampled bound (docs/errata.md#e-secrdp-example-level), the T steps are composed here.
+    The effective noise multiplier must lie in ``rdp.SIGMA_RANGE`` (a ValueError naming sigma_unc, sigma_cor,
+    clip and batch_size otherwise).
     """
     a = V.orders("orders", orders)
     q = V.unit_open("q", q)
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
     V.one_of("sampling", sampling, _SAMPLINGS)
+    b = V.positive("batch_size", batch_size)  # before the accountant runs
     acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,
                        colluders=colluders)
     eps1 = np.asarray(acc.eps1)
-    sig = effective_noise_multiplier(eps1, clip=clip, batch_size=batch_size, sampling=sampling)
+    sig = effective_noise_multiplier(eps1, clip=clip, batch_size=b, sampling=sampling)
+    _check_effective_sigma(sig, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, batch_size=b)
     V.broadcastable(steps=t, q=q, effective_noise_multiplier=sig)
     curve = _subsampled_curve(a, q, sig, sampling)
     with x64_scope():

@@ -16,7 +16,7 @@ from .. import _validate as V
 from .._compat import renamed_params
 from ..numerics import x64_scope
 from ..status import Status
-from ._adversaries import _validate_adversary
+from ._adversaries import _clip, _validate_adversary
 from ._calibration import _eps1_fn, _sigma_cor_for_budget, noise_frontier
 from ._graph import prepare_graph
 
@@ -88,7 +88,7 @@ def optimal_noise(graph, *, clip, target_epsilon, delta, steps, adversary="eaves
     g = prepare_graph(graph)
     c = _validate_adversary(g, adversary, colluders)
     k_u, k_c = utility_weights(g, cost, kappa)
-    cl = V.scalar("clip", clip, V.positive)
+    cl = V.scalar("clip", clip, lambda k, v: _clip(v))  # in CLIP_RANGE
     fr = noise_frontier(g, clip=cl, target_epsilon=target_epsilon, delta=delta, steps=steps, adversary=adversary,
                         colluders=colluders, num=num, method=method)
     su_grid = np.asarray(fr.sigma_unc)

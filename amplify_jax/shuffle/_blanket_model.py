@@ -34,7 +34,8 @@ class BlanketRandomizer(NamedTuple):
 
     kind: "generic" | "laplace" | "rr" (k-ary randomized response and Ladjel's target randomizer);
     eps0: its local guarantee (inf for the target randomizer with sigma = 0);
-    k: number of outputs (T targets) for "rr", 1 otherwise; sigma: the blanket mass gamma for "rr".
+    k: number of outputs (T targets) for "rr", 1 otherwise; sigma: the blanket mass gamma for "rr";
+    finite_eps0: False where eps0 is inf (the target randomizer at sampling 0: no local guarantee).
     Numeric fields are float64 arrays and broadcast with the other parameters.
     """
 
@@ -42,6 +43,7 @@ class BlanketRandomizer(NamedTuple):
     eps0: np.ndarray
     k: np.ndarray
     sigma: np.ndarray
+    finite_eps0: np.ndarray | None = None
 
 
 class BlanketProperties(NamedTuple):
@@ -82,13 +84,13 @@ class BlanketEpsilon(NamedTuple):
 def generic_randomizer(eps0) -> BlanketRandomizer:
     """Any eps0-LDP local randomizer (Balle et al. 2019 generic bounds, gamma = e^-eps0)."""
     eps0 = _validate.nonnegative("eps0", eps0)
-    return BlanketRandomizer("generic", eps0, np.ones_like(eps0), np.exp(-eps0))
+    return BlanketRandomizer("generic", eps0, np.ones_like(eps0), np.exp(-eps0), np.isfinite(eps0))
 
 
 def laplace_randomizer(eps0) -> BlanketRandomizer:
     """The Laplace mechanism x + Lap(1/eps0) on inputs x in [0, 1] (Balle et al. 2019), gamma = e^(-eps0/2)."""
     eps0 = _validate.positive("eps0", eps0)
-    return BlanketRandomizer("laplace", eps0, np.ones_like(eps0), np.exp(-eps0 / 2.0))
+    return BlanketRandomizer("laplace", eps0, np.ones_like(eps0), np.exp(-eps0 / 2.0), np.isfinite(eps0))
 
 
 def randomized_response(eps0, *, k) -> BlanketRandomizer:
@@ -96,8 +98,13 @@ def randomized_response(eps0, *, k) -> BlanketRandomizer:
     eps0 = _validate.nonnegative("eps0", eps0)
     k = np.asarray(_validate.integer("k", k, minimum=2), dtype=np.float64)
     _validate.broadcastable(eps0=eps0, k=k)
+    # rounded down (its float64 value is within 5 half-ulps): the engines use 1 - gamma = (e^eps0 - 1) /
+    # (e^eps0 + k - 1), whose digits cancel where gamma ~ 1 (eps0 << 1); a smaller gamma only raises every bound
+    # (less blanket; tests/test_soundness.py::test_regressions_blanket_rounded_up: 3e-8 below at eps0 = 0.004)
     gamma = k / (np.exp(eps0) + k - 1.0)
-    return BlanketRandomizer("rr", eps0 + 0.0 * k, k + 0.0 * eps0, gamma)
+    gamma = np.where(eps0 > 0, gamma * (1.0 - 8 * 2.0 ** -53), gamma)  # eps0 = 0: exactly 1, no privacy loss
+    eps0 = eps0 + 0.0 * k
+    return BlanketRandomizer("rr", eps0, k + 0.0 * eps0, gamma, np.isfinite(eps0))
 
 
 def target_randomizer(*, targets, sampling) -> BlanketRandomizer:
@@ -111,7 +118,8 @@ def target_randomizer(*, targets, sampling) -> BlanketRandomizer:
     _validate.broadcastable(targets=T, sampling=sigma)
     with np.errstate(divide="ignore"):
         eps0 = np.where(sigma > 0, np.log1p((1.0 - sigma) * T / np.where(sigma > 0, sigma, 1.0)), np.inf)
-    return BlanketRandomizer("rr", eps0 + 0.0 * T, T + 0.0 * sigma, sigma + 0.0 * T)
+    eps0 = eps0 + 0.0 * T
+    return BlanketRandomizer("rr", eps0, T + 0.0 * sigma, sigma + 0.0 * T, np.isfinite(eps0))
 
 
 def _check_randomizer(randomizer):
@@ -190,9 +198,9 @@ def _props_kernel(kind, eps, eps0, k, sigma):
 @renamed_params(eps="epsilon")
 def blanket_properties(epsilon, *, randomizer) -> BlanketProperties:
     """gamma and the bounds on L (max, min, range, second moment) of a randomizer at ``epsilon`` (broadcasts;
-    ``eps=`` is the deprecated spelling, warns)."""
+    ``eps=`` is the deprecated spelling, warns).  ``epsilon`` in [0, :data:`PROPERTIES_MAX_EPSILON`]."""
     r = _check_randomizer(randomizer)
-    eps = _validate.nonnegative("epsilon", epsilon)
+    eps = _validate.between("epsilon", _validate.nonnegative("epsilon", epsilon), 0.0, PROPERTIES_MAX_EPSILON)
     _validate.broadcastable(epsilon=eps, eps0=r.eps0, k=r.k, sigma=r.sigma)
     return _props_kernel(r.kind, eps, r.eps0, r.k, r.sigma)
 
@@ -201,6 +209,9 @@ def blanket_properties(epsilon, *, randomizer) -> BlanketProperties:
 # Shared by the engines: the eps clip, and the eps-from-delta search range and fallback
 
 _EPS_CLIP = 300.0  # delta is non-increasing in eps: evaluating at min(eps, 300) is an upper bound, e^eps finite
+#: Largest epsilon :func:`blanket_properties` takes (the engines' clip, the registry's epsilon domain): E[L] =
+#: 1 - e^eps and the bounds on L leave float64 from eps ~ 709 (-inf and NaN at 1e300).
+PROPERTIES_MAX_EPSILON = _EPS_CLIP
 
 #: search cap for eps where the local guarantee is infinite (target randomizer with sigma = 0)
 EPS_SEARCH_CAP = 50.0

@@ -34,7 +34,7 @@ from ..status import Status
 from ..shuffle.blanket import exact_table_check
 from ._local import local_epsilon
 from ._scrambler_delta import scrambler_delta, scrambler_epsilon
-from ._scrambler_pure import scrambler_pure_epsilon, scrambler_pure_epsilon_exact
+from ._scrambler_pure import _scrambler_pure_exact_any_sampling, scrambler_pure_epsilon
 
 LADJEL = ("Ladjel, Anciaux, Bellet, Scerri, Mitigating Leakage from Data Dependent Communications in "
           "Decentralized Computing using Differential Privacy")
@@ -154,7 +154,7 @@ register(Bound(
 
 
 def _scrambler_pure_exact(targets, n, sampling, dummies, delta):
-    f = np.vectorize(lambda t, m, s, d: scrambler_pure_epsilon_exact(targets=t, n=m, sampling=s, dummies=d),
+    f = np.vectorize(lambda t, m, s, d: _scrambler_pure_exact_any_sampling(targets=t, n=m, sampling=s, dummies=d),
                      otypes=[np.float64])
     eps = f(targets, n, sampling, dummies)
     # 0 < sampling < 1: every output is possible under both graphs, so eps is finite; +inf means the output

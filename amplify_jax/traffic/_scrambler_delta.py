@@ -86,15 +86,18 @@ def _l_stats(eps, T, sigma) -> _LStats:
 
 
 _l_stats_kernel = float64_jit(lambda e, t, s: _l_stats(e, t, s))
+#: Largest epsilon :func:`amplification_variable_bounds` takes (the registry's epsilon domain): E[L] = 1 - e^eps and
+#: the range of L leave float64 from eps ~ 709 (+-inf at 1e300).
+L_STATS_MAX_EPSILON = 300.0
 
 
 @renamed_params(eps="epsilon")
 def amplification_variable_bounds(epsilon, *, targets, sampling):
     """(a, b_minus, b_plus, c) at ``epsilon``: -E[L], the range and E[L^2] of Ladjel's privacy amplification
     variable (Eq. 2, Lemma 5 with the sign of the upper end corrected: docs/errata.md#e-traffic-lemma5),
-    T convention.  Broadcasts.
+    T convention.  Broadcasts.  ``epsilon`` in [0, :data:`L_STATS_MAX_EPSILON`].
     ``eps=`` is the deprecated spelling of ``epsilon=`` (warns)."""
-    eps = V.nonnegative("epsilon", epsilon)
+    eps = V.between("epsilon", V.nonnegative("epsilon", epsilon), 0.0, L_STATS_MAX_EPSILON)
     T = V.integer("targets", targets, minimum=2)
     sigma = V.probability("sampling", sampling)
     V.broadcastable(epsilon=eps, targets=T, sampling=sigma)
@@ -177,7 +180,9 @@ def scrambler_delta(
     kw = _mc_options(method, key, confidence, samples)
     T, n_, sigma, d = (np.asarray(x, np.float64) for x in (T, n_, sigma, d))
     delta, est = rr_delta(method, eps, n_, d, T, sigma, **kw)
-    local = np.asarray(eps) >= _local_eps0(T, sigma)
+    # the local guarantee rounded up (its float64 value is within 3 ulps): at eps one ulp below the true one,
+    # delta is not 0 (Lemma 2's b_+ > 0)
+    local = np.asarray(eps) >= _local_eps0(T, sigma) * (1.0 + 8 * 2.0 ** -53)
     delta = np.where(local, 0.0, np.minimum(delta, 1.0))
     est = np.where(local, 0.0, np.minimum(est, 1.0))
     return DeltaBound(*_to_jax(delta, est, local))

@@ -129,11 +129,27 @@ def _capped_output_dist(x, sigma, d, n, T):
     return dist
 
 
+#: Smallest sampling :func:`scrambler_pure_epsilon_exact` takes: its output probabilities are products of at most
+#: n + dummies <= 16 factors sigma or 1 - sigma, >= 1e-240 from here on; at sampling = 1e-300 a neighbour's
+#: probability underflowed to 0 and the enumeration answered +inf.
+EXACT_MIN_SAMPLING = 1e-15
+
+
 def scrambler_pure_epsilon_exact(*, targets, n, sampling, dummies) -> float:
     """Exact pure eps of the capped scrambler (Algorithm 1 with B = True after the T - 1 convention local
     randomizer) by enumerating every input count vector, every neighbour (one message moved) and every output:
     max log P(O | G) / P(O | G').  Small instances only (targets <= 4, n <= 8, dummies <= 8); used to check
-    Thm 3.  Scalars only."""
+    Thm 3.  Scalars only; ``sampling`` in [:data:`EXACT_MIN_SAMPLING`, 1)."""
+    sigma = V.scalar("sampling", sampling, V.unit_open)
+    if sigma < EXACT_MIN_SAMPLING:
+        raise ValueError(f"Expected sampling >= {EXACT_MIN_SAMPLING:g} (EXACT_MIN_SAMPLING: below, the enumeration's "
+                         f"probabilities underflow), got sampling={sigma!r}.")
+    return _scrambler_pure_exact_any_sampling(targets=targets, n=n, sampling=sigma, dummies=dummies)
+
+
+def _scrambler_pure_exact_any_sampling(*, targets, n, sampling, dummies) -> float:
+    """:func:`scrambler_pure_epsilon_exact` at any sampling in (0, 1): +inf where a probability underflowed
+    (sampling ~1e-300; the registry's ``traffic.scrambler-pure-exact`` flags it with status error)."""
     T = V.count("targets", targets, minimum=2)  # scalars: one enumeration
     n_ = V.count("n", n, minimum=1)
     sigma = V.scalar("sampling", sampling, V.unit_open)

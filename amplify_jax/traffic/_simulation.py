@@ -20,13 +20,15 @@ from .. import _validate as V
 class OutputSimulation(NamedTuple):
     """Distinct outputs (target-count vectors, one row each) seen on two neighbouring inputs, with how often
     each occurred (``counts_1``, ``counts_2``) and the empirical log-ratio
-    r(O) = |ln(c_1(O) / c_2(O))| (+inf where one count is 0), sorted by decreasing r then by total count."""
+    r(O) = |ln(c_1(O) / c_2(O))| (+inf where one count is 0), sorted by decreasing r then by total count;
+    ``both_seen`` is False where one count is 0 (the log-ratio +inf: too few runs to estimate it)."""
 
     outputs: np.ndarray
     counts_1: np.ndarray
     counts_2: np.ndarray
     log_ratio: np.ndarray
     runs: int
+    both_seen: np.ndarray | None = None
 
 
 def _sim_counts(rng, first_counts, sigma, d, runs):
@@ -76,4 +78,4 @@ def simulate_scrambler_outputs(*, targets, n, sampling, dummies, runs, seed=0, f
     with np.errstate(divide="ignore"):
         r = np.abs(np.log(n1.astype(np.float64)) - np.log(n2.astype(np.float64)))
     order = np.lexsort((-(n1 + n2), -r))
-    return OutputSimulation(uniq[order], n1[order], n2[order], r[order], runs)
+    return OutputSimulation(uniq[order], n1[order], n2[order], r[order], runs, (n1 > 0)[order] & (n2 > 0)[order])
