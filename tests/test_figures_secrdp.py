@@ -1,0 +1,105 @@
+"""benchmarks/fig_secrdp_fig1.py (Decor Fig. 1 (a)-(c)) runs end to end with --quick, and the noise it trains
+with is the library's calibration: the LDP and CDP sigmas of ``secrdp.baselines`` (user level) or of
+``secrdp.example_level_eps1_budget`` (example level), and Decor's minimal sigma_cor for each sigma_unc, called
+here directly with the settings the script wrote, then checked against the accountant (eps <= target)."""
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from amplify_jax import secrdp as S
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("fig_secrdp_fig1", ROOT / "benchmarks" / "fig_secrdp_fig1.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_fig1_quick_three_panels_with_the_library_sigmas(tmp_path):
+    mod = _script()
+    png, data = tmp_path / "f1.png", tmp_path / "f1.json"
+    mod.main(["--quick", "--output", str(png), "--data", str(data)])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    res = json.loads(data.read_text())
+    assert sorted(res) == ["a", "b", "c"]
+    graphs = {"ring": S.ring_graph(16), "grid": S.torus_graph(4)}
+    for key, r in res.items():
+        cfg = r["config"]
+        assert cfg == mod.task_config(key, True)  # the settings recorded are the script's --quick settings
+        n, T, clip, delta = cfg["n"], cfg["T"], cfg["clip"], cfg["delta"]
+        for eps in cfg["eps"]:
+            s = r["sigma"][str(float(eps))]
+            if cfg["level"] == "user":
+                b = S.baselines(n, clip=clip, target_epsilon=eps, delta=delta, steps=T)
+                ldp, cdp = float(b.sigma_ldp), float(b.sigma_cdp)
+            else:
+                unit = S.example_level_eps1_budget(eps, delta=delta, steps=T, batch_size=cfg["batch"], q=cfg["q"],
+                                                   sampling="without_replacement")
+                ldp = clip * math.sqrt(2.0 / float(unit))
+                cdp = ldp / math.sqrt(n)
+                # the LDP level meets the example-level target under the library's accountant (adversary IV)
+                e_ldp = S.example_level_epsilon(graphs["ring"], sigma_unc=ldp, sigma_cor=0.0, clip=clip,
+                                                batch_size=cfg["batch"], q=cfg["q"], steps=T, delta=delta,
+                                                sampling="without_replacement", adversary="local")
+                assert float(np.asarray(e_ldp)) <= eps
+            assert s["ldp"] == ldp and s["cdp"] == cdp
+            for topo, g in graphs.items():
+                su = np.asarray(s["decor"][topo]["sigma_unc"])
+                sc = np.asarray(s["decor"][topo]["sigma_cor"])
+                assert np.all((su > cdp) & (su < ldp)) and np.all(sc > 0)  # inside App. D.1's interval
+                if cfg["level"] == "user":
+                    cal = S.min_sigma_cor(g, sigma_unc=su, clip=clip, target_epsilon=eps, delta=delta, steps=T)
+                    e = S.epsilon(g, sigma_unc=su, sigma_cor=sc, clip=clip, steps=T, delta=delta,
+                                  adversary="eavesdropper")
+                else:
+                    cal = S.example_level_min_sigma_cor(g, sigma_unc=su, clip=clip, target_epsilon=eps, delta=delta,
+                                                        steps=T, batch_size=cfg["batch"], q=cfg["q"],
+                                                        sampling="without_replacement")
+                    e = S.example_level_epsilon(g, sigma_unc=su, sigma_cor=sc, clip=clip, batch_size=cfg["batch"],
+                                                q=cfg["q"], steps=T, delta=delta, sampling="without_replacement")
+                assert np.all(np.asarray(cal.status) == 0)
+                np.testing.assert_array_equal(sc, np.asarray(cal.sigma_cor))
+                assert np.all(np.asarray(e) <= eps)  # never under-reported: the pair meets the target
+        # every method, topology and budget has a finite final metric
+        names = {"cdp/complete"} | {f"ldp/{t}" for t in ("ring", "grid", "complete")} | {"decor/ring", "decor/grid"}
+        assert set(r["results"]) == names
+        for per_eps in r["results"].values():
+            assert sorted(per_eps) == sorted(str(float(e)) for e in cfg["eps"])
+            for v in per_eps.values():
+                assert np.isfinite(v["final_mean"]) and len(v["curve"]) == T // r["every"]
+    # --replot redraws from the JSON without training
+    png2 = tmp_path / "f1b.png"
+    mod.main(["--replot", str(data), "--output", str(png2)])
+    assert png2.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fig1_closed_form_clipping_matches_materialised_per_example_gradients():
+    """Task (c)'s clipped batch mean (per-example norms in closed form) equals clipping jax.grad's per-example
+    gradients one by one, for clip levels that clip some examples and not others."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    mod = _script()
+    shapes = mod.mlp_shapes(5, 4, 3)
+    p = sum(int(np.prod(s)) for s in shapes)
+    k = jax.random.PRNGKey(0)
+    X = jax.random.normal(k, (2, p))
+    xb = 2.0 * jax.random.normal(jax.random.fold_in(k, 1), (2, 7, 5))
+    yb = jax.random.randint(jax.random.fold_in(k, 2), (2, 7), 0, 3)
+
+    def loss(theta, x, y):
+        return optax.softmax_cross_entropy_with_integer_labels(mod.mlp_logits(theta, x, shapes), y)
+
+    G = jax.vmap(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))(X, xb, yb)  # (users, examples, p)
+    norms = jnp.linalg.norm(G, axis=-1)
+    for clip in (float(jnp.median(norms)), 1e3):
+        ref = jnp.mean(G * jnp.minimum(1.0, clip / norms)[..., None], axis=1)
+        np.testing.assert_allclose(mod.mlp_clipped_mean_grad(X, xb, yb, clip, shapes), ref, rtol=1e-5, atol=1e-6)
