@@ -214,7 +214,8 @@ def cmd_sweep(args):
 
 def cmd_demo(args):
     """Default job: eps of DP-SGD over a grid of noise levels, Rényi DP and the tight PLD accountant (CSV +
-    PNG), and the calibrated noise levels of both."""
+    PNG), the calibrated noise levels of both, and one panel per paper at its headline parameters
+    (``plotting.paper_panels``: overview.png and overview.json)."""
     from . import pld
     from .accountants import dpsgd_calibrate_sigma, dpsgd_epsilon
 
@@ -237,6 +238,18 @@ def cmd_demo(args):
 
     plot_privacy_curve(sigmas, {"Rényi DP (optimal order)": eps, "PLD (tight, sound)": e_pld}, out / "privacy_curve.png",
                        title=f"DP-SGD, Poisson rate q={q}, {steps} steps, delta={delta}")
+    from .plotting import paper_panels, plot_paper_panels
+
+    panels = paper_panels()
+    plot_paper_panels(sigmas, {"Rényi DP": eps, "PLD": e_pld}, panels, out / "overview.png",
+                      title=f"DP-SGD: q = {q}, {steps} steps, delta = {delta}")
+
+    def write_panels(tmp):
+        rows = {k: {"title": t, "x_label": xl, "x": x.tolist(), "curves": {c: y.tolist() for c, y in cs.items()}}
+                for k, (t, xl, x, cs) in panels.items()}
+        Path(tmp).write_text(json.dumps(rows, indent=1))
+
+    atomic_write(out / "overview.json", write_panels)
     targets = [1.0, 3.0, 8.0]
     cal = dpsgd_calibrate_sigma(target_epsilon=targets, q=q, steps=steps, delta=delta)
     cal_pld = pld.dpsgd_calibrate_sigma(target_epsilon=targets, q=q, steps=steps, delta=delta)
@@ -246,6 +259,10 @@ def cmd_demo(args):
                                np.asarray(cal_pld.epsilon)):
         print(f"calibrated noise for eps <= {t:g}: sigma = {s:.6f} (RDP, eps achieved {e:.10f}); "
               f"sigma = {sp:.6f} (PLD, eps achieved {ep:.10f}, {100 * (1 - sp / s):.1f}% less noise)")
+    print(f"one panel per paper at its headline parameters: {out / 'overview.png'} ({out / 'overview.json'})")
+    for t, xl, x, cs in panels.values():
+        ends = "; ".join(f"{c} {y[0]:.4g} -> {y[-1]:.4g}" for c, y in cs.items())
+        print(f"  {t}, {xl} {x[0]:g} -> {x[-1]:g}: {ends}")
 
 
 def cmd_figures(args):

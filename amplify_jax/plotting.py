@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["figure", "save", "plot_privacy_curve", "figure_path", "FIGURES_DIR_ENV"]
+__all__ = ["figure", "save", "plot_privacy_curve", "paper_panels", "plot_paper_panels", "figure_path",
+           "FIGURES_DIR_ENV"]
 
 #: The environment variable that redirects the figure scripts' output (``amplify-jax figures --output DIR``).
 FIGURES_DIR_ENV = "AMPLIFY_JAX_FIGURES_DIR"
@@ -68,4 +69,78 @@ def plot_privacy_curve(sigmas, eps, path, *, title=""):
     ax.set_ylabel("epsilon")
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
+    return save(fig, path)
+
+
+def paper_panels() -> dict:
+    """The numbers of ``amplify-jax demo``'s panels: one per paper at its headline parameters, each from the
+    library's public functions (at most 8 points per call, so that a fresh process answers them on the host
+    path, ``amplify_jax._host``, without compiling).  Returns {panel: (title, x label, x, {curve: y})}.
+
+    - shuffling (Feldman, McMillan, Talwar 2021): eps of n shuffled eps0 = 1 reports against n, delta = 1e-6,
+      the numerical clones bound and the closed form (Thm 3.1); registry ids in the code;
+    - communication patterns (Ladjel et al., Thm 4 / App. E, docs/errata.md#e-traffic-thm4-a): eps of the
+      scrambler (20 targets, 100 sources, sampling 0.2, delta = 1e-4) against the number of dummies, exact
+      expectation, and the local guarantee it falls back to;
+    - self check-in (Liew et al., Fig. 1(b)): eps0 = 1, n = 1e6, 1e4 rounds, delta = 1e-6, against the
+      check-in rate: Thm 2's upper bound (Eq. 7, docs/errata.md#e-checkin-eq7) and the strong-composition
+      baseline;
+    - network DP (Cyffers & Bellet 2022, Thm 3, Fig. 1(a)): real summation on the complete graph against
+      local DP, eps0 = 0.1, T = 100 n, total delta 1e-2 (delta0 = delta_hat = 1e-8; the group terms of
+      docs/errata.md#e-network-cycle-delta take most of it at small n);
+    - Decor (Allouah et al. 2024): user-level SecLDP eps on a ring of 16 users against the correlated noise
+      sigma_cor (sigma_unc = 20, C = 1, 1000 steps, delta = 1e-5, an eavesdropper).
+    """
+    from .bounds import evaluate
+
+    def ev(bound, **kw):
+        return np.asarray(evaluate(bound, **kw).value, dtype=float)
+
+    out = {}
+    n = np.array([1e3, 3e3, 1e4, 3e4, 1e5, 3e5, 1e6])
+    out["shuffle"] = ("Shuffling: eps0 = 1, delta = 1e-6", "users n", n, {
+        "clones (numerical)": ev("shuffle.clones", eps0=1.0, n=n, delta=1e-6),
+        "closed form (Thm 3.1)": ev("shuffle.fmt-closed-form", eps0=1.0, n=n, delta=1e-6)})
+    d = np.array([0.0, 10, 25, 50, 100, 200])
+    local = ev("traffic.local", targets=20, sampling=0.2, dummies=0, delta=1e-4)
+    out["traffic"] = ("Scrambler: 20 targets, n = 100, sampling 0.2, delta = 1e-4", "dummies", d, {
+        "scrambler (exact)": ev("traffic.scrambler", targets=20, n=100, sampling=0.2, dummies=d, delta=1e-4),
+        "local fallback": np.broadcast_to(local, d.shape)})
+    g = np.geomspace(1e-3, 1e-1, 7)
+    kw = dict(n=1e6, gamma=g, eps0=1.0, steps=10_000, delta=1e-6)
+    out["checkin"] = ("Self check-in: eps0 = 1, n = 1e6, 1e4 rounds, delta = 1e-6", "check-in rate gamma", g, {
+        "upper (Thm 2)": ev("checkin.shuffled-upper", **kw),
+        "strong composition": ev("checkin.shuffled-strong-composition", **kw)})
+    nn = np.round(np.geomspace(20, 1e6, 8))
+    kw = dict(n=nn, steps=100 * nn, eps0=0.1, delta0=1e-8, delta=1e-2, delta_hat=1e-8)
+    out["network"] = ("Network DP: real summation, T = 100 n, eps0 = 0.1, delta = 1e-2", "users n", nn, {
+        "network, complete graph (Thm 3)": ev("network.complete-graph-sum", **kw),
+        "local DP": ev("network.local-sum", **kw)})
+    sc = np.geomspace(0.1, 1000, 8)
+    out["secrdp"] = ("Decor: ring of 16, sigma_unc = 20, 1000 steps, delta = 1e-5", "sigma_cor", sc, {
+        "SecLDP (eavesdropper)": ev("secrdp.spectral", graph="ring:16", sigma_unc=20.0, sigma_cor=sc, clip=1.0,
+                                    steps=1000, delta=1e-5, adversary="eavesdropper")})
+    return {k: (t, xl, np.asarray(x, dtype=float), {c: np.asarray(y, dtype=float) for c, y in cs.items()})
+            for k, (t, xl, x, cs) in out.items()}
+
+
+def plot_paper_panels(sigmas, dpsgd_curves, panels, path, *, title=""):
+    """``amplify-jax demo``'s figure: the DP-SGD curves (as :func:`plot_privacy_curve`) and one panel per paper
+    (:func:`paper_panels`), log-log, 2 x 3."""
+    fig, axes = figure(2, 3, figsize=(15, 8.5))
+    ax = axes.flat[0]
+    for label, e in dpsgd_curves.items():
+        ax.loglog(np.asarray(sigmas), np.asarray(e), lw=2, label=label)
+    ax.set(xlabel="noise multiplier sigma", ylabel="epsilon", title=title)
+    for ax, (t, xl, x, curves) in zip(list(axes.flat)[1:], panels.values()):
+        for label, y in curves.items():
+            ax.plot(x, y, "o-", lw=1.8, ms=3, label=label)
+        ax.set_yscale("log")
+        ax.set_xscale("log" if np.min(x) > 0 else "linear")  # the scrambler's axis starts at 0 dummies
+        ax.set(xlabel=xl, ylabel="epsilon", title=t)
+    for ax in axes.flat:
+        ax.title.set_fontsize(9)
+        ax.legend(fontsize=7)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
     return save(fig, path)

@@ -1,6 +1,7 @@
 """The command-line contract, through the installed console script."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,8 +17,9 @@ def run():
     exe = shutil.which("amplify-jax")
     base = [exe] if exe else [sys.executable, "-m", "amplify_jax.cli"]
 
-    def _run(*args, cwd=None):  # the run's compilation cache and XLA flags are inherited (conftest.py)
-        return subprocess.run(base + list(args), capture_output=True, text=True, cwd=cwd, timeout=600)
+    def _run(*args, cwd=None, env=None):  # the run's compilation cache and XLA flags are inherited (conftest.py)
+        full = None if env is None else {**os.environ, **env}
+        return subprocess.run(base + list(args), capture_output=True, text=True, cwd=cwd, timeout=600, env=full)
 
     return _run
 
@@ -83,13 +85,30 @@ def test_errors_one_line_nonzero(run, args, needle):
 
 
 def test_demo(run, tmp_path):
-    out = run("demo", "--output", str(tmp_path / "demo"))
+    # the host path on, as for a user: the paper panels (at most 8 points a call) are answered without compiling
+    out = run("demo", "--output", str(tmp_path / "demo"), env={"AMPLIFY_JAX_HOST": "auto"})
     assert out.returncode == 0, out.stderr
     csv = np.loadtxt(tmp_path / "demo" / "privacy_curve.csv", delimiter=",", skiprows=1)
     assert csv.shape == (200, 5) and np.all(np.diff(csv[:, 1]) < 0) and np.all(np.diff(csv[:, 3]) < 0)
     assert np.all(csv[:, 3] <= csv[:, 1]) and np.all(csv[:, 4] <= csv[:, 3])  # PLD below RDP; lower <= upper
     assert (tmp_path / "demo" / "privacy_curve.png").stat().st_size > 1000
     assert "sigma =" in out.stdout and "PLD" in out.stdout
+    # one panel per paper, each curve the registry's answer (spot-checked at its first point, in this process)
+    panels = json.loads((tmp_path / "demo" / "overview.json").read_text())
+    assert set(panels) == {"shuffle", "traffic", "checkin", "network", "secrdp"}
+    assert (tmp_path / "demo" / "overview.png").stat().st_size > 10_000
+    for p in panels.values():
+        for y in p["curves"].values():
+            assert len(y) == len(p["x"]) and np.all(np.isfinite(y)) and np.all(np.asarray(y) > 0)
+    sh = panels["shuffle"]
+    ref = aj.bounds.evaluate("shuffle.fmt-closed-form", eps0=1.0, n=sh["x"][0], delta=1e-6).value
+    np.testing.assert_allclose(sh["curves"]["closed form (Thm 3.1)"][0], np.ravel(ref)[0], rtol=1e-12)
+    ck = panels["checkin"]["curves"]
+    assert np.all(np.asarray(ck["upper (Thm 2)"]) < np.asarray(ck["strong composition"]))
+    net = panels["network"]["curves"]
+    assert net["network, complete graph (Thm 3)"][-1] < net["local DP"][-1]  # network below local at large n
+    dec = panels["secrdp"]["curves"]["SecLDP (eavesdropper)"]
+    assert np.all(np.diff(dec) <= 0)  # more correlated noise, more privacy
 
 
 def test_epsilon_and_calibrate_with_the_pld_accountant(run):
