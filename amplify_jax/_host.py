@@ -257,6 +257,14 @@ _jnp = types.ModuleType("jax.numpy (NumPy stand-in)")
 _jnp.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
 _jnp.asarray, _jnp.array, _jnp.nonzero = _asarray, _array, _nonzero
 _jnp.ndarray = np.ndarray
+
+
+def _take(a, indices, axis=None, mode=None, unique_indices=False, indices_are_sorted=False, fill_value=None):
+    """``jnp.take``: NumPy's, without the compiler's hints (unique / sorted indices)."""
+    return np.take(a, indices, axis=axis, mode="clip" if mode in (None, "clip") else mode)
+
+
+_jnp.take = _take
 for _k in ("zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like"):
     setattr(_jnp, _k, _with_at(getattr(np, _k)))
 
@@ -361,6 +369,18 @@ _lax.cumsum = lambda x, axis=0, reverse=False: _cumulative(np.add, x, axis, reve
 _lax.stop_gradient = lambda x: x
 
 
+def _lax_special(name):  # lax.erf / lax.erfc: SciPy's, imported on first use
+    def f(x):
+        import scipy.special
+
+        return getattr(scipy.special, name)(x)
+
+    return f
+
+
+_lax.erf, _lax.erfc = _lax_special("erf"), _lax_special("erfc")
+
+
 def _cumulative(ufunc, x, axis, reverse):
     x = np.asarray(x)
     if reverse:
@@ -448,9 +468,12 @@ jax_on_numpy.device_put = lambda x, *_, **__: x
 jax_on_numpy.core = types.SimpleNamespace(Tracer=_NoTracer)
 jax_on_numpy.tree_util = _jax.tree_util  # pytrees of NumPy arrays: JAX's own utilities (no compilation)
 jax_on_numpy.Array = np.ndarray
+_nn = types.ModuleType("jax.nn (NumPy stand-in)")
+_nn.sigmoid = lambda x: _special_attr("expit")(x)
+jax_on_numpy.nn = _nn
 
 _SUBMODULES = {"jax": jax_on_numpy, "jax.numpy": _jnp, "jax.lax": _lax, "jax.ops": _ops, "jax.scipy": _scipy,
-               "jax.scipy.special": _special}
+               "jax.scipy.special": _special, "jax.nn": _nn}
 
 
 def _import(name, globals=None, locals=None, fromlist=(), level=0):

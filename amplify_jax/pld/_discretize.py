@@ -58,8 +58,9 @@ def discretize(mech, params, top, h, n):
     losses = top - h * jnp.arange(n - 1, -1, -1)
     pm, qm, pe, qe = mech.intervals(params, losses)
     # interval i (1..n-1) is (l_{i-1}, l_i]; 0 is (-inf, l_0]; n is (l_{n-1}, inf)
-    x_lo = jnp.exp(losses[:-1])  # e^{l_{i-1}} for i = 1..n-1
-    x_hi = jnp.exp(losses[1:])  # e^{l_i}
+    x = jnp.exp(losses)  # once per grid point (each is the top of one interval and the bottom of the next)
+    x_lo = x[:-1]  # e^{l_{i-1}} for i = 1..n-1
+    x_hi = x[1:]  # e^{l_i}
     P, Q, eP, eQ = pm[1:n], qm[1:n], pe[1:n], qe[1:n]
     a = P - x_lo * Q
     b = x_hi * Q - P
@@ -69,9 +70,10 @@ def discretize(mech, params, top, h, n):
     dn = jnp.expm1(h)  # e^h - 1
     to_hi = (jnp.maximum(a, 0.0) + ea) / up  # interval i's share at l_i
     to_lo = (jnp.maximum(b, 0.0) + eb) / dn  # and at l_{i-1}
-    pess = jnp.zeros(n)
-    pess = pess.at[1:].add(to_hi).at[:-1].add(to_lo)
-    pess = pess.at[0].add(pm[0] + pe[0])  # lower tail rounded up to l_0
+    # p_j = (interval j's share at its top) + (interval j + 1's at its bottom), the lower tail rounded up to
+    # l_0.  Added into zeros (scatter-adds), not as a sum of shifted copies: the copies let XLA contract
+    # the products into fused multiply-adds, which rounds differently (by ~1e-17, but not bit for bit)
+    pess = jnp.zeros(n).at[1:].add(to_hi).at[:-1].add(to_lo).at[0].add(pm[0] + pe[0])
     pess = pess * (1.0 + 4.0 * _EPS)
     inf = jnp.minimum(pm[n] + pe[n], 1.0)
     # optimistic: each interval's outcomes merged into one (loss l* = log(P_i / Q_i), a post-processing, so

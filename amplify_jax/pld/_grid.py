@@ -13,8 +13,10 @@ DEFAULT_GRID_SIZE = 1 << 14
 MAX_GRID_SIZE = 1 << 24
 #: Refuse a request whose working memory would exceed this (bytes), or half the memory available now.
 MEMORY_LIMIT = 8 * 1024**3
-#: Points composed at once inside a compiled call (``jax.lax.map``'s batch), which bounds the working memory.
-CHUNK = 8
+#: Points composed at once inside a compiled call (the slab ``_queries`` vmaps over), which bounds the
+#: working memory.  4: measured 1.7x faster per point than 8 on the 2-core CPU of benchmarks/bench_pld.py
+#: (issue 13; presumably its arrays, 512 kB each at 2^14 points, stay in cache), 2 no faster than 4.
+CHUNK = 4
 
 
 def bytes_per_point(n: int) -> int:

@@ -20,8 +20,9 @@ with a ``params`` tuple of array parameters; its methods are pure jnp functions 
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
-import jax.scipy.special as jsp
+import numpy as np
 
 __all__ = ["GaussianLoss", "LaplaceLoss", "DiscreteLoss", "REMOVE", "ADD", "RELATIONS", "Z_TAIL"]
 
@@ -38,52 +39,118 @@ _EPS = float(jnp.finfo(jnp.float64).eps)
 _CDF_ULPS = 8.0 * _EPS
 
 
-def _gauss_interval(a, b):
-    """Standard normal mass of [a, b] (a <= b, +-inf allowed) and an absolute bound on its rounding error.
+_HALF_SQRT2 = 0.5 * float(np.sqrt(2.0))
+#: Below this standardised value the log of the normal CDF is read from its asymptotic series (the cut
+#: jax.scipy.special.log_ndtr uses in float64, so that the values here are bit-identical to its).
+_LOG_NDTR_LOWER = -20.0
+
+
+def _materialised(x):
+    """x itself (the same values), read through an identity gather: XLA copies a chain of cheap elementwise
+    operations into every consumer of its result (the discretisation reads the Gaussian interval masses in
+    four fused loops, each of which recomputed them from the edges' values), but does not fuse a gather's
+    operand, so x is computed once, stored and read (issue 13: the largest item of the PLD's time)."""
+    return jnp.take(x, jnp.arange(x.shape[-1]), axis=-1, mode="clip", unique_indices=True, indices_are_sorted=True)
+
+
+def _ndtr(x):
+    """Standard normal CDF, Phi(x) = erfc(-x / sqrt 2) / 2 (with 1 + erf near 0); the same operations as
+    jax.scipy.special.ndtr, so the same float64 values."""
+    w = x * _HALF_SQRT2
+    z = jnp.abs(w)
+    y = jnp.where(z < _HALF_SQRT2, 1.0 + jax.lax.erf(w), jnp.where(w > 0.0, 2.0 - jax.lax.erfc(z), jax.lax.erfc(z)))
+    return 0.5 * y
+
+
+def _log_ndtr_series(x):
+    """log Phi(x) for x <= -20 from its asymptotic series to order 3 (Abramowitz & Stegun 1964, 26.2.12:
+    Phi(x) = phi(x) / |x| (1 - 1/x^2 + 3/x^4 - 15/x^6 + ...)); the operations of jax's log_ndtr there."""
+    x2 = x * x
+    log_scale = -0.5 * x2 - jnp.log(-x) - float(0.5 * np.log(2.0 * np.pi))
+    odd = 1.0 / x2
+    x2n = x2 * x2
+    even = 3.0 / x2n
+    odd = odd + 15.0 / (x2n * x2)
+    return log_scale + jnp.log(1.0 + even - odd)
+
+
+def _gauss_edges(z):
+    """At the standardised edges z (+-inf allowed), with y = -|z|: (Phi(y) for the middle intervals,
+    log Phi(y), e^{log Phi(y)}).  Each edge bounds two intervals and every value an interval needs is one of
+    these at its two ends, so each is computed once per edge (it was once per interval end, with both
+    branches of every select).  log Phi(y) is jax.scipy.special.log_ndtr's value bit for bit: log of the
+    same Phi(max(y, -20)) above -20, the series below.  Phi(y) is taken at max(y, -20): below, Phi(y) <
+    3e-89, and 1 - Phi(a) - Phi(-b) (a <= 0 <= b, the only use) rounds the same as with the exact value."""
+    y = -jnp.abs(z)
+    v = _ndtr(jnp.maximum(y, _LOG_NDTR_LOWER))
+    log_v = jnp.where(y > _LOG_NDTR_LOWER, jnp.log(v), _log_ndtr_series(jnp.minimum(y, _LOG_NDTR_LOWER)))
+    return v, log_v, jnp.exp(log_v)
+
+
+def _gauss_interval(z):
+    """Standard normal masses of the N + 1 intervals [a, b] cut by the sorted standardised edges z (N,)
+    (a = -inf first, b = +inf last), each with an absolute bound on its rounding error.
 
     In a tail the two survival (or two CDF) values are subtracted through expm1 of their logs, so the result
-    keeps its relative accuracy far out; the bound charges each of the two values ``_CDF_ULPS``."""
+    keeps its relative accuracy far out; the bound charges each of the two values ``_CDF_ULPS``.  The
+    per-edge values come from ``_gauss_edges`` (Phi and log Phi at -|edge|: the survival function at a > 0
+    is Phi(-a), the CDF at b < 0 is Phi(b))."""
+    zz = jnp.concatenate([jnp.array([-jnp.inf]), z, jnp.array([jnp.inf])])
+    v, lv, ev = (_materialised(u) for u in _gauss_edges(zz))  # read by both neighbouring intervals
+    a, b = zz[:-1], zz[1:]
     upper = a > 0.0
     lower = b < 0.0
-    # tails: both on the right (use survival functions), both on the left (CDFs)
-    la = jnp.where(upper, jsp.log_ndtr(-a), jsp.log_ndtr(b))  # the larger of the two tail values (log)
-    lb = jnp.where(upper, jsp.log_ndtr(-b), jsp.log_ndtr(a))  # the smaller
-    tail = jnp.exp(la) * -jnp.expm1(jnp.minimum(lb - la, 0.0))
+    # tails: both on the right (survival functions), both on the left (CDFs)
+    la = jnp.where(upper, lv[:-1], lv[1:])  # the larger of the two tail values (log)
+    lb = jnp.where(upper, lv[1:], lv[:-1])  # the smaller
+    ea = jnp.where(upper, ev[:-1], ev[1:])  # e^{la}
+    eb = jnp.where(upper, ev[1:], ev[:-1])
+    tail = ea * -jnp.expm1(jnp.minimum(lb - la, 0.0))
     tail = jnp.where(jnp.isneginf(la), 0.0, tail)
-    mid = 1.0 - jsp.ndtr(a) - jsp.ndtr(-b)
+    mid = 1.0 - v[:-1] - v[1:]  # a <= 0 <= b: Phi(a) = Phi(-|a|), Phi(-b) = Phi(-|b|)
     side = upper | lower
     mass = jnp.where(side, tail, jnp.maximum(mid, 0.0))
-    err = jnp.where(side, _CDF_ULPS * (jnp.exp(la) + jnp.exp(lb)), 4.0 * _CDF_ULPS)
+    err = jnp.where(side, _CDF_ULPS * (ea + eb), 4.0 * _CDF_ULPS)
     return mass, err
 
 
-def _laplace_interval(a, b):
-    """Standard Laplace (scale 1) mass of [a, b] and an absolute bound on its rounding error."""
+def _laplace_interval(z):
+    """Standard Laplace (scale 1) masses of the N + 1 intervals [a, b] cut by the sorted standardised edges
+    z (N,), and absolute bounds on their rounding errors.  Right tail (e^{-a} - e^{-b}) / 2, left tail
+    (e^{b} - e^{a}) / 2, each edge's e^{-|edge|} computed once."""
+    zz = jnp.concatenate([jnp.array([-jnp.inf]), z, jnp.array([jnp.inf])])
+    y = -jnp.abs(zz)
+    ey = jnp.exp(y)
+    a, b = zz[:-1], zz[1:]
     upper = a > 0.0
     lower = b < 0.0
-    # right tail: (e^{-a} - e^{-b}) / 2; left tail: (e^{b} - e^{a}) / 2
-    big = jnp.where(upper, -a, b)  # log of twice the larger tail value
-    small = jnp.where(upper, -b, a)
-    tail = 0.5 * jnp.exp(big) * -jnp.expm1(jnp.minimum(small - big, 0.0))
+    big = jnp.where(upper, y[:-1], y[1:])  # log of twice the larger tail value: -a (right), b (left)
+    small = jnp.where(upper, y[1:], y[:-1])
+    e_big = jnp.where(upper, ey[:-1], ey[1:])
+    e_small = jnp.where(upper, ey[1:], ey[:-1])
+    tail = 0.5 * e_big * -jnp.expm1(jnp.minimum(small - big, 0.0))
     tail = jnp.where(jnp.isneginf(big), 0.0, tail)
-    mid = 1.0 - 0.5 * jnp.exp(jnp.minimum(a, 0.0)) - 0.5 * jnp.exp(jnp.minimum(-b, 0.0))
+    mid = 1.0 - 0.5 * ey[:-1] - 0.5 * ey[1:]  # a <= 0 <= b: e^{min(a, 0)} = e^{-|a|}, e^{min(-b, 0)} = e^{-|b|}
     side = upper | lower
     mass = jnp.where(side, tail, jnp.maximum(mid, 0.0))
-    err = jnp.where(side, _CDF_ULPS * (jnp.exp(big) + jnp.exp(jnp.where(jnp.isneginf(small), -jnp.inf, small))),
-                    4.0 * _CDF_ULPS)
+    err = jnp.where(side, _CDF_ULPS * (e_big + e_small), 4.0 * _CDF_ULPS)
     return mass, err
 
 
-def _mixture_intervals(edges, comps, kind):
+def _mixture_intervals(edges, comps, kind, cache=None):
     """Masses of the N + 1 x-intervals cut by sorted ``edges`` (N,) under a mixture ``comps`` of
-    (weight, location, scale) components of ``kind`` ("gauss" or "laplace"): (mass, err), each (N + 1,)."""
+    (weight, location, scale) components of ``kind`` ("gauss" or "laplace"): (mass, err), each (N + 1,).
+    ``cache`` (a dict) shares one component's interval masses between the calls on the same edges (the
+    P- and Q-laws of a subsampled mechanism have the component D(0, s) in common)."""
     interval = _gauss_interval if kind == "gauss" else _laplace_interval
-    lo = jnp.concatenate([jnp.array([-jnp.inf]), edges])
-    hi = jnp.concatenate([edges, jnp.array([jnp.inf])])
+    cache = {} if cache is None else cache
     mass = 0.0
     err = 0.0
     for w, loc, scale in comps:
-        m, e = interval((lo - loc) / scale, (hi - loc) / scale)
+        key = (loc, id(scale))
+        if key not in cache:
+            cache[key] = interval((edges - loc) / scale)
+        m, e = cache[key]
         mass = mass + w * m
         err = err + w * e
     return mass, err + _EPS * mass
@@ -193,13 +260,18 @@ class _Subsampled:
         else:
             x = jnp.where(g <= g_lo, -jnp.inf, jnp.where(g > g_hi, jnp.inf, x))
         p_comps, q_comps = self._comps(s, q)
+        shared = {}  # D(0, s), in both laws: its interval masses once
         if self.relation == REMOVE:  # loss increasing in x: (l_{j-1}, l_j] <-> (x_{j-1}, x_j]
-            pm, pe = _mixture_intervals(x, p_comps, self.kind)
-            qm, qe = _mixture_intervals(x, q_comps, self.kind)
+            pm, pe = _mixture_intervals(x, p_comps, self.kind, shared)
+            qm, qe = _mixture_intervals(x, q_comps, self.kind, shared)
         else:  # decreasing: (l_{j-1}, l_j] <-> [x_j, x_{j-1}): the x-intervals in reverse order
             xr = x[::-1]
-            pm, pe = (v[::-1] for v in _mixture_intervals(xr, p_comps, self.kind))
-            qm, qe = (v[::-1] for v in _mixture_intervals(xr, q_comps, self.kind))
+            pm, pe = (v[::-1] for v in _mixture_intervals(xr, p_comps, self.kind, shared))
+            qm, qe = (v[::-1] for v in _mixture_intervals(xr, q_comps, self.kind, shared))
+        if self.kind == "gauss":  # stored once (``_materialised``)
+            return tuple(_materialised(v) for v in (pm, qm, pe, qe))
+        # the Laplace masses (no erf: cheap to recompute) stay fused into the discretisation: stored, they
+        # rounded differently there (contracted multiply-adds, ~1e-17) and moved eps by up to 1e-9 relative
         return pm, qm, pe, qe
 
 
