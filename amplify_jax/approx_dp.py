@@ -19,6 +19,7 @@ from .numerics import log_ndtr, log_sub
 
 __all__ = [
     "advanced_composition",
+    "advanced_composition_overflows",
     "analytic_gaussian_log_delta",
     "analytic_gaussian_epsilon",
     "subsampled_epsilon",
@@ -40,7 +41,7 @@ def advanced_composition(eps, steps, log_inv_delta_prime):
     return jnp.sqrt(2.0 * steps * log_inv_delta_prime) * eps + steps * eps * jnp.expm1(eps)
 
 
-def _advanced_composition_overflows(eps, steps, log_inv_delta_prime):
+def advanced_composition_overflows(eps, steps, log_inv_delta_prime):
     """Where :func:`advanced_composition` leaves float64 (+inf: k eps e^eps beyond 1.8e308), in NumPy, for the
     public functions to refuse such inputs before their kernels run."""
     import numpy as np

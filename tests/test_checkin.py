@@ -456,8 +456,10 @@ def test_old_spellings_warn_and_still_work():
         (C.subsampled_shuffle_checkin_epsilon, {**sh, "n": 10000, "shuffle_delta": 1e-8}, {"rounds": 10},
          {"steps": 10}, "epsilon"),
         (C.shuffled_checkin_strong_composition_epsilon, sh, {"rounds": 10}, {"steps": 10}, None),
-        (C.distributed_gaussian_strong_composition_epsilon, {**dg, "orders": None}, {"rounds": 10}, {"steps": 10},
-         None),
+        # n = 2000: the route needs the Chernoff bound to guarantee one participant per round (n gamma = 20 is
+        # too few at delta / steps = 1e-6; it is refused, naming n, gamma, delta and steps)
+        (C.distributed_gaussian_strong_composition_epsilon, {**dg, "orders": None, "n": 2000}, {"rounds": 10},
+         {"steps": 10}, None),
         (C.distributed_gaussian_calibrate_sigma, {**cal, "gamma": 0.1}, {"rounds": 10, "epsilon": 2.0},
          {"steps": 10, "target_epsilon": 2.0}, "sigma"),
         (C.distributed_gaussian_max_gamma, {**cal, "sigma": 1.0, "gamma_lo": 0.05, "gamma_hi": 0.5},

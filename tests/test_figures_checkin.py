@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 import jax
 import jax.numpy as jnp
 import optax
@@ -60,6 +61,9 @@ def _check_privacy(p, mod):
     np.testing.assert_allclose(_eps(p["baseline_pure"]), np.asarray(base), rtol=1e-12)
 
 
+# the training run (~30-40 s of CPU) is in the slow set, to keep the default suite under 15 minutes on 2 cores:
+# python -m pytest -m slow tests/test_figures_checkin.py
+@pytest.mark.slow
 def test_fig2b_quick_numbers_are_the_library_and_the_sec52_claim(tmp_path):
     mod = _script()
     png, data = tmp_path / "f.png", tmp_path / "f.json"

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from amplify_jax import secrdp as S
 
@@ -22,6 +23,9 @@ def _script():
     return mod
 
 
+# the training run (~30-40 s of CPU) is in the slow set, to keep the default suite under 15 minutes on 2 cores:
+# python -m pytest -m slow tests/test_figures_secrdp.py
+@pytest.mark.slow
 def test_fig1_quick_three_panels_with_the_library_sigmas(tmp_path):
     mod = _script()
     png, data = tmp_path / "f1.png", tmp_path / "f1.json"

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from .. import _validate as V
 from ..rdp import SIGMA_RANGE
 from .._compat import renamed_params
-from ..approx_dp import (_advanced_composition_overflows, advanced_composition, analytic_gaussian_epsilon,
+from ..approx_dp import (advanced_composition_overflows, advanced_composition, analytic_gaussian_epsilon,
                          fmt_closed_form, subsampled_epsilon)
 from ..numerics import float64_jit, x64_scope
 from ._weighted import _check_n_max
@@ -114,7 +114,7 @@ def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, steps, delta)
     # every round is at most eps0-DP and the largest share of delta' is 0.9 delta: where strong composition of eps0
     # over T rounds leaves float64 (eps0 = 1e300), every split's does
     e64, t64, d64 = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (e0, steps, delta)))
-    bad = _advanced_composition_overflows(e64, t64, -np.log(_SPLIT_F1.max() * d64))
+    bad = advanced_composition_overflows(e64, t64, -np.log(_SPLIT_F1.max() * d64))
     if np.any(bad):
         i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
         raise ValueError(f"Expected eps0, steps and delta whose strong composition sqrt(2 T ln(1/delta')) eps0 + "

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from .._compat import renamed_params
-from ..approx_dp import _advanced_composition_overflows, advanced_composition
+from ..approx_dp import advanced_composition_overflows, advanced_composition
 from ..numerics import float64_jit, log_comb, x64_scope
 from ._common import _b, _f64, _n
 
@@ -19,7 +19,7 @@ def _refuse_advanced_overflow(eps_name, eps, steps_name, steps, delta_prime_name
     """Refuse (eps, k, delta') whose advanced composition sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1) leaves
     float64 (eps = 1e300: +inf; e^eps overflows from eps ~ 709), naming the three at the first such point."""
     e, k, d = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (eps, steps, delta_prime)))
-    bad = _advanced_composition_overflows(e, k, -np.log(d))
+    bad = advanced_composition_overflows(e, k, -np.log(d))
     if np.any(bad):
         i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
         raise ValueError(f"Expected {eps_name}, {steps_name} and {delta_prime_name} whose advanced composition "
