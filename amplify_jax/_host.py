@@ -369,16 +369,9 @@ _lax.cumsum = lambda x, axis=0, reverse=False: _cumulative(np.add, x, axis, reve
 _lax.stop_gradient = lambda x: x
 
 
-def _lax_special(name):  # lax.erf / lax.erfc: SciPy's, imported on first use
-    def f(x):
-        import scipy.special
-
-        return getattr(scipy.special, name)(x)
-
-    return f
-
-
-_lax.erf, _lax.erfc = _lax_special("erf"), _lax_special("erfc")
+# lax.erf / lax.erfc: SciPy's, through the special-function stand-in below (imported on first use)
+_lax.erf = lambda x: _special_attr("erf")(x)
+_lax.erfc = lambda x: _special_attr("erfc")(x)
 
 
 def _cumulative(ufunc, x, axis, reverse):
