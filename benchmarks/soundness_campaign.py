@@ -2,10 +2,10 @@
 
 For each family, random points are drawn log-uniform over the domains the bound registry declares
 (``amplify_jax.bounds``), with each end of every domain taken by about 3% of the points (so the corners are
-visited), our side is evaluated for all points of the family in one broadcast call, and the reference
-(mpmath at 30-50 digits, exact enumeration, closed forms, SciPy sums checked against mpmath, or dp_accounting's
-optimistic PLD), written from the theorem's statement in ``tests/_references.py`` and never calling
-amplify_jax, is evaluated point by point.
+visited), our side is evaluated in broadcast calls of up to ``CHUNK_POINTS`` points (bounded memory), and the
+reference (mpmath at 30-50 digits, exact enumeration, closed forms, SciPy sums checked against mpmath, or
+dp_accounting's optimistic PLD), written from the theorem's statement in ``tests/_references.py`` and never
+calling amplify_jax, is evaluated point by point.
 
 An under-report is ours below the reference by more than the reference's stated error (``tol``): for an
 upper bound, ours < ref - tol; for a declared lower bound (``side="lower"``), ours > ref + tol.  Points where
@@ -127,6 +127,37 @@ class Outcome:
         )
 
 
+#: points per broadcast call: the Poisson RDP's integer-order series holds points x orders x (largest order + 1)
+#: terms (8 orders up to 1e6: ~64 MB a point), and a whole 10 000-point family in one call asked for 12-21 GB
+CHUNK_POINTS = 512
+
+
+class _Joined:
+    """The results of one bound evaluated in chunks of points, read like one ``bounds.Result`` (its arrays
+    joined along the points' axis)."""
+
+    def __init__(self, parts):
+        self._parts = parts
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        vals = [getattr(p, name) for p in self._parts]
+        return np.concatenate([np.asarray(v) for v in vals]) if np.ndim(vals[0]) else vals[0]
+
+
+def _evaluate(bid, chunk=CHUNK_POINTS, **params):
+    """``bounds.evaluate(bid, **params)`` in chunks of ``chunk`` points: every 1-D parameter but ``orders`` is
+    a vector of the family's points and is sliced; the rest is passed whole."""
+    pts = {k for k, v in params.items() if k != "orders" and np.ndim(v) == 1}
+    m = {np.shape(params[k])[0] for k in pts}
+    if len(m) != 1 or next(iter(m)) <= chunk:
+        return bounds.evaluate(bid, **params)
+    m = next(iter(m))
+    return _Joined([bounds.evaluate(bid, **{k: (v[i:i + chunk] if k in pts else v) for k, v in params.items()})
+                    for i in range(0, m, chunk)])
+
+
 def _rows(params: dict, idx):
     return {k: (float(np.asarray(v).ravel()[idx]) if np.ndim(v) else v) for k, v in params.items()}
 
@@ -165,7 +196,7 @@ def fam_poisson(n, rng, quick):
     orders = _integer_orders(rng, 5, top)
     m = max(1, (n - n_frac) // orders.size)
     q, s = draw(rng, m, bid, "q", floor=1e-10), draw(rng, m, bid, "sigma")
-    res = bounds.evaluate(bid, orders=orders, q=q, sigma=s)
+    res = _evaluate(bid, chunk=16, orders=orders, q=q, sigma=s)  # ~1 GB a call at orders up to 1e6
     ours = res.rdp.ravel()
     errors = _status_errors(res)
     qq, ss, aa = (np.broadcast_to(x, res.rdp.shape).ravel() for x in (q[:, None], s[:, None], orders[None, :]))
@@ -184,7 +215,7 @@ def fam_poisson(n, rng, quick):
     fo = np.array([fo[0], fo[1], 1e6 - 0.5]) if not quick else fo
     mf = max(1, n_frac // fo.size)
     qf, sf = draw(rng, mf, bid, "q", floor=1e-10), draw(rng, mf, bid, "sigma")
-    resf = bounds.evaluate(bid, orders=fo, q=qf, sigma=sf)
+    resf = _evaluate(bid, orders=fo, q=qf, sigma=sf)
     qq, ss, aa = (np.broadcast_to(x, resf.rdp.shape).ravel() for x in (qf[:, None], sf[:, None], fo[None, :]))
     reff = np.array([R.psg_rdp_mp(a, qi, si, dps=30 if not quick else 20) for a, qi, si in zip(aa, qq, ss)])
     ex = [dict(order=a, q=qi, sigma=si) for a, qi, si in zip(aa, qq, ss)]
@@ -201,7 +232,7 @@ def fam_wor(n, rng, quick):
     orders = _integer_orders(rng, 5, 1024.0)
     m = max(1, n // orders.size)
     q, s = draw(rng, m, bid, "q", floor=1e-10), draw(rng, m, bid, "sigma")
-    res = bounds.evaluate(bid, orders=orders, q=q, sigma=s)
+    res = _evaluate(bid, orders=orders, q=q, sigma=s)
     qq, ss, aa = (np.broadcast_to(x, res.rdp.shape).ravel() for x in (q[:, None], s[:, None], orders[None, :]))
     ref = np.array([R.wor_gaussian_rdp_mp(a, qi, si, dps=30) for a, qi, si in zip(aa, qq, ss)])
     ex = [dict(order=a, q=qi, sigma=si) for a, qi, si in zip(aa, qq, ss)]
@@ -232,18 +263,18 @@ def fam_conversions(n, rng, quick):
     k = max(1, n // 5)
     # Gaussian
     sg, st, de = draw(rng, k, "gaussian", "sigma"), draw(rng, k, "gaussian", "steps"), draw(rng, k, "gaussian", "delta", floor=1e-300)
-    res = bounds.evaluate("gaussian", sigma=sg, steps=st, delta=de)
+    res = _evaluate("gaussian", sigma=sg, steps=st, delta=de)
     out.append(_conversion_outcome("conversions: gaussian", "gaussian", res, st, de,
                                    lambda a, i: a / (2.0 * sg[i] ** 2), dict(sigma=sg, steps=st, delta=de)))
     # Laplace
     b, st, de = draw(rng, k, "laplace", "scale", floor=1e-6), draw(rng, k, "laplace", "steps"), draw(rng, k, "laplace", "delta", floor=1e-300)
-    res = bounds.evaluate("laplace", scale=b, steps=st, delta=de)
+    res = _evaluate("laplace", scale=b, steps=st, delta=de)
     out.append(_conversion_outcome("conversions: laplace", "laplace", res, st, de,
                                    lambda a, i: R.laplace_rdp_mp(a, b[i], dps=40), dict(scale=b, steps=st, delta=de)))
     # k-ary randomized response
     e0, kk = draw(rng, k, "randomized-response", "eps0", floor=1e-6), draw(rng, k, "randomized-response", "k")
     st, de = draw(rng, k, "randomized-response", "steps"), draw(rng, k, "randomized-response", "delta", floor=1e-300)
-    res = bounds.evaluate("randomized-response", eps0=e0, k=kk, steps=st, delta=de)
+    res = _evaluate("randomized-response", eps0=e0, k=kk, steps=st, delta=de)
     out.append(_conversion_outcome("conversions: randomized-response", "randomized-response", res, st, de,
                                    lambda a, i: R.kary_rr_rdp_mp(a, e0[i], int(kk[i]), dps=40),
                                    dict(eps0=e0, k=kk, steps=st, delta=de)))
@@ -253,7 +284,7 @@ def fam_conversions(n, rng, quick):
     sg, q = draw(rng, kd, "dpsgd", "sigma"), draw(rng, kd, "dpsgd", "q", floor=1e-10)
     st, de = draw(rng, kd, "dpsgd", "steps"), draw(rng, kd, "dpsgd", "delta", floor=1e-300)
     if kd:
-        res = bounds.evaluate("dpsgd", sigma=sg, q=q, steps=st, delta=de)
+        res = _evaluate("dpsgd", sigma=sg, q=q, steps=st, delta=de)
         o = _conversion_outcome("conversions: dpsgd (rdp)", "dpsgd", res, st, de,
                                 lambda a, i: (R.psg_rdp_mp(a, q[i], sg[i], dps=20) if a != round(a)
                                               else R.psg_integer_rdp(a, q[i], sg[i])),
@@ -315,31 +346,6 @@ def fam_scrambler(n, rng, quick):
     return [Outcome("scrambler: delta exact", "SciPy exact expectation (Lemma 2)", np.asarray(res.delta), ref,
                     1e-9 * np.abs(ref) + 1e-300, examples=ex,
                     note="n, d <= 60, T <= 1e3 (reference cost); epsilon in [1e-3, 10]; tol 1e-9 relative")]
-
-
-#: largest table of Bin(M, 1/2) CDFs (rows x columns) the campaign lets the randomized-response engine build.
-#: The engine (amplify_jax.shuffle._blanket_exact) builds the table of its exact method for hoeffding and bennett
-#: too, which never read it: at n ~ 4e6 it asks for 4.8 GB (MemoryError, or the machine's OOM killer).  Points
-#: beyond are not evaluated and are counted in ``errors`` (said in the note) until the engine skips the table.
-RR_TABLE_LIMIT = 4e6
-
-
-def _rr_table_guard(n, d, T, sigma):
-    """Which points the randomized-response engine can evaluate with a CDF table <= RR_TABLE_LIMIT entries
-    (each alone and all together): its own plan (amplify_jax.shuffle._blanket_exact._plan_rr) gives the size."""
-    from amplify_jax.shuffle._blanket_exact import _plan_rr
-    from amplify_jax.shuffle.blanket import DEFAULT_TAIL_SD
-
-    f = [np.asarray(x, np.float64).ravel() for x in (n, d, T, sigma)]
-    size = np.array([(lambda p: float(p.rows) * p.cols)(_plan_rr(*(x[i:i + 1] for x in f), DEFAULT_TAIL_SD))
-                     for i in range(f[0].size)])
-    ok = size <= RR_TABLE_LIMIT
-    while ok.any():
-        p = _plan_rr(*(x[ok] for x in f), DEFAULT_TAIL_SD)
-        if float(p.rows) * p.cols <= RR_TABLE_LIMIT:
-            break
-        ok[np.argmax(np.where(ok, size, -1.0))] = False
-    return ok
 
 
 def _slack(ours, ref, tol):
@@ -425,7 +431,7 @@ def fam_blanket(n, rng, quick):
     errors = [0]
 
     def run1(idx, r, m):
-        res = bounds.evaluate(bid, epsilon=ep[idx], randomizer=r, eps0=e0[idx], k=kk[idx], n=nn[idx],
+        res = _evaluate(bid, epsilon=ep[idx], randomizer=r, eps0=e0[idx], k=kk[idx], n=nn[idx],
                               dummies=dd[idx], method=m)
         ours[idx] = np.asarray(res.delta, float).ravel()
         errors[0] += _status_errors(res)
@@ -456,17 +462,8 @@ def fam_blanket(n, rng, quick):
     ours = np.full(m2, np.nan)
     errors = [0]
 
-    skipped = [0]
-
     def run2(idx, r, m):
-        if r == "randomized-response":
-            ok = _rr_table_guard(nn[idx], dd[idx], kk[idx], kk[idx] / (np.exp(e0[idx]) + kk[idx] - 1.0))
-            skipped[0] += int((~ok).sum())
-            errors[0] += int((~ok).sum())
-            idx = idx[ok]
-            if not idx.size:
-                return
-        res = bounds.evaluate(bid, epsilon=ep[idx], randomizer=r, eps0=e0[idx], k=kk[idx], n=nn[idx],
+        res = _evaluate(bid, epsilon=ep[idx], randomizer=r, eps0=e0[idx], k=kk[idx], n=nn[idx],
                               dummies=dd[idx], method=m)
         ours[idx] = np.asarray(res.delta, float).ravel()
         errors[0] += _status_errors(res)
@@ -488,8 +485,7 @@ def fam_blanket(n, rng, quick):
     out.append(Outcome("blanket: delta vs Lemma 2 sum (hoeffding, bennett)", "Lemma 2 + Lemma 3, mpmath "
                        "parameters, long-double terms", ours, ref, tol, errors=errors[0], examples=ex,
                        note=f"whole declared domain (half the points at eps <= eps0); long double vs mpmath-50 "
-                            f"term by term on {len(sel)} points: {drift:.1e}; {skipped[0]} randomized-response points "
-                            "not evaluated (the engine's unused CDF table > RR_TABLE_LIMIT; in errors); "
+                            f"term by term on {len(sel)} points: {drift:.1e}; "
                             + _slack(ours, ref, tol)))
     # 3. eps from delta (shuffle.blanket): the sum at ours' eps <= the target
     bid = "shuffle.blanket"
@@ -501,17 +497,8 @@ def fam_blanket(n, rng, quick):
     fb = np.zeros(m3, bool)
     errors = [0]
 
-    skipped3 = [0]
-
     def run3(idx, r, m):
-        if r == "randomized-response":
-            ok = _rr_table_guard(nn[idx], dd[idx], kk[idx], kk[idx] / (np.exp(e0[idx]) + kk[idx] - 1.0))
-            skipped3[0] += int((~ok).sum())
-            errors[0] += int((~ok).sum())
-            idx = idx[ok]
-            if not idx.size:
-                return
-        res = bounds.evaluate(bid, delta=de[idx], randomizer=r, eps0=e0[idx], k=kk[idx], n=nn[idx],
+        res = _evaluate(bid, delta=de[idx], randomizer=r, eps0=e0[idx], k=kk[idx], n=nn[idx],
                               dummies=dd[idx], method=m)
         eps_ours[idx] = np.asarray(res.epsilon, float).ravel()
         fb[idx] = np.asarray(res.status).ravel() == Status.FALLBACK
@@ -520,9 +507,6 @@ def fam_blanket(n, rng, quick):
     _by_group((rz, meth), run3)
     ref, tol = np.zeros(m3), np.zeros(m3)
     for i in range(m3):
-        if np.isnan(eps_ours[i]):  # not evaluated (RR_TABLE_LIMIT)
-            ref[i] = np.nan
-            continue
         if fb[i] or not np.isfinite(eps_ours[i]):  # the local guarantee eps0: delta 0 (checked below)
             ref[i] = 0.0 if eps_ours[i] >= e0[i] else np.inf
             continue
@@ -534,7 +518,6 @@ def fam_blanket(n, rng, quick):
                        "parameters, long-double terms", de, ref, tol, errors=errors[0], examples=ex,
                        note=f"whole declared domain; {int(fb.sum())} at status fallback (eps0, delta 0); "
                             "compares the target delta with the sum at ours' eps; "
-                            f"{skipped3[0]} randomized-response points not evaluated (RR_TABLE_LIMIT; in errors); "
                             + _slack(de, ref, tol)))
     return out
 
@@ -563,16 +546,8 @@ def fam_scrambler_tail(n, rng, quick):
     ours = np.full(m1, np.nan)
     errors = [0]
 
-    skipped = [0]
-
     def run1(idx, m):
-        ok = _rr_table_guard(nn[idx], dd[idx], T[idx], sg[idx])
-        skipped[0] += int((~ok).sum())
-        errors[0] += int((~ok).sum())
-        idx = idx[ok]
-        if not idx.size:
-            return
-        res = bounds.evaluate(bid, epsilon=ep[idx], targets=T[idx], n=nn[idx], sampling=sg[idx], dummies=dd[idx],
+        res = _evaluate(bid, epsilon=ep[idx], targets=T[idx], n=nn[idx], sampling=sg[idx], dummies=dd[idx],
                               method=m)
         ours[idx] = np.asarray(res.delta, float).ravel()
         errors[0] += _status_errors(res)
@@ -592,8 +567,7 @@ def fam_scrambler_tail(n, rng, quick):
     out.append(Outcome("scrambler: delta hoeffding / bennett vs Thm 4 sum", "Lemma 2 + Lemma 3, mpmath parameters, "
                        "long-double terms", ours, ref, tol, errors=errors[0], examples=ex,
                        note=f"whole declared domain (half the points below the local guarantee); long double vs "
-                            f"mpmath-50 term by term on {len(sel)} points: {drift:.1e}; {skipped[0]} points not "
-                            "evaluated (the engine's unused CDF table > RR_TABLE_LIMIT; in errors); "
+                            f"mpmath-50 term by term on {len(sel)} points: {drift:.1e}; "
                             + _slack(ours, ref, tol)))
     # 2. both methods at the same points against the exact Lemma 2 value
     ep = draw(rng, m2, bid, "epsilon", lo=1e-3, hi=10.0)
@@ -604,7 +578,7 @@ def fam_scrambler_tail(n, rng, quick):
     ref = np.array([R.scipy_lemma2(a, int(b), int(d), int(t), s) for a, b, d, t, s in zip(ep, nn, dd, T, sg)])
     ex = [dict(epsilon=a, n=b, dummies=d, targets=t, sampling=s) for a, b, d, t, s in zip(ep, nn, dd, T, sg)]
     for m in (("hoeffding",) if quick else ("hoeffding", "bennett")):
-        res = bounds.evaluate(bid, epsilon=ep, targets=T, n=nn, sampling=sg, dummies=dd, method=m)
+        res = _evaluate(bid, epsilon=ep, targets=T, n=nn, sampling=sg, dummies=dd, method=m)
         o = np.asarray(res.delta, float).ravel()
         out.append(Outcome(f"scrambler: delta {m} vs exact Lemma 2", "SciPy exact expectation (Lemma 2)",
                            o, ref, 1e-9 * np.abs(ref) + 1e-300, errors=_status_errors(res), examples=ex,
@@ -621,16 +595,8 @@ def fam_scrambler_tail(n, rng, quick):
     fb = np.zeros(m3, bool)
     errors = [0]
 
-    skipped3 = [0]
-
     def run3(idx, m):
-        ok = _rr_table_guard(nn[idx], dd[idx], T[idx], sg[idx])
-        skipped3[0] += int((~ok).sum())
-        errors[0] += int((~ok).sum())
-        idx = idx[ok]
-        if not idx.size:
-            return
-        res = bounds.evaluate(bid, delta=de[idx], targets=T[idx], n=nn[idx], sampling=sg[idx], dummies=dd[idx],
+        res = _evaluate(bid, delta=de[idx], targets=T[idx], n=nn[idx], sampling=sg[idx], dummies=dd[idx],
                               method=m)
         eps_ours[idx] = np.asarray(res.epsilon, float).ravel()
         fb[idx] = np.asarray(res.status).ravel() == Status.FALLBACK
@@ -639,9 +605,6 @@ def fam_scrambler_tail(n, rng, quick):
     _by_group((meth,), run3)
     ref, tol = np.zeros(m3), np.zeros(m3)
     for i in range(m3):
-        if np.isnan(eps_ours[i]):  # not evaluated (RR_TABLE_LIMIT)
-            ref[i] = np.nan
-            continue
         if fb[i]:  # the local guarantee ln(1 + (1 - sigma) T / sigma) (+inf at sigma 0): delta 0
             continue
         v, e = R.blanket_lemma2_sum("rr", meth[i], eps_ours[i], nn[i], dd[i], k=T[i], sigma=sg[i])
@@ -652,7 +615,6 @@ def fam_scrambler_tail(n, rng, quick):
                        "Lemma 2 + Lemma 3, mpmath parameters, long-double terms", de, ref, tol, errors=errors[0],
                        examples=ex, note=f"whole declared domain; {int(fb.sum())} at status fallback (the local "
                                          "guarantee, delta 0); compares the target delta with the sum at ours' eps; "
-                                         f"{skipped3[0]} points not evaluated (RR_TABLE_LIMIT; in errors); "
                                          + _slack(de, ref, tol)))
     return out
 
@@ -668,7 +630,7 @@ def fam_checkin(n, rng, quick):
     nn = draw(rng, m, bid, "n", hi=60)
     g = draw(rng, m, bid, "gamma", floor=1e-6)
     s = draw(rng, m, bid, "sigma", floor=1e-3)
-    res = bounds.evaluate(bid, orders=orders, n=nn, gamma=g, sigma=s)
+    res = _evaluate(bid, orders=orders, n=nn, gamma=g, sigma=s)
 
     def ref_one(lam, n_, gam, sig):
         import mpmath as mp
@@ -703,7 +665,7 @@ def fam_network(n, rng, quick):
     b = bounds.get(bid)
     k = n // 2
     pts = {p: draw(rng, k, bid, p, floor=1e-6) for p in ("eps0", "steps", "delta")}
-    res = bounds.evaluate(bid, **pts, delta0=0.0)  # delta0 = 0: delta is the delta' of the theorem
+    res = _evaluate(bid, **pts, delta0=0.0)  # delta0 = 0: delta is the delta' of the theorem
     ref = np.array([R.advanced_composition_mp(pts["eps0"][i], pts["steps"][i], pts["delta"][i]) for i in range(k)])
     out.append(Outcome("network: advanced composition", "closed form, mpmath", np.asarray(res.epsilon).ravel(), ref,
                        REL_EXACT * np.abs(ref), errors=_status_errors(res),
@@ -715,7 +677,7 @@ def fam_network(n, rng, quick):
     st = draw(rng, k2, bid, "steps", hi=2000 if not quick else 300)
     de = draw(rng, k2, bid, "delta", floor=1e-12)
     extra = {p.name: p.default for p in b.params if p.name not in ("eps0", "steps", "delta") and not p.required}
-    res = bounds.evaluate(bid, eps0=e0, steps=st, delta=de, **extra)
+    res = _evaluate(bid, eps0=e0, steps=st, delta=de, **extra)
     eps = np.asarray(res.epsilon).ravel()
     dref = np.array([R.kov_delta_mp(e, a, int(s)) if np.isfinite(e) else 0.0 for e, a, s in zip(eps, e0, st)])
     out.append(Outcome("network: KOV optimal composition (delta at ours' eps)", "Thm 3.3 enumeration, mpmath",
@@ -743,7 +705,7 @@ def fam_secrdp(n, rng, quick):
         su = draw(rng, per, bid, "sigma_unc")
         sc = draw(rng, per, bid, "sigma_cor", floor=1e-4)
         cl = draw(rng, per, bid, "clip")
-        res = bounds.evaluate(bid, orders=[2.0], graph=spec, sigma_unc=su, sigma_cor=sc, clip=cl, adversary=adv,
+        res = _evaluate(bid, orders=[2.0], graph=spec, sigma_unc=su, sigma_cor=sc, clip=cl, adversary=adv,
                               colluders=c)
         ours = np.asarray(res.rdp)[..., 0] / 2.0
         A = np.asarray(G.adjacency(G.from_spec(spec)).todense(), dtype=float)
@@ -781,7 +743,7 @@ def fam_pld(n, rng, quick):
     sg = draw(rng, n, bid, "sigma")
     st = draw(rng, n, bid, "steps", hi=1e6 if not quick else 1e4)
     de = draw(rng, n, bid, "delta", floor=1e-12)
-    res = bounds.evaluate(bid, sigma=sg, q=1.0, steps=st, delta=de)
+    res = _evaluate(bid, sigma=sg, q=1.0, steps=st, delta=de)
     mu = np.sqrt(st) / sg
     ex = [dict(sigma=a, steps=b, delta=c) for a, b, c in zip(sg, st, de)]
     up = np.asarray(res.epsilon, float).ravel()

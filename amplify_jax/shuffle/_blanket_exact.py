@@ -341,6 +341,12 @@ def _plan_rr(n, d, T, sigma, tail_sd, eps=None) -> _Plan:
     return _Plan(tuple(chunks), r0, rows, r0 + rows)
 
 
+def _rr_table_only_if_exact(method, plan: _Plan) -> _Plan:
+    """The plan with a dummy 8 x 8 CDF table unless ``method`` is "exact": Hoeffding and Bennett bound g(K)
+    in closed form and never read the table, which at n ~ 4e6 would take gigabytes."""
+    return plan if method == "exact" else plan._replace(r0=0, rows=8, cols=8)
+
+
 def _run_planned(call, plan: _Plan, arrays, outputs: int):
     """Run ``call(statics, chunk_arrays, F, r0, nsteps)`` on every chunk of the plan (padded to its fixed size
     with its first point) and scatter the ``outputs`` results back into flat numpy arrays."""
@@ -369,7 +375,7 @@ def _rr_chunk(method, eps, n, d, T, sigma, F, r0, nsteps, *, Wm, S, tail_sd):
 def _rr_planned(method, eps, n, d, T, sigma, tail_sd):
     """delta (flat numpy) of Lemma 2 for the target randomizer for flat float arrays, and the ``exact`` flags
     (window coverage)."""
-    plan = _plan_rr(n, d, T, sigma, tail_sd, eps)
+    plan = _rr_table_only_if_exact(method, _plan_rr(n, d, T, sigma, tail_sd, eps))
 
     def call(statics, a, F, r0, nsteps):
         Wm, S = statics

@@ -96,7 +96,7 @@ from ._blanket_concentration import _conc_eps_kernel, _conc_kernel, _conc_window
 from ._blanket_exact import EXACT_MAX_M as EXACT_MAX_M
 from ._blanket_exact import exact_table_check as exact_table_check
 from ._blanket_exact import rr_delta_traced as rr_delta_traced
-from ._blanket_exact import _plan_rr, _rr_eps_chunk, _rr_planned, _run_planned
+from ._blanket_exact import _plan_rr, _rr_eps_chunk, _rr_planned, _rr_table_only_if_exact, _run_planned
 from ._blanket_model import BLANKET_METHODS as BLANKET_METHODS
 from ._blanket_model import DEFAULT_TAIL_SD as DEFAULT_TAIL_SD
 from ._blanket_model import BlanketDelta as BlanketDelta
@@ -253,7 +253,7 @@ def rr_epsilon(method, delta, n, d, T, sigma, eps0, *, rtol=1e-9, key=None, conf
 
         out = _run_planned(call, plan, [fdl, fn, fd, fT, fs, alpha, fe0], 3)
     else:
-        plan = _plan_rr(fn, fd, fT, fs, tail_sd)
+        plan = _rr_table_only_if_exact(method, _plan_rr(fn, fd, fT, fs, tail_sd))
 
         def call(statics, a, F, r0, nsteps):
             Wm, S = statics
