@@ -395,6 +395,22 @@ def test_central_bassily_route():
     assert np.all(np.asarray(N.central_sgd_epsilon(sigma=sigma, n=n, steps=T, delta=delta).epsilon) < b)
 
 
+def test_overflowing_bounds_are_flagged_not_silent():
+    """Where advanced composition leaves float64 the answer is +inf, and says so: the Bassily route's valid is
+    False (status error in the registry, sigma / L = 0.01 inside its domain); the local baseline refuses eps0
+    = 1e300 with a ValueError naming eps0 (it answered +inf with valid True)."""
+    from amplify_jax import bounds
+    from amplify_jax.status import Status
+
+    r = N.central_sgd_bassily_epsilon(sigma=[0.01, 1.0], n=1000, steps=100, delta=1e-5)
+    assert np.isinf(r.epsilon[0]) and not bool(r.valid[0]) and bool(r.valid[1]) and np.isfinite(r.epsilon[1])
+    res = bounds.evaluate("network.central-sgd-bassily", sigma=[0.01, 1.0], n=1000, steps=100, delta=1e-5,
+                          lipschitz=1.0)
+    assert list(res.status) == [Status.ERROR, Status.OK] and np.isinf(res.epsilon[0])
+    with pytest.raises(ValueError, match="eps0=1e"):
+        N.local_sum_bound(n=100, steps=1000, eps0=1e300, delta0=0.0, delta_prime=1e-6, delta_hat=1e-6)
+
+
 SEC52 = dict(delta=1e-6, n=2000, steps=20_000)
 
 

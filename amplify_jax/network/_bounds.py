@@ -406,7 +406,9 @@ def _bassily(sigma, n, steps, delta, lipschitz):
     cap = steps / n
     d = np.minimum(delta, cap)
     r = central_sgd_bassily_epsilon(sigma=sigma, n=n, steps=steps, delta=d, lipschitz=lipschitz)
-    return {"epsilon": r.epsilon, "status": _status(np.asarray(r.valid) & (delta <= cap))}
+    eps = np.asarray(r.epsilon)
+    status = np.where(np.isfinite(eps), _status(np.asarray(r.valid) & (delta <= cap)), Status.ERROR)
+    return {"epsilon": eps, "status": status}  # +inf (status error): the bound leaves float64 (sigma / L < ~0.07)
 
 
 register(Bound(
@@ -419,7 +421,8 @@ register(Bound(
     answer="epsilon", kernel=_bassily,
     notes="Our derivation along Bassily et al.'s route (the authors' script uses a closed form).  Where "
           "delta > T / n the route's per-step delta would reach 1: the bound at delta = T / n is returned "
-          "(status fallback)."))
+          "(status fallback).  Where the bound leaves float64 (sigma / L below about 0.07) the answer is +inf "
+          "with status error."))
 
 
 def _sgd_rdp(orders, sigma, n, contributions, lipschitz, colluders):

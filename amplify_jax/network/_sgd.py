@@ -314,7 +314,7 @@ def _bassily(sigma, n, T, delta, L):
     e1 = analytic_gaussian_epsilon(2.0 * L / sigma, jnp.log(d1))
     e2 = subsampled_epsilon(e1, 1.0 / n)  # one user sampled out of n (Balle, Barthe, Gaboardi 2018)
     eps = advanced_composition(e2, T, -jnp.log(0.5 * delta))
-    valid = d1 < 1.0
+    valid = (d1 < 1.0) & jnp.isfinite(eps)  # e2 (e^e2 - 1) leaves float64 from e2 ~ 705 (sigma / L below ~0.07)
     return jnp.where(valid, eps, jnp.inf), valid
 
 
@@ -336,7 +336,8 @@ def central_sgd_bassily_epsilon(*, sigma, n, steps, delta, lipschitz=1.0):
     delta' = delta/2 and delta1 = n delta / (2T) gives (sqrt(2T ln(2/delta)) e2 + T e2 (e^e2 - 1), delta).
     This is our own derivation along Bassily et al.'s route (their Thm 2.1 fixes T = n^2; the authors' script
     uses the closed form 16 L sqrt(T ln(2/delta) ln(1.25 T/(delta n))) / (n eps)).  ``valid`` is False (and
-    epsilon inf) only where delta1 = n delta / (2T) >= 1.
+    epsilon inf) where delta1 = n delta / (2T) >= 1, and where the bound leaves float64 (the composition's
+    T e2 (e^e2 - 1) overflows from e2 ~ 705, i.e. sigma / L below about 0.07).
     Much looser than :func:`central_sgd_epsilon` (RDP); kept to reproduce the paper's comparison.
     """
     return _bassily_kernel(*_central_inputs(sigma, n, steps, delta, lipschitz))
