@@ -270,6 +270,10 @@ def dpsgd_eps_integer_orders(sigma, q, steps, log_delta):
     return jnp.min(e, axis=-1)
 
 
+# the DP-SGD calibration's gradient is a program of its own (~40 s to compile on 2 cores): in the slow set, to keep
+# the default suite under 15 minutes; the gradient machinery is checked on closed forms above (python -m pytest -m slow
+# tests/test_calibrate.py)
+@pytest.mark.slow
 def test_gradient_of_dpsgd_calibration_vs_finite_differences():
     """d sigma*/d eps and d sigma*/d q of the minimal DP-SGD noise, reverse mode through the RDP kernel, against
     central finite differences of the calibrated sigma itself."""

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from amplify_jax import network as N
 
@@ -22,6 +23,9 @@ def _script():
     return mod
 
 
+# a training run (~20 s of CPU): in the slow set with the other training figures, to keep the default suite under
+# 15 minutes on 2 cores (python -m pytest -m slow tests/test_figures_network.py)
+@pytest.mark.slow
 def test_fig2_quick_four_panels_with_the_library_sigmas(tmp_path):
     mod = _script()
     png, data = tmp_path / "f2.png", tmp_path / "f2.json"

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from amplify_jax import traffic as tr
 
@@ -32,6 +33,9 @@ print(json.dumps(np.asarray(r.epsilon).tolist()))
 """
 
 
+# two figure scripts end to end (~25 s of CPU): in the slow set, to keep the default suite under 15 minutes on 2
+# cores (python -m pytest -m slow tests/test_figures_traffic.py); the plans' numbers are tested in test_traffic*.py
+@pytest.mark.slow
 def test_fig8_fig9_quick_run_and_plot_the_library_numbers(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
 
