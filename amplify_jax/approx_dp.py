@@ -25,10 +25,13 @@ __all__ = [
     "subsampled_epsilon",
     "fmt_closed_form",
     "ANALYTIC_GAUSSIAN_MARGIN",
+    "ADVANCED_COMPOSITION_MARGIN",
 ]
 
 #: Relative margin added to the analytic Gaussian's eps (covers the rounding of its delta evaluation).
 ANALYTIC_GAUSSIAN_MARGIN = 1e-10
+#: Factor (1 + 8 ulps) on advanced composition's float64 value: covers the rounding of its evaluation.
+ADVANCED_COMPOSITION_MARGIN = 1.0 + 8.0 * 2.0 ** -52
 
 
 def advanced_composition(eps, steps, log_inv_delta_prime):
@@ -37,8 +40,13 @@ def advanced_composition(eps, steps, log_inv_delta_prime):
         sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1),   with delta_total = k delta + delta'.
 
     ``log_inv_delta_prime`` = ln(1/delta'); ``steps`` may be real (a high-probability bound on a count).
+    Rounded up by :data:`ADVANCED_COMPOSITION_MARGIN`: both terms are positive, and their float64 evaluation
+    (a log, a sqrt, an expm1, four products and a sum, each within an ulp or so) is within ~6 ulps of the exact
+    value of the formula at the given inputs (the soundness campaign found it 6e-16 relative below mpmath at
+    k = 1e12, eps = 1.9e-4).
     """
-    return jnp.sqrt(2.0 * steps * log_inv_delta_prime) * eps + steps * eps * jnp.expm1(eps)
+    v = jnp.sqrt(2.0 * steps * log_inv_delta_prime) * eps + steps * eps * jnp.expm1(eps)
+    return v * ADVANCED_COMPOSITION_MARGIN
 
 
 def advanced_composition_overflows(eps, steps, log_inv_delta_prime):
@@ -48,7 +56,7 @@ def advanced_composition_overflows(eps, steps, log_inv_delta_prime):
 
     with np.errstate(over="ignore", invalid="ignore"):
         v = (np.sqrt(2.0 * np.asarray(steps, dtype=np.float64) * log_inv_delta_prime) * eps
-             + steps * eps * np.expm1(np.asarray(eps, dtype=np.float64)))
+             + steps * eps * np.expm1(np.asarray(eps, dtype=np.float64))) * ADVANCED_COMPOSITION_MARGIN
     return ~np.isfinite(v)
 
 

@@ -46,7 +46,7 @@ def test_campaign_detects_an_under_report():
 
 def test_regressions_rounded_up():
     """Points found by the campaign below the exact value before outward rounding was added (integer-order
-    Poisson RDP: 4e-13; WOR: 8e-15; Laplace at a large scale: 4e-12)."""
+    Poisson RDP: 4e-13; WOR: 8e-15; Laplace at a large scale: 4e-12; advanced composition: 6e-16)."""
     import _references as R
     import amplify_jax as aj
     from amplify_jax import bounds
@@ -58,6 +58,11 @@ def test_regressions_rounded_up():
         assert ours >= R.wor_gaussian_rdp_mp(a, q, s)
     for a, b in [(20.0, 1370.5902153872305), (2.0, 92.55328279528679), (1.05, 27.7847992624316)]:
         assert float(np.asarray(aj.rdp.laplace_rdp([a], scale=b))[0]) >= R.laplace_rdp_mp(a, b)
+    # advanced composition at 1e12 steps: 6e-16 relative below mpmath before its outward rounding
+    for e0, d in [(0.0014174627508523792, 0.030455175751494857), (0.0001890824711657895, 0.0005048377199639858)]:
+        ours = float(np.ravel(bounds.evaluate("network.advanced-composition", eps0=e0, steps=1e12, delta=d,
+                                              delta0=0.0).epsilon)[0])
+        assert ours >= R.advanced_composition_mp(e0, 1e12, d)
 
 
 def test_regressions_blanket_rounded_up():
