@@ -311,12 +311,19 @@ def test_two_processes_through_jax_distributed_kill_one_then_resume(tmp_path):
                                   "--num-processes", "2", "--process-id", str(h)], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for h in (0, 1)]
 
-    def odd_markers():
-        return sum(int(m[-8:]) % 2 for m in os.listdir(done) if m.startswith("chunk-")) if done.exists() else 0
+    def markers_by_host():
+        ids = [int(m[-8:]) for m in os.listdir(done) if m.startswith("chunk-")] if done.exists() else []
+        return sum(i % 2 == 0 for i in ids), sum(i % 2 for i in ids)
+
+    def both_mid_sweep():
+        even, odd = markers_by_host()
+        return odd >= 5 and even >= 1
 
     procs = start(_free_port())
     deadline = time.monotonic() + 180
-    while procs[1].poll() is None and odd_markers() < 5 and time.monotonic() < deadline:
+    # wait for both hosts to have written chunks: under load host 0 (the coordinator) may start later than host 1
+    # (a CI run once saw host 1 write 5 chunks before host 0 wrote any)
+    while procs[1].poll() is None and not both_mid_sweep() and time.monotonic() < deadline:
         time.sleep(0.002)
     assert procs[1].poll() is None, procs[1].communicate()[1][-2000:]
     procs[1].send_signal(signal.SIGKILL)  # host 1 dies mid-sweep; the job (host 0) is then stopped too
