@@ -369,6 +369,28 @@ _lax.cumsum = lambda x, axis=0, reverse=False: _cumulative(np.add, x, axis, reve
 _lax.stop_gradient = lambda x: x
 
 
+def _dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    """``lax.dynamic_slice_in_dim``: the start clamped to [0, dim - slice_size], as XLA does."""
+    a = np.asarray(operand)
+    start = int(np.clip(int(start_index), 0, a.shape[axis] - slice_size))
+    return np.take(a, np.arange(start, start + slice_size), axis=axis)
+
+
+def _dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    """``lax.dynamic_update_slice_in_dim``: a copy with ``update`` written from the start, clamped to
+    [0, dim - update's size], as XLA does."""
+    a = np.array(operand)
+    u = np.asarray(update)
+    start = int(np.clip(int(start_index), 0, a.shape[axis] - u.shape[axis]))
+    index = [slice(None)] * a.ndim
+    index[axis] = slice(start, start + u.shape[axis])
+    a[tuple(index)] = u
+    return a
+
+
+_lax.dynamic_slice_in_dim, _lax.dynamic_update_slice_in_dim = _dynamic_slice_in_dim, _dynamic_update_slice_in_dim
+
+
 # lax.erf / lax.erfc: SciPy's, through the special-function stand-in below (imported on first use)
 _lax.erf = lambda x: _special_attr("erf")(x)
 _lax.erfc = lambda x: _special_attr("erfc")(x)

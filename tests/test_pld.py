@@ -73,6 +73,22 @@ def test_against_dp_accounting():
     assert np.all(r.epsilon <= ref * (1 + 1e-3) + 1e-6)
 
 
+def test_tiny_rates_are_answered_not_refused():
+    # q = 1e-6 (the registry's search range for pld.dpsgd's q reaches it): the two relations' mirrored grids
+    # once put composed mass one step beyond the window, whose Chernoff bound was 0.135, so eps was +inf with
+    # status error (issue 13); the step is now aligned with both ends of the loss range (_compose._aligned_step)
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import pld_privacy_accountant
+
+    r = pld.dpsgd_epsilon(sigma=1.1, q=[1e-7, 1e-6, 1e-5, 1e-4], steps=1000, delta=1e-5)
+    assert np.all(r.status == 0) and np.all(np.isfinite(r.epsilon))
+    assert np.all(np.diff(r.epsilon) >= 0) and np.all(r.epsilon_lower <= r.epsilon)
+    acc = pld_privacy_accountant.PLDAccountant()
+    acc.compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(1e-6, dpa.GaussianDpEvent(1.1)), 1000))
+    # dp_accounting's own grid (1e-4) dominates its answer here (3.7e-4): ours, 1.4e-5, is below it
+    assert 0 < r.epsilon[1] <= acc.get_epsilon(1e-5)
+
+
 def test_tight_where_rdp_is_not():
     # two steps at a tiny rate: the tight eps is ~0, where the RDP route answered 0.155 (issue 13)
     r = pld.dpsgd_epsilon(sigma=1.0, q=1e-4, steps=2, delta=1e-5)

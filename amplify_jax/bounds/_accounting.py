@@ -105,6 +105,25 @@ for _id, _mech, _params, _example, _summary in (
                    answer="epsilon", kernel=_pld_mechanism(_mech), outputs=("epsilon_lower",)))
 
 
+# Sampling without replacement (replace-one), the Gaussian: its own rate and the sensitivity convention
+ZDW_2022 = ("Zhu, Dong, Wang 2022 (dominating pairs); Dong, Roth, Su 2022 (Gaussian DP, subsampling); "
+            "Balle, Barthe, Gaboardi 2018 (advanced joint convexity)")
+register(Bound(
+    id="pld.wor-gaussian", example=dict(sigma=2.0, q=0.01, steps=100, delta=1e-5),
+    paper=f"{ZDW_2022}; {PLD}",
+    theorem=("DRS Thm. 4.2 (C_q(G_mu), sampling without replacement), as one symmetric dominating pair (ZDW "
+             "Sec. 3; BBG Thm. 2 for its proof); " + _PLD_THM),
+    summary=("tight eps of the Gaussian on a batch of a fraction q drawn without replacement each step "
+             "(replace-one relation) composed over steps, with a lower bound"),
+    params=(PLD_SIGMA, Param("q", Real(0.0, 1.0), "batch fraction m / n (sampling without replacement)", INCREASING,
+                             search=(1e-8, 1.0)),
+            STEPS, DELTA,
+            Param("sensitivity", Real(1e-3, 1e3),
+                  "replace-one sensitivity of the batch function in sigma's units (2: clipped sum, sigma = std / C)",
+                  default=1.0)),  # not declared monotone: sigma / sensitivity must stay in the PLD's sigma range
+    answer="epsilon", kernel=_pld_mechanism("wor-gaussian"), outputs=("epsilon_lower",)))
+
+
 def _mechanism(name, **fixed):
     def kernel(delta, **params):
         res = A.epsilon(name, delta=delta, **fixed, **params)

@@ -87,17 +87,55 @@ def _report_cap(order, orders, value, what):
 
 
 @renamed_params(rounds="steps")
-def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, method="exact"):
-    """(eps, best order) after ``steps`` rounds of distributed check-in (Gaussian), at ``delta``.
+def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, method="exact", accountant="rdp",
+                                 grid_size=None):
+    """eps after ``steps`` rounds of distributed check-in (Gaussian), at ``delta``.
 
-    The per-round curve of :func:`distributed_gaussian_rdp` composed over the rounds (Mironov 2017) and
-    converted by :func:`amplify_jax.conversions.epsilon_from_rdp` (Balle et al. 2020; Lemma 2 of the paper)
-    on the integer ``orders`` (default 2..64).  Broadcasts over n, gamma, sigma, steps, delta.  Warns
-    (:class:`OrderCapWarning`) where the best order is the largest of ``orders``, as do the delta function and the
-    calibrations below.  (``rounds=`` is the deprecated spelling of ``steps=``.)
+    ``accountant="rdp"`` (default), (eps, best order): the per-round curve of :func:`distributed_gaussian_rdp`
+    (Thm 4, Eq. 10) composed over the rounds (Mironov 2017) and converted by
+    :func:`amplify_jax.conversions.epsilon_from_rdp` (Balle et al. 2020; Lemma 2 of the paper) on the integer
+    ``orders`` (default 2..64).  Broadcasts over n,
+    gamma, sigma, steps, delta.  Warns (:class:`OrderCapWarning`) where the best order is the largest of
+    ``orders``, as do the delta function and the calibrations below.  (``rounds=`` is the deprecated spelling of
+    ``steps=``.)
+
+    ``accountant="pld"``: a privacy-loss-distribution route for Thm 4's setting, with the number k of
+    participants held in a Chernoff window as in Eq. 11 and the Sec. 5.1 baseline.  Given the public k, a round
+    is the Gaussian mean of a batch of k clients drawn without replacement (rate k / n) under replacement
+    adjacency, noise multiplier (sigma / sqrt k) / (2 / k) = sigma sqrt(k) / 2; its dominating pair is Dong, Roth,
+    Su 2022 ("Gaussian differential privacy") Thm 4.2's C_{k/n}(G_{2 / (sigma sqrt k)}), which only weakens as
+    the rate grows or the noise multiplier shrinks.  With probability >= 1 - d1 - d2 per round, l1 <= k <= l2
+    (the multiplicative Chernoff bounds of :func:`_baselines._count_bounds`), so every such round is dominated
+    by the one pair at rate l2 / n and noise sigma sqrt(l1) / 2: ``pld.epsilon("wor-gaussian", ...)`` composed
+    T times at delta - T (d1 + d2).  (k is drawn independently of the data and of the past; conditioned on a
+    sequence of k's inside the window the T rounds compose, and the sequences outside it have probability
+    <= T (d1 + d2), added to delta.)  A fraction f of delta goes to the Chernoff events (d1 = d2 = f delta /
+    (2 T)), f in :data:`PLD_SPLITS`, the best answered.  Returns :class:`amplify_jax.pld.PldEpsilon` (epsilon,
+    the sound value; epsilon_lower, the PLD's lower value of the chosen window's pair, i.e. the grid's cost,
+    not a lower bound of this mechanism; status: ok, fallback with eps = +inf where no split guarantees one
+    participant per round (n gamma too small for delta / steps), error where the noise multiplier
+    sigma sqrt(l1) / 2 is below ``pld.SIGMA_RANGE`` or the PLD answers +inf).  eps = 0 where gamma = 0.
+    ``orders`` and ``method`` belong to the RDP route (a ValueError if given with "pld"), ``grid_size`` to the PLD
+    (a power of two, default ``pld.DEFAULT_GRID_SIZE``; larger is tighter and slower: at Fig. 2(a)'s n = 6e5,
+    gamma = 1e-3, sigma = 1, delta = 1e-8 and 1e6 rounds, 2^16 points take 11% off the default's eps; a
+    ValueError with "rdp").  The window costs where n gamma is small (it replaces Thm 1's exact sum over k);
+    the RDP route's conversion costs more at few rounds (at Fig. 2(a)'s setting its best order stays 21 and
+    eps >= 0.72); benchmarks/fig_pld_tightening.py measures both.
     """
     from ..conversions import epsilon_from_rdp
 
+    V.one_of("accountant", accountant, ("rdp", "pld"))
+    if accountant == "pld":
+        if orders is not None:
+            raise ValueError("Expected no orders with accountant='pld' (an option of the RDP accountant), got "
+                             f"orders={orders!r}.")
+        if method != "exact":
+            raise ValueError("Expected no method with accountant='pld' (an option of the RDP accountant), got "
+                             f"method={method!r}.")
+        return _distributed_gaussian_pld(n, gamma, sigma, steps, delta, grid_size)
+    if grid_size is not None:
+        raise ValueError("Expected no grid_size with accountant='rdp' (an option of the PLD accountant), got "
+                         f"grid_size={grid_size!r}.")
     o = CHECKIN_ORDERS if orders is None else orders
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
     d = V.unit_open("delta", delta)  # checked before the curve is computed (compiled)
@@ -108,6 +146,50 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
     res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), np.asarray(total), delta=np.broadcast_to(d, shape))
     _report_cap(res.order, o, res.epsilon, "distributed_gaussian_epsilon")
     return res
+
+
+#: Fractions f of delta that :func:`distributed_gaussian_epsilon`'s PLD route spends on the Chernoff window of
+#: k (f delta / (2 T) per round to each side); the PLD gets (1 - f) delta, and the best f is answered.
+PLD_SPLITS = np.array([0.05, 0.2, 0.5])
+#: 1 - 2^-50: rounds the PLD's share (1 - f) delta down past its product, so that the shares sum to <= delta.
+_ROUND_DOWN = 1.0 - 2.0 ** -50
+
+
+def _distributed_gaussian_pld(n, gamma, sigma, steps, delta, grid_size=None):
+    """The PLD route of :func:`distributed_gaussian_epsilon` (see there), on checked inputs."""
+    from .. import pld as P
+    from ..pld import SIGMA_RANGE as PLD_SIGMA_RANGE
+    from ._baselines import _count_bounds
+
+    nn = V.integer("n", n, minimum=1)
+    _check_n_max(nn)
+    g = V.probability("gamma", gamma)
+    s = V.between("sigma", sigma, *SIGMA_RANGE)  # the RDP route's range (rdp.SIGMA_RANGE)
+    t = V.integer("steps", steps, minimum=1)
+    d = V.unit_open("delta", delta)
+    shape = V.broadcastable(n=nn, gamma=g, sigma=s, steps=t, delta=d)
+    nb, gb, sb, tb, db = (np.broadcast_to(np.asarray(x, dtype=np.float64), shape)[..., None]
+                          for x in (nn, g, s, t, d))
+    log_dc = np.log(PLD_SPLITS) + np.log(db) - np.log(2.0 * tb)  # each Chernoff event, each round
+    with x64_scope(), np.errstate(divide="ignore", invalid="ignore"):
+        l1, l2 = (np.asarray(x, dtype=np.float64) for x in _count_bounds(jnp.asarray(nb * gb), jnp.asarray(log_dc),
+                                                                          jnp.asarray(log_dc)))
+    ok = (l1 >= 1.0) & (gb > 0.0)
+    noise = sb * np.sqrt(np.maximum(l1, 1.0)) / 2.0 * _ROUND_DOWN
+    low = noise < PLD_SIGMA_RANGE[0]
+    noise = np.clip(noise, PLD_SIGMA_RANGE[0], PLD_SIGMA_RANGE[1])  # above the top: less noise, a valid eps
+    q = np.where(ok, np.minimum(np.nextafter(np.where(ok, l2, 1.0) / nb, np.inf), 1.0), 1.0)
+    res = P.epsilon("wor-gaussian", sigma=noise, q=q, steps=np.broadcast_to(tb, q.shape),
+                    delta=(1.0 - PLD_SPLITS) * db * _ROUND_DOWN, grid_size=grid_size)
+    up = np.where(ok & ~low, np.asarray(res.epsilon), np.inf)
+    i = np.argmin(up, axis=-1)[..., None]
+    eps = np.take_along_axis(up, i, -1)[..., 0]
+    lower = np.take_along_axis(np.asarray(res.epsilon_lower), i, -1)[..., 0]
+    idle = np.broadcast_to(np.asarray(g) == 0.0, shape)  # nobody checks in: the output does not depend on the data
+    status = np.where(np.isfinite(eps), int(Status.OK),
+                      np.where(np.any(ok, axis=-1), int(Status.ERROR), int(Status.FALLBACK)))
+    return P.PldEpsilon(np.where(idle, 0.0, eps), np.where(idle, 0.0, np.where(np.isfinite(eps), lower, 0.0)),
+                        np.where(idle, int(Status.OK), status).astype(np.int32))
 
 
 @renamed_params(rounds="steps")

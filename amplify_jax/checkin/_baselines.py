@@ -137,6 +137,9 @@ def distributed_gaussian_strong_composition_epsilon(*, n, gamma, sigma, steps, d
     guarantee one participant (n gamma too small for delta / steps: gamma or delta = 1e-300), the route
     certifies nothing: a ValueError naming n, gamma, delta and steps (the registry's
     ``checkin.distributed-gaussian-strong-composition`` answers eps = inf there, status fallback).
+    The same Chernoff window with the rounds composed by their privacy-loss distribution instead (exact
+    without-replacement Gaussian pair, no strong composition): ``distributed_gaussian_epsilon(...,
+    accountant="pld")``.
     """
     s, b, nn, g, t, ld = _dg_sc_args(n, gamma, sigma, steps, delta)
     # the same values in float64 (checked above)

@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from ..bounds import DECREASING, INCREASING, Bound, Integer, Orders, Param, Real, register
+from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Param, Real, register
 from ..rdp import DEFAULT_ORDERS
 from ..status import Status
 from ._accounting import (CHECKIN_ORDERS, OrderCapWarning, distributed_gaussian_calibrate_sigma,
@@ -84,23 +84,54 @@ def _eps(res):
 # Distributed check-in with the Gaussian mechanism (Thm 4, Eq. 10)
 
 
-def _dg(n, gamma, sigma, steps, delta):
+#: The accountant of distributed check-in, declared as the ``dpsgd`` bound declares its own.
+ACCOUNTANT = Param("accountant", Choice(("rdp", "pld")),
+                   "rdp: Thm 4's Rényi DP, orders 2..64; pld: the privacy-loss distribution of the rounds with k held "
+                   "in a Chernoff window (order 0: none)", default="rdp")
+
+
+def _dg_pld_eps(n, gamma, sigma, steps, delta):
+    return distributed_gaussian_epsilon(n=n, gamma=gamma, sigma=sigma, steps=steps, delta=delta, accountant="pld")
+
+
+def _dg(n, gamma, sigma, steps, delta, accountant="rdp"):
+    if accountant == "pld":  # its status: error or fallback where eps is +inf
+        res = _dg_pld_eps(n, gamma, sigma, steps, delta)
+        return {"epsilon": res.epsilon, "order": np.zeros_like(np.asarray(res.epsilon)), "status": res.status}
     return _eps(_quiet(distributed_gaussian_epsilon, n=n, gamma=gamma, sigma=sigma, steps=steps, delta=delta))
 
 
-def _dg_sigma(target, lo, hi, rtol, *, n, gamma, steps, delta):
+def _pld_inverse(eps_of, target, lo, hi, rtol, *, integer, decreasing):
+    """The registry's generic search (bisection / Illinois on the host, feasible end re-checked) over the PLD
+    route, which has no calibration of its own."""
+    from ..calibrate import invert_monotone_host
+
+    inv = invert_monotone_host(lambda x: np.asarray(eps_of(x), dtype=np.float64), target, lo=lo, hi=hi,
+                               feasible="above" if decreasing else "below", rtol=rtol, integer=integer,
+                               method="bisection" if integer else "illinois")
+    return inv.value, inv.achieved, inv.status
+
+
+def _dg_sigma(target, lo, hi, rtol, *, n, gamma, steps, delta, accountant="rdp"):
     """The family's compiled calibration on the same orders (2..64) as the bound: bisection, feasible end,
-    re-checked, amplify_jax.status codes."""
+    re-checked, amplify_jax.status codes (accountant=pld: the generic search over the PLD route)."""
+    if accountant == "pld":
+        return _pld_inverse(lambda x: _dg_pld_eps(n, gamma, x, steps, delta).epsilon, target, lo, hi, rtol,
+                            integer=False, decreasing=True)
     cal = distributed_gaussian_calibrate_sigma(n=n, gamma=gamma, steps=steps, target_epsilon=target, delta=delta,
                                                orders=CHECKIN_ORDERS, sigma_lo=float(np.min(lo)),
                                                sigma_hi=float(np.max(hi)), rtol=rtol)
     return cal.sigma, cal.epsilon, cal.status
 
 
-def _dg_steps(target, lo, hi, rtol, *, n, gamma, sigma, delta):
+def _dg_steps(target, lo, hi, rtol, *, n, gamma, sigma, delta, accountant="rdp"):
     """Most rounds in [lo, hi]: the family's exact closed form (per order, floor((eps - c_alpha) / rdp_alpha)),
     then settled on the bound itself (the closed form's fused re-check can differ by an ulp at the boundary):
-    the value is the largest integer of the range whose eps (as evaluated by the bound) meets the target."""
+    the value is the largest integer of the range whose eps (as evaluated by the bound) meets the target
+    (accountant=pld: the generic integer search over the PLD route)."""
+    if accountant == "pld":
+        return _pld_inverse(lambda x: _dg_pld_eps(n, gamma, sigma, x, delta).epsilon, target, lo, hi, rtol,
+                            integer=True, decreasing=False)
     del rtol
     lo = np.asarray(lo, np.float64)
     hi = np.asarray(hi, np.float64)
@@ -137,11 +168,16 @@ def _dg_steps(target, lo, hi, rtol, *, n, gamma, sigma, delta):
 
 register(Bound(
     id="checkin.distributed-gaussian", example=dict(n=1000, gamma=0.05, sigma=1.0, steps=100, delta=1e-5),
-    paper=PAPER, theorem=f"Thm 4 (Eq. 10) with Thm 1 (Eq. 5); {CONVERSION}",
+    paper=PAPER, theorem=f"Thm 4 (Eq. 10) with Thm 1 (Eq. 5); {CONVERSION}; or (accountant=pld) Thm 4's rounds "
+                         "with k in a Chernoff window, Dong, Roth, Su 2022 Thm 4.2's pair composed by its PLD",
     summary="eps of distributed check-in with the Gaussian mechanism (secure aggregation of the mean) over rounds",
-    params=(N, GAMMA, SIGMA, STEPS, DELTA), answer="epsilon", kernel=_dg, outputs=("order",),
+    params=(N, GAMMA, SIGMA, STEPS, DELTA, ACCOUNTANT), answer="epsilon", kernel=_dg, outputs=("order",),
     notes=RATE + " Base RDP 2 lambda / (k sigma^2) amplified by sampling without replacement (Wang, Balle, "
-          "Kasiviswanathan 2019, Thm 9).  eps is not monotone in gamma (few participants at small rates)." + CAP,
+          "Kasiviswanathan 2019, Thm 9).  eps is not monotone in gamma (few participants at small rates)." + CAP
+          + "  accountant=pld: k held in [l1, l2] by Chernoff bounds (T (d1 + d2) added to delta), each round "
+            "dominated by Dong, Roth, Su 2022 Thm 4.2's without-replacement pair at rate l2 / n and noise "
+            "sigma sqrt(l1) / 2, composed by its PLD (checkin.distributed_gaussian_epsilon); status fallback "
+            "(eps = inf) where no participant is guaranteed, error where the PLD answers +inf.",
     solvers={"sigma": _dg_sigma, "steps": _dg_steps}))
 
 

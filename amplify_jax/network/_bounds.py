@@ -68,6 +68,10 @@ CONTRIBUTIONS = Param("contributions", Real(0.0, 1e12, lo_open=True),
                       search=(1e-3, 1e11))
 METHOD = Param("method", Choice(("balle2020", "mironov")), "RDP to DP conversion (Balle et al. 2020 or Mironov 2017)",
                default="balle2020")
+#: The accountant of the DP-SGD baselines (local, central), declared as the ``dpsgd`` bound declares its own.
+ACCOUNTANT = Param("accountant", Choice(("rdp", "pld")),
+                   "rdp: Rényi DP at the optimal order; pld: the tight privacy-loss distribution (order 0: none)",
+                   default="rdp")
 
 
 def _status(ok):
@@ -370,21 +374,31 @@ register(Bound(
           "implies network DP).  Follows the paper's factor 4 in Lemma 1 (the authors' script has 2)."))
 
 
-def _local_sgd(sigma, contributions, delta, lipschitz, method):
-    r = local_sgd_epsilon(sigma=sigma, contributions=contributions, delta=delta, lipschitz=lipschitz, method=method)
+def _local_sgd(sigma, contributions, delta, lipschitz, method, accountant="rdp"):
+    r = local_sgd_epsilon(sigma=sigma, contributions=contributions, delta=delta, lipschitz=lipschitz, method=method,
+                          accountant=accountant)
+    if accountant == "pld":  # its status flags an +inf (error)
+        return {"epsilon": r.epsilon, "order": np.zeros_like(np.asarray(r.epsilon)), "status": r.status}
     return {"epsilon": r.epsilon, "order": r.order}
 
 
 register(Bound(
     id="network.local-sgd", example=dict(sigma=10.0, contributions=100.0, delta=1e-5, lipschitz=1.0),
-    paper=PAPER, theorem="Sec. 5.2 local DP-SGD baseline: Gaussian RDP (Mironov 2017), sensitivity 2L, T_u releases",
+    paper=PAPER, theorem="Sec. 5.2 local DP-SGD baseline: Gaussian RDP (Mironov 2017), sensitivity 2L, T_u releases; "
+                         "or (accountant=pld) the PLD of the one Gaussian they compose to (Doroshenko et al. 2022)",
     summary="local-DP eps of Algorithm 4 (every gradient release of a user is seen)",
-    params=(SIGMA, CONTRIBUTIONS, DELTA, LIPSCHITZ, METHOD), answer="epsilon", kernel=_local_sgd, outputs=("order",),
-    notes="Sensitivity 2L (replace-one), as in the paper (the authors' script uses L)."))
+    params=(SIGMA, CONTRIBUTIONS, DELTA, LIPSCHITZ, METHOD, ACCOUNTANT), answer="epsilon", kernel=_local_sgd,
+    outputs=("order",),
+    notes="Sensitivity 2L (replace-one), as in the paper (the authors' script uses L).  accountant=pld: T_u "
+          "Gaussian releases compose to one Gaussian of shift 2L sqrt(T_u) / sigma (Dong, Roth, Su 2022, Cor. "
+          "3.3), whose PLD is taken; it needs sigma / (2L sqrt(T_u)) >= pld.SIGMA_RANGE's lower end (a ValueError "
+          "otherwise) and takes no method."))
 
 
-def _central_sgd(sigma, n, steps, delta, lipschitz):
-    r = central_sgd_epsilon(sigma=sigma, n=n, steps=steps, delta=delta, lipschitz=lipschitz)
+def _central_sgd(sigma, n, steps, delta, lipschitz, accountant="rdp"):
+    r = central_sgd_epsilon(sigma=sigma, n=n, steps=steps, delta=delta, lipschitz=lipschitz, accountant=accountant)
+    if accountant == "pld":  # its status flags an +inf (error)
+        return {"epsilon": r.epsilon, "order": np.zeros_like(np.asarray(r.epsilon)), "status": r.status}
     return {"epsilon": r.epsilon, "order": r.order}
 
 
@@ -393,11 +407,15 @@ STEPS_SGD = Param("steps", Integer(1, 10**9), "T: number of steps", INCREASING)
 register(Bound(
     id="network.central-sgd", example=dict(sigma=10.0, n=1000, steps=10000, delta=1e-5, lipschitz=1.0),
     paper=PAPER, theorem="Sec. 5.2 centralized DP-SGD baseline, accounted by RDP: sampling one user without "
-                         "replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9), orders 2..128, Balle et al. 2020",
+                         "replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9), orders 2..128, Balle et al. 2020; "
+                         "or (accountant=pld) the PLD of Dong, Roth, Su 2022 Thm 4.2's C_q(G_mu) pair",
     summary="central DP-SGD eps (one user per step, Gaussian noise, sensitivity 2L), RDP accounting",
     params=(SIGMA, Param("n", Integer(2, 10**12), "number of users (sampling rate 1/n)", DECREASING), STEPS_SGD,
-            DELTA, LIPSCHITZ),
-    answer="epsilon", kernel=_central_sgd, outputs=("order",)))
+            DELTA, LIPSCHITZ, ACCOUNTANT),
+    answer="epsilon", kernel=_central_sgd, outputs=("order",),
+    notes="accountant=pld: pld.epsilon('wor-gaussian') at sigma / (2L), q = 1/n (sampling without replacement "
+          "under replace-one), not the Poisson-subsampled Gaussian's PLD, which is a lower bound here "
+          "(network.central_sgd_epsilon says why); it needs sigma / (2L) >= pld.SIGMA_RANGE's lower end."))
 
 
 def _bassily(sigma, n, steps, delta, lipschitz):

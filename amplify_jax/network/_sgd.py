@@ -248,20 +248,80 @@ def _local_sgd_kernel(sigma, tu, delta, L, method):
     return SgdEpsilon(*_local_sgd_eps(sigma, tu, delta, L, method))
 
 
-def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="balle2020"):
+def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="balle2020", accountant="rdp",
+                      grid_size=None):
     """Local-DP epsilon of Algorithm 4 (Cyffers & Bellet Sec. 5.2 "Local DP-SGD").
 
     Every one of u's ``contributions`` is a Gaussian gradient release with sensitivity 2L (Bassily et al. 2014;
-    the paper's, where the authors' script uses L: docs/errata.md#e-network-authors-code):
-    RDP T_u alpha (2L)^2 / (2 sigma^2) (Mironov 2017), converted with the order optimised over alpha > 1.
+    the paper's, where the authors' script uses L: docs/errata.md#e-network-authors-code).
+    ``accountant="rdp"`` (default): RDP T_u alpha (2L)^2 / (2 sigma^2) (Mironov 2017), converted with the order
+    optimised over alpha > 1 (``method``); returns :class:`SgdEpsilon` (epsilon, order).
+
+    ``accountant="pld"``: the privacy-loss distribution of the same releases (:func:`amplify_jax.pld.epsilon`,
+    connect-the-dots, Doroshenko et al. 2022), tight to its grid.  Sound here because the setting is a plain
+    Gaussian composition: under replace-one neighbours each release (adaptive or not) is dominated by the pair
+    (N(0, sigma^2), N(2L, sigma^2)), and T_u of them by (N(0, I), N(mu 1, I)) with mu = 2L / sigma, which a
+    rotation maps to one Gaussian pair of shift mu sqrt(T_u) (Dong, Roth, Su 2022, Cor. 3.3).  So the PLD is
+    taken of one Gaussian at noise multiplier sigma / (2L sqrt(T_u)): no FFT composition error, and T_u may be
+    fractional, as on the RDP route.  Returns :class:`amplify_jax.pld.PldEpsilon` (epsilon, the sound value;
+    epsilon_lower, a lower bound of the exact eps, which a linear loss attains; status).  ``method`` does not
+    apply (a ValueError if given).  sigma / (2L sqrt(T_u)) must be at least ``amplify_jax.pld.SIGMA_RANGE``'s
+    lower end (a ValueError naming sigma, lipschitz and contributions otherwise; the RDP route takes it); above
+    its top it is lowered to the top (a larger, still valid eps).  ``grid_size``: the PLD's (a power of two,
+    default ``pld.DEFAULT_GRID_SIZE``; a ValueError with "rdp").
     sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in :data:`SGD_NOISE_RANGE`.
     """
+    from .. import pld as P
+
+    use_pld = _use_pld(accountant, grid_size, method=method)
     V.one_of("method", method, ("balle2020", "mironov"))
     s, L = _sgd_noise(sigma, lipschitz)  # SGD_SCALE_RANGE, SGD_NOISE_RANGE
     tu = V.positive("contributions", contributions)
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(sigma=s, contributions=tu, delta=d, lipschitz=L)
+    if use_pld:
+        sb, tb, db, lb = (np.broadcast_to(np.asarray(x, dtype=np.float64), shape) for x in (s, tu, d, L))
+        return P.epsilon("gaussian", sigma=_local_pld_sigma(sb, tb, lb), steps=1, delta=db, grid_size=grid_size)
     return _local_sgd_kernel(*_b(shape, s, tu, d, L), method)
+
+
+def _use_pld(accountant, grid_size, **rdp_options):
+    """True for accountant="pld", False for "rdp"; a ValueError naming accountant for any other, an RDP option
+    given with "pld" (``pld.selects``), or a grid_size given with "rdp"."""
+    from ..pld import selects
+
+    use = selects(accountant, **rdp_options)
+    if not use and grid_size is not None:
+        raise ValueError(f"Expected no grid_size with accountant='rdp' (an option of the PLD accountant), got "
+                         f"grid_size={grid_size!r}.")
+    return use
+
+
+#: 1 - 2^-50 (~8.9e-16, four half-ulps): the factor that rounds a noise multiplier sigma / (2L sqrt(T_u)) down
+#: past the roundings of its evaluation (each within half an ulp): less noise, a larger eps.
+_ROUND_DOWN = 1.0 - 2.0 ** -50
+
+
+def _pld_noise(ratio, formula, **named):
+    """The PLD's noise multiplier ``ratio`` (NumPy float64, one shape with the ``named`` inputs), rounded down:
+    above ``pld.SIGMA_RANGE`` it is lowered to the range's top (less noise: a larger, still valid eps); below it,
+    a ValueError naming ``formula`` and every named input at the first offending point."""
+    from ..pld import SIGMA_RANGE as PLD_SIGMA_RANGE
+
+    r = np.minimum(ratio * _ROUND_DOWN, PLD_SIGMA_RANGE[1])
+    bad = ~(r >= PLD_SIGMA_RANGE[0])
+    if np.any(bad):
+        i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
+        got = ", ".join(f"{k}={np.broadcast_to(v, r.shape)[i].item()!r}" for k, v in named.items())
+        raise ValueError(f"Expected {formula} >= {PLD_SIGMA_RANGE[0]:g} (pld.SIGMA_RANGE) with accountant='pld', "
+                         f"got {got} ({formula} = {r[i].item()!r} after rounding down); accountant='rdp' takes it.")
+    return r
+
+
+def _local_pld_sigma(sigma, tu, L):
+    """sigma / (2L sqrt(T_u)), the noise multiplier of the one Gaussian that T_u releases compose to."""
+    return _pld_noise(sigma / (2.0 * L * np.sqrt(tu)), "sigma / (2 lipschitz sqrt(contributions))", sigma=sigma,
+                      lipschitz=L, contributions=tu)
 
 
 _CENTRAL_MAX_ORDER = 128
@@ -296,16 +356,49 @@ def _central_inputs(sigma, n, steps, delta, lipschitz):
 
 
 @renamed_params(T="steps")
-def central_sgd_epsilon(*, sigma, n, steps, delta, lipschitz=1.0):
+def central_sgd_epsilon(*, sigma, n, steps, delta, lipschitz=1.0, accountant="rdp", grid_size=None):
     """Central DP-SGD baseline (Bassily, Smith, Thakurta 2014; Cyffers & Bellet Sec. 5.2 "Centralized DP-SGD").
 
     A trusted curator runs T = ``steps`` steps (``T=`` is the deprecated spelling); each samples one user
-    uniformly (sampling without replacement of size 1, q = 1/n) and adds N(0, sigma^2) to the gradient (sensitivity 2L under replace-one).  Accounting: RDP of the
-    subsampled Gaussian by Wang, Balle, Kasiviswanathan 2019 Thm 9 (``amplify_jax.rdp``) at integer orders
-    2..128, composed over T steps and converted (Balle et al. 2020).  This replaces Bassily et al.'s
+    uniformly (sampling without replacement of size 1, q = 1/n) and adds N(0, sigma^2) to the gradient
+    (sensitivity 2L under replace-one).  ``accountant="rdp"`` (default): RDP of the subsampled Gaussian by Wang,
+    Balle, Kasiviswanathan 2019 Thm 9 (``amplify_jax.rdp``) at integer orders 2..128, composed over T steps and
+    converted (Balle et al. 2020); returns :class:`SgdEpsilon` (epsilon, order).  This replaces Bassily et al.'s
     amplification + advanced composition by the tighter RDP accountant for the same algorithm.
+
+    ``accountant="pld"``: the privacy-loss distribution of the without-replacement Gaussian under replace-one
+    neighbours, ``pld.epsilon("wor-gaussian", sigma=sigma / (2L), q=1/n, steps=T, delta=delta)``: one
+    symmetric pair whose trade-off function is C_q(G_{2L/sigma}) (Dong, Roth, Su 2022, "Gaussian differential
+    privacy", Thm 4.2, sampling without replacement; the pair and its proof of dominance at every order:
+    ``amplify_jax.pld._mechanisms.WorGaussianLoss``), composed T times (Zhu, Dong, Wang 2022).  Returns
+    :class:`amplify_jax.pld.PldEpsilon` (epsilon, the sound value; epsilon_lower, a lower bound of that pair's
+    eps, which tells the grid's cost; status).  sigma / (2L) must be at least ``pld.SIGMA_RANGE``'s lower end (a
+    ValueError naming sigma and lipschitz; the RDP route takes it), and is lowered to its top above it.
+    ``grid_size``: the PLD's (a power of two, default ``pld.DEFAULT_GRID_SIZE``; larger is tighter and slower:
+    at n = 2000, T = 20000, sigma = 2, 2^16 points move eps from 0.4922 to 0.4873 and epsilon_lower from 0.346
+    to 0.451; a ValueError with "rdp").
+
+    Not the Poisson-subsampled Gaussian's PLD (``pld.dpsgd_epsilon`` at sigma / (2L), q = 1/n): that accountant
+    composes the add/remove pairs, and neither of them dominates this step at every order of the hockey-stick
+    (below order 1 the step's divergence is the reversed pair's), so it is not an upper bound here (a single
+    step's worst-case pair need not give the composition's, and without-replacement and Poisson guarantees can
+    differ widely: Lebeda, Regehr, Kamath, Steinke 2024).  It is a *lower* bound instead: with the linear loss
+    <theta, x>, every other user's x = -L e and u's x = +L e in one data set, -L e in the other, the T released
+    noisy gradients are exactly the Poisson remove pair composed T times (in one order of the two data sets;
+    the add pair in the other), so its ``epsilon_lower`` never exceeds this algorithm's true eps, and both
+    routes stay above it (tests/test_pld_routes.py; benchmarks/fig_pld_tightening.py draws the three).
     """
-    return _central_sgd_kernel(*_central_inputs(sigma, n, steps, delta, lipschitz))
+    from .. import pld as P
+
+    use_pld = _use_pld(accountant, grid_size)
+    sb, nb, tb, db, lb = _central_inputs(sigma, n, steps, delta, lipschitz)
+    if use_pld:
+        s, L, nn = np.asarray(sb), np.asarray(lb), np.asarray(nb)
+        noise = _pld_noise(s / (2.0 * L), "sigma / (2 lipschitz)", sigma=s, lipschitz=L)
+        q = np.minimum(np.nextafter(1.0 / nn, np.inf), 1.0)  # 1/n rounded up: a larger rate, a larger eps
+        return P.epsilon("wor-gaussian", sigma=noise, q=q, steps=np.asarray(tb), delta=np.asarray(db),
+                         grid_size=grid_size)
+    return _central_sgd_kernel(sb, nb, tb, db, lb)
 
 
 def _bassily(sigma, n, T, delta, L):

@@ -13,6 +13,7 @@ from ._accountant import Gaussian as Gaussian
 from ._accountant import Laplace as Laplace
 from ._accountant import PoissonSampled as PoissonSampled
 from ._accountant import RandomizedResponse as RandomizedResponse
+from ._accountant import SampledWithoutReplacement as SampledWithoutReplacement
 from ._accountant import SelfComposed as SelfComposed
 from ._api import ACCOUNTANTS as ACCOUNTANTS
 from ._api import MECHANISMS as MECHANISMS
@@ -30,6 +31,7 @@ from ._results import SIGMA_RANGE as SIGMA_RANGE
 from ._results import PldDelta as PldDelta
 from ._results import PldEpsilon as PldEpsilon
 
-__all__ = ["Accountant", "Composed", "Gaussian", "Laplace", "PoissonSampled", "RandomizedResponse", "SelfComposed",
+__all__ = ["Accountant", "Composed", "Gaussian", "Laplace", "PoissonSampled", "RandomizedResponse",
+           "SampledWithoutReplacement", "SelfComposed",
            "ACCOUNTANTS", "MECHANISMS", "selects", "delta", "epsilon", "PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",
            "DEFAULT_GRID_SIZE", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE"]

@@ -1,8 +1,9 @@
 """An accountant for compositions of different events, in dp_accounting's vocabulary (duck-typed).
 
 Events: :class:`Gaussian` (noise multiplier), :class:`Laplace` (scale), :class:`RandomizedResponse` (eps0,
-binary), :class:`PoissonSampled` (rate, event), :class:`SelfComposed` (event, count), :class:`Composed`
-(events).  dp_accounting's ``GaussianDpEvent``, ``LaplaceDpEvent``, ``PoissonSampledDpEvent``,
+binary), :class:`PoissonSampled` (rate, event), :class:`SampledWithoutReplacement` (data set size, batch
+size, a Gaussian event), :class:`SelfComposed` (event, count), :class:`Composed` (events).  dp_accounting's
+``GaussianDpEvent``, ``LaplaceDpEvent``, ``PoissonSampledDpEvent``, ``SampledWithoutReplacementDpEvent``,
 ``SelfComposedDpEvent``, ``ComposedDpEvent`` and ``RandomizedResponseDpEvent`` (two buckets) are accepted
 as they are, read by their attributes (dp_accounting is not imported), so code written for its
 ``PLDAccountant`` switches with one line::
@@ -13,6 +14,15 @@ as they are, read by their attributes (dp_accounting is not imported), so code w
 
 The composition is one FFT product of every distinct event's PLD raised to its count (``_compose``), on a
 shared grid, for both neighbouring relations; the answer is the worse relation's.
+
+Neighbouring relations: Poisson sampling is accounted under add/remove one record, sampling without
+replacement under replace-one (a fixed data set size; ``_mechanisms.WorGaussianLoss``), as dp_accounting's
+accountants do (one relation per accountant; its PLD accountant has no sampling without replacement, its RDP
+accountant takes it under ``REPLACE_ONE`` only).  So an accountant that holds a sampled-without-replacement
+event refuses Poisson-sampled ones (and the reverse), naming both.  Unsampled Gaussian, Laplace and randomized
+response events compose with either: their pairs are the same under every relation, with the noise
+multiplier (or scale) taken over the sensitivity of the relation in force (replace-one once a
+sampled-without-replacement event is present, as dp_accounting's ``noise_multiplier`` is there).
 """
 
 from __future__ import annotations
@@ -29,8 +39,8 @@ from ._grid import check_grid_size
 from ._mechanisms import RELATIONS
 from ._queries import DELTA_QUERY_TAIL, TAIL_FRACTION, event
 
-__all__ = ["Gaussian", "Laplace", "RandomizedResponse", "PoissonSampled", "SelfComposed", "Composed",
-           "Accountant"]
+__all__ = ["Gaussian", "Laplace", "RandomizedResponse", "PoissonSampled", "SampledWithoutReplacement",
+           "SelfComposed", "Composed", "Accountant"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,18 @@ class PoissonSampled:
     """``event`` run on a Poisson sample of rate ``sampling_probability``."""
 
     sampling_probability: float
+    event: object
+
+
+@dataclass(frozen=True)
+class SampledWithoutReplacement:
+    """``event`` (a :class:`Gaussian`) run on a batch of ``sample_size`` records drawn uniformly without
+    replacement from the ``source_dataset_size`` records, afresh each time; replace-one relation, the
+    Gaussian's noise multiplier taken over the batch function's replace-one sensitivity (dp_accounting's
+    ``SampledWithoutReplacementDpEvent``; see ``_mechanisms.WorGaussianLoss`` for the dominating pair)."""
+
+    source_dataset_size: int
+    sample_size: int
     event: object
 
 
@@ -95,7 +117,26 @@ def _flatten(ev, count=1, q=1.0, out=None):
             raise ValueError(f"Expected sampling_probability in [0, 1], got sampling_probability={p!r}")
         if q != 1.0:
             raise ValueError("Nested Poisson sampling is not supported")
+        if type(ev.event).__name__ in ("SampledWithoutReplacement", "SampledWithoutReplacementDpEvent"):
+            raise ValueError("Nested sampling is not supported (sampling without replacement inside Poisson "
+                             "sampling)")
         _flatten(ev.event, count, p, out)
+    elif name in ("SampledWithoutReplacement", "SampledWithoutReplacementDpEvent"):
+        n_all, m = ev.source_dataset_size, ev.sample_size
+        if isinstance(n_all, bool) or int(n_all) != n_all or n_all < 1:
+            raise ValueError(f"Expected a positive integer source_dataset_size, got source_dataset_size={n_all!r}")
+        if isinstance(m, bool) or int(m) != m or not 0 <= m <= n_all:
+            raise ValueError(f"Expected an integer sample_size in [0, source_dataset_size={int(n_all)}], got "
+                             f"sample_size={m!r}")
+        if q != 1.0:
+            raise ValueError("Nested sampling is not supported (sampling without replacement inside Poisson "
+                             "sampling)")
+        sub = type(ev.event).__name__
+        if sub not in ("Gaussian", "GaussianDpEvent"):
+            raise ValueError(f"Unsupported event for the PLD accountant: {name} of {sub} (sampling without "
+                             "replacement of the Gaussian mechanism only)")
+        if m > 0:  # a batch of 0 records: the output does not depend on the data
+            out.append(("wor-gaussian", float(ev.event.noise_multiplier), int(m) / int(n_all), count))
     elif name in ("Gaussian", "GaussianDpEvent"):
         out.append(("gaussian", float(ev.noise_multiplier), q, count))
     elif name in ("Laplace", "LaplaceDpEvent"):
@@ -115,6 +156,17 @@ def _flatten(ev, count=1, q=1.0, out=None):
     else:
         raise ValueError(f"Unsupported event for the PLD accountant: {name}")
     return out
+
+
+def _one_relation(items):
+    """Refuse Poisson-sampled events beside sampled-without-replacement ones: the first are accounted under
+    add/remove, the second under replace-one, and one accountant answers for one relation."""
+    wor = any(k == "wor-gaussian" for k, _, _, _ in items)
+    poisson = [k for k, _, q, _ in items if k != "wor-gaussian" and q != 1.0]
+    if wor and poisson:
+        raise ValueError("Expected one neighbouring relation per accountant: a SampledWithoutReplacement event "
+                         "(replace-one) cannot be composed with a PoissonSampled event (add/remove, here of "
+                         f"{poisson[0]}); use one accountant per relation")
 
 
 def _merged(items):
@@ -171,6 +223,7 @@ class Accountant:
         items = _flatten(event, int(count))
         for kind, a, _, _ in items:
             check_parameter(kind, a)
+        _one_relation(self._items + items)
         self._items.extend(items)
         return self
 

@@ -12,13 +12,17 @@ __all__ = ["MECHANISMS", "ACCOUNTANTS", "epsilon", "delta", "selects", "check_pa
 
 ACCOUNTANTS = ("rdp", "pld")
 
-#: mechanism -> (its parameters, the kernel kind, the name of its noise parameter)
+#: mechanism -> (its parameters, the kernel kind, the name of its noise parameter).  "wor-gaussian": the
+#: Gaussian on a batch of a fraction q = m / n drawn without replacement each step, under the replace-one
+#: relation; sigma = noise std / ``sensitivity``, the batch function's replace-one sensitivity (default 1;
+#: 2 for a sum of gradients clipped to norm C with sigma = std / C); see ``_mechanisms.WorGaussianLoss``.
 MECHANISMS = {
     "poisson-gaussian": (("sigma", "q", "steps"), "gaussian", "sigma"),
     "gaussian": (("sigma", "steps"), "gaussian", "sigma"),
     "poisson-laplace": (("scale", "q", "steps"), "laplace", "scale"),
     "laplace": (("scale", "steps"), "laplace", "scale"),
     "randomized-response": (("eps0", "k", "steps"), "randomized-response", "eps0"),
+    "wor-gaussian": (("sigma", "q", "steps", "sensitivity"), "wor-gaussian", "sigma"),
 }
 def _inputs(mechanism, params):
     V.one_of("mechanism", mechanism, tuple(MECHANISMS))
@@ -30,7 +34,13 @@ def _inputs(mechanism, params):
         raise ValueError(f"Expected parameter {noise} for mechanism={mechanism!r}.")
     if "q" in names and "q" not in params:
         raise ValueError(f"Expected parameter q for mechanism={mechanism!r}.")
-    a = check_parameter(kind, params[noise], noise)
+    if "sensitivity" in params:  # the noise multiplier the pair is built on: sigma / sensitivity
+        d = V.positive("sensitivity", params["sensitivity"])
+        s = V.finite(noise, params[noise])
+        V.broadcastable(**{noise: s}, sensitivity=d)
+        a = check_parameter(kind, s / d, f"{noise} / sensitivity")
+    else:
+        a = check_parameter(kind, params[noise], noise)
     k = params.get("k", 2)
     if np.any(np.asarray(k) != 2):
         raise ValueError(f"The PLD accountant has binary randomized response only: expected k=2, got k={k!r}")

@@ -19,12 +19,16 @@ One composition is a tuple of events (mechanism, its parameters, how many times 
    window lands inside it: it only raises the pessimistic delta (sound) and is subtracted, as its Chernoff
    bound, from the optimistic one.  Mass from above the window lands at its low end, where it no longer
    counts: its Chernoff bound (recomputed on the final masses, at the grid's actual top) is added to the
-   pessimistic delta.  The +inf masses compose as 1 - prod_e (1 - inf_e)^{T_e}.
+   pessimistic delta.  The +inf masses compose as 1 - prod_e (1 - inf_e)^{T_e}.  The powers are taken
+   only over the band of coefficients that can matter: a composition of many steps is
+   wide and smooth, and its spectrum negligible beyond the first few dozen coefficients; the ones left at 0
+   are bounded in modulus and that bound is added to step 4's (``_composed_spectrum``).
 4. **Round-off.**  The FFT's error is ||dz||_2 <= c eps_mach log2(n) ||z||_2 in the worst case (Higham 2002,
    "Accuracy and Stability of Numerical Algorithms", Thm. 24.2) and of order eps_mach sqrt(log2 n) ||z||_2
    in practice (probabilistic rounding analysis, Higham & Mary 2019): per coefficient about
    eps_mach sqrt(log2 n) ||p||_2.  Raising a coefficient z to the power T multiplies its error by
-   T |z|^{T-1}.  The l1 norm of the error of the composed masses is at most the l2 norm of the spectrum's
+   T |z|^{T-1}; the power's own rounding, exp(T log z), is ~2 |T log z| ulps of |z^T| (``_log_power``).
+   The l1 norm of the error of the composed masses is at most the l2 norm of the spectrum's
    error (Parseval), estimated from the actual spectra with the practical per-coefficient size times
    ``FFT_C`` (= 8) and the inverse transform's own error added; the estimate is added to the pessimistic
    delta (subtracted from the optimistic).  It is an estimate, not a worst-case bound: the worst case
@@ -38,6 +42,11 @@ exact for the discrete distribution; eps(delta) is solved exactly between grid p
 raised to their counts as exp(T log z) with an exact 0 replaced first (``_log_power``: it made the result
 nan, issue 13); a composition that is still not finite answers the safe values (+inf with status error
 above, 0 below), never nan.
+
+The two neighbouring relations of the Poisson-subsampled Gaussian are composed together
+(``compose_mirrored``): the add relation's pair is the remove one's with P and Q exchanged and the loss
+negated, so on mirrored grids with one step (the wider window's) both discretisations come from one
+evaluation of the interval masses.
 """
 
 from __future__ import annotations
@@ -46,9 +55,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._discretize import discretize, merged
+from ._discretize import discretize, discretize_mirrored, merged, merged_mirrored
 
-__all__ = ["Composed", "compose", "delta_at", "epsilon_at", "WINDOW_GRID", "LAMBDAS", "FFT_C"]
+__all__ = ["Composed", "compose", "compose_mirrored", "delta_at", "epsilon_at", "WINDOW_GRID", "LAMBDAS", "FFT_C"]
 
 _EPS = float(np.finfo(np.float64).eps)
 WINDOW_GRID = 512
@@ -88,6 +97,45 @@ def _log_mgf(losses, masses, lam):
     return top_f + jnp.log(jnp.sum(jnp.exp(z - top_f[:, None]), axis=1)) + jnp.where(jnp.isfinite(top), 0.0, -jnp.inf)
 
 
+#: Block length of the grid-based sums of ``_log_mgf_grid``: each block is read against one reference point,
+#: so only per-block values need a transcendental function.
+_BLOCK = 128
+#: Block length of ``epsilon_at``'s two passes (the blocks' sums, then every point of one block).
+_EPS_BLOCK = 64
+
+
+def _log_mgf_grid(lmin, h, masses, lam):
+    """Upper bounds of log sum_j masses_j e^{lam l_j} on the grid l_j = lmin + h j, for each lam (m,), all
+    of one sign (-inf where every mass is <= 0): ``_log_mgf`` without a log and an exp per grid point.
+
+    In blocks of ``_BLOCK`` points, each read against its largest mass M_b and its end point L_b (last for
+    lam > 0, first for lam < 0): sum_b M_b e^{lam L_b} sum_o (m_o / M_b) e^{lam h (o - o_ref)}, every factor
+    of the inner sums in [0, 1], their e^{lam h (o - o_ref)} from one table of _BLOCK values.  Upper bounds:
+    the inner sum is raised by its rounding ((_BLOCK + 8 + |lam h| _BLOCK) ulps: the ratios, the table, the
+    products and the sum of non-negative terms) and by _BLOCK * 1e-307 (terms that underflowed, each below
+    2.3e-308).  It is tight unless a block's inner sum is itself below ~1e-300 (lam h _BLOCK > ~690, a
+    grid far coarser than any the window makes)."""
+    n = masses.shape[0]
+    bs = min(_BLOCK, n)
+    nb = n // bs
+    m = jnp.maximum(masses, 0.0).reshape(nb, bs)
+    top = jnp.max(m, axis=1)
+    pos = top > 0.0
+    ratio = m / jnp.where(pos, top, 1.0)[:, None]
+    up = lam[0] > 0  # all of one sign
+    ref = jnp.where(up, bs - 1.0, 0.0)
+    off = jnp.arange(bs) - ref
+    w = jnp.exp(lam[:, None] * h * off[None, :])  # (m, bs), each <= 1
+    inner = jnp.sum(ratio[None, :, :] * w[:, None, :], axis=2)  # (m, nb)
+    inner = inner * (1.0 + (bs + 8.0 + jnp.abs(lam[:, None] * h) * bs) * _EPS) + bs * 1e-307
+    anchor = lmin + h * (jnp.arange(nb) * bs + ref)
+    z = jnp.where(pos[None, :], jnp.log(jnp.where(pos, top, 1.0))[None, :] + lam[:, None] * anchor[None, :]
+                  + jnp.log(inner), -jnp.inf)
+    zmax = jnp.max(z, axis=1)
+    zf = jnp.where(jnp.isfinite(zmax), zmax, 0.0)
+    return zf + jnp.log(jnp.sum(jnp.exp(z - zf[:, None]), axis=1)) + jnp.where(jnp.isfinite(zmax), 0.0, -jnp.inf)
+
+
 def _chernoff(k_total, lam, level):
     """log of the bound exp(K(lam) - lam * level), minimised over the lam given (same signs)."""
     return jnp.min(k_total - lam * level)
@@ -104,7 +152,9 @@ def _log_power(z, t):
     FFT spread over every mass (issue 13: the optimistic masses all nan at sigma 1.653, 165 264 steps in a
     batch of 8, whose eps then came out +inf and was capped to the upper value).  Replaced, the coefficient
     contributes _TINY^T (0 for T >= 2, 1e-300 for T = 1, far below step 4's round-off estimate); every
-    other coefficient is raised exactly as before."""
+    other coefficient is raised exactly as before.  (exp(T log z), not binary powering: its rounding is
+    ~2 T |log z| ulps, against ~2.3 T ulps for T - 1 multiplications, and |log z| << 1 on the coefficients
+    that matter.)"""
     lz = jnp.log(jnp.maximum(jnp.abs(z), _TINY))
     zs = jnp.where(z == 0, _TINY, z)
     return lz, jnp.where(t > 0, t * jnp.log(zs), 0.0)
@@ -113,32 +163,107 @@ def _log_power(z, t):
 def compose(events, params, counts, n, log_tail):
     """Compose ``events`` (static tuple of mechanisms) with ``params`` (tuple of param tuples) run ``counts``
     times (tuple of scalars) on an n-point grid (static), the window cut at tail mass e^{log_tail}: Composed."""
-    lam = jnp.asarray(LAMBDAS)
     ranges = [m.loss_range(p) for m, p in zip(events, params)]
     counts = [jnp.asarray(t, dtype=jnp.float64) for t in counts]
-    # 1. window from Chernoff on coarse rounded-up PLDs
-    k_pos = 0.0
-    k_neg = 0.0
+    # 1. window from Chernoff on coarse merged PLDs
+    cut = [merged(m, p, WINDOW_GRID) for m, p in zip(events, params)]
+    lo, width, lam_hi, lam_lo = _window(cut, ranges, counts, log_tail)
+    h = width / (n - 2)
+    # 2. discretise each event on step h, from its own range's low end; 3.-4. compose
+    discs = []
+    for m, p, (_, lmax) in zip(events, params, ranges):
+        # each event's grid ends at its loss range's top, so the composed support's top is a grid point
+        discs.append((discretize(m, p, lmax, h, n), lmax - (n - 1) * h))
+    return _fourier(discs, counts, h, n, lo, lam_hi, lam_lo, log_tail)
+
+
+def compose_mirrored(mech, params, count, n, log_tail):
+    """(remove, add): ``compose`` of one event ``mech`` (a remove-relation mechanism whose add relation is its
+    mirror image: ``_discretize.discretize_mirrored``, the Poisson-subsampled Gaussian) run ``count`` times,
+    and of its add relation, on one grid step (the larger of the two windows') and mirrored grids, from one
+    evaluation of the interval masses for both (the window's and the grid's; issue 13).  The add relation's
+    grid runs from -top (its loss range's bottom) up, not down from its own top: its composed support's top
+    is then not a grid point, which costs nothing (the tail beyond the window is bounded from the masses)."""
+    t = jnp.asarray(count, dtype=jnp.float64)
+    lmin, lmax = mech.loss_range(params)
+    ranges = ((lmin, lmax), (-lmax, -lmin))  # the add relation's loss is the negated remove one
+    cut_r, cut_a = merged_mirrored(mech, params, WINDOW_GRID)
+    lo_r, width_r, lam_hi_r, lam_lo_r = _window([cut_r], ranges[:1], [t], log_tail)
+    lo_a, width_a, lam_hi_a, lam_lo_a = _window([cut_a], ranges[1:], [t], log_tail)
+    h = _aligned_step(jnp.maximum(width_r, width_a) / (n - 2), lmax - lmin)
+    d_r, d_a = discretize_mirrored(mech, params, lmax, h, n)
+    low = lmax - (n - 1) * h
+    return (_fourier([(d_r, low)], [t], h, n, lo_r, lam_hi_r, lam_lo_r, log_tail),
+            _fourier([(d_a, -lmax)], [t], h, n, lo_a, lam_hi_a, lam_lo_a, log_tail))
+
+
+def _aligned_step(h0, span):
+    """A grid step h >= h0 with K h = span (1 + 4 ulps) for an integer K >= 1 (h0 itself where span < h0).
+
+    ``compose_mirrored``'s grids end at the remove relation's top lmax and, mirrored, start at the add
+    relation's bottom -lmax; with this step they also hold (to within the 4 ulps, upwards) the other end of
+    each relation's loss range, lmin and -lmin, as ``compose``'s own grids do.  The composed support then
+    ends on the window's clipped end, and no Chernoff bound is needed there.  Without it (issue 13), at a
+    small rate (q = 1e-6: loss range [-1e-6, 0.013], one step 1.3e-6) the add relation's top atom rounded up
+    to the next grid point put composed mass up to T h beyond the window, where the Chernoff bound (lambda
+    <= 1e3) could only give 0.135: eps +inf with status error.  The step grows by a factor of at most
+    1 + 1 / K."""
+    k = jnp.floor(span / h0)
+    return jnp.where(k >= 1.0, span / jnp.maximum(k, 1.0) * (1.0 + 4.0 * _EPS), h0)
+
+
+#: ``_window`` reads every _COARSE-th of the LAMBDAS first, then the ones around the best of those.
+_COARSE = 4
+
+
+def _chernoff_best(cut, counts, log_tail, sign):
+    """min over lam in LAMBDAS of (sum_e T_e K_e(sign lam) - log_tail) / lam, and its lam: Chernoff's bound
+    on the composed tail (sign +1: upper, the level; -1: lower, minus the level).  Read on every _COARSE-th
+    lam, then on the 2 (_COARSE - 1) around the best of those (issue 13: 19 of the 49 values, the same
+    minimum): the function is quasi-convex in lam (lam f(lam) = K(lam) - log_tail is convex, f's sublevel
+    sets {K(lam) - log_tail <= c lam} are intervals), so its minimum over the grid lies within one coarse
+    step of the coarse minimum."""
+    lam = np.asarray(LAMBDAS)
+    m = lam.shape[0]
+
+    def value(l):
+        k = 0.0
+        for (losses, mass), t in zip(cut, counts):
+            k = k + jnp.where(t > 0, t * _log_mgf(losses, mass, sign * l), 0.0)
+        return (k - log_tail) / l
+
+    coarse = jnp.asarray(lam[::_COARSE])
+    v_c = value(coarse)
+    near = jnp.clip(_COARSE * jnp.argmin(v_c) + jnp.arange(-_COARSE + 1, _COARSE), 0, m - 1)
+    fine = jnp.asarray(lam)[near]
+    v_f = value(fine)
+    v = jnp.concatenate([v_c, v_f])
+    best = jnp.argmin(v)
+    return v[best], jnp.concatenate([coarse, fine])[best]
+
+
+def _window(cut, ranges, counts, log_tail):
+    """Step 1 of ``compose``: from the events' merged PLDs ``cut`` ((losses, masses) each), loss ranges and
+    counts, (lo, width, lam_hi, lam_lo): the window's low end, the width the grid must span (the window's or
+    the widest event range, whichever is wider), and the Chernoff parameters of its two ends."""
     widest = 0.0
     lo_sup = 0.0
     hi_sup = 0.0
-    for m, p, (lmin, lmax), t in zip(events, params, ranges, counts):
-        w = lmax - lmin
-        widest = jnp.maximum(widest, w)
-        losses, mass = merged(m, p, WINDOW_GRID)
-        k_pos = k_pos + jnp.where(t > 0, t * _log_mgf(losses, mass, lam), 0.0)
-        k_neg = k_neg + jnp.where(t > 0, t * _log_mgf(losses, mass, -lam), 0.0)
+    for (lmin, lmax), t in zip(ranges, counts):
+        widest = jnp.maximum(widest, lmax - lmin)
         lo_sup = lo_sup + t * lmin
         hi_sup = hi_sup + t * lmax
-    hi = jnp.min((k_pos - log_tail) / lam)
-    lo = jnp.max((k_neg - log_tail) / -lam)
+    hi, lam_hi = _chernoff_best(cut, counts, log_tail, 1.0)
+    lo, lam_lo = _chernoff_best(cut, counts, log_tail, -1.0)
     hi = jnp.clip(hi, lo_sup, hi_sup)
-    lo = jnp.clip(lo, lo_sup, hi)
-    lam_hi = lam[jnp.argmin((k_pos - log_tail) / lam)]
-    lam_lo = lam[jnp.argmax((k_neg - log_tail) / -lam)]
-    h = jnp.maximum(jnp.maximum(hi - lo, widest), 1e-9) / (n - 2)
-    # 2. discretise each event on step h, from its own range's low end; 3. compose
-    log_spec = [0.0, 0.0]  # sum_e T_e log z_e, pessimistic and optimistic (_log_power)
+    lo = jnp.clip(-lo, lo_sup, hi)
+    return lo, jnp.maximum(jnp.maximum(hi - lo, widest), 1e-9), lam_hi, lam_lo
+
+
+def _fourier(discs, counts, h, n, lo, lam_hi, lam_lo, log_tail):
+    """Steps 3 and 4 of ``compose``: the discretised events ``discs`` ((Discretized, lmin) each, on the
+    n-point grids lmin + h arange(n)) run ``counts`` times, composed through the FFT, the window unwrapped
+    from ``lo``, the tails beyond it and the round-off estimated (Chernoff at lam_hi / lam_lo): Composed."""
     log_keep = 0.0  # log prod (1 - inf_e)^{T_e}
     shift = 0.0  # sum_e T_e start_e: the loss of composed index 0
     lam3 = jnp.stack([lam_hi * 0.5, lam_hi, lam_hi * 2.0])
@@ -147,81 +272,138 @@ def compose(events, params, counts, n, log_tail):
     ko3 = 0.0
     support_top = 0.0  # the highest loss with pessimistic mass, composed
     support_low = 0.0  # the lowest with optimistic mass
-    spectra = []
-    norms = ([], [])
-    for m, p, (_, lmax), t in zip(events, params, ranges, counts):
-        # each event's grid ends at its loss range's top, so the composed support's top is a grid point
-        lmin = lmax - (n - 1) * h
-        d = discretize(m, p, lmax, h, n)
-        zp = jnp.fft.rfft(d.pess)
-        zo = jnp.fft.rfft(d.opt)
-        lzs = []
-        for which, z in ((0, zp), (1, zo)):
-            lz, lp = _log_power(z, t)
-            log_spec[which] = log_spec[which] + lp
-            lzs.append(lz)
+    zs = []  # per event: the spectra of its pessimistic and optimistic masses, (2, n // 2 + 1)
+    norms = []  # and their ||masses||_2, (2,)
+    j = jnp.arange(n)
+    for (d, lmin), t in zip(discs, counts):
+        masses = jnp.stack([d.pess, d.opt])
+        zs.append(jnp.fft.rfft(masses, axis=-1))
+        norms.append(jnp.sqrt(jnp.sum(masses * masses, axis=-1)))
         log_keep = log_keep + jnp.where(t > 0, t * jnp.log1p(-d.inf), 0.0)
         shift = shift + t * lmin
-        losses = lmin + h * jnp.arange(n)
-        j = jnp.arange(n)
         support_top = support_top + t * (lmin + h * jnp.max(jnp.where(d.pess > 0, j, 0)))
         support_low = support_low + t * (lmin + h * jnp.min(jnp.where(d.opt > 0, j, n - 1)))
-        kp3 = kp3 + jnp.where(t > 0, t * _log_mgf(losses, d.pess, lam3), 0.0)
-        ko3 = ko3 + jnp.where(t > 0, t * _log_mgf(losses, d.opt, lam3n), 0.0)
-        spectra.append((lzs[0], lzs[1], t))
-        norms[0].append(jnp.sqrt(jnp.sum(d.pess * d.pess)))
-        norms[1].append(jnp.sqrt(jnp.sum(d.opt * d.opt)))
-    spec_p = jnp.exp(log_spec[0])
-    spec_o = jnp.exp(log_spec[1])
-    circ_p = jnp.fft.irfft(spec_p, n=n)
-    circ_o = jnp.fft.irfft(spec_o, n=n)
+        kp3 = kp3 + jnp.where(t > 0, t * _log_mgf_grid(lmin, h, d.pess, lam3), 0.0)
+        ko3 = ko3 + jnp.where(t > 0, t * _log_mgf_grid(lmin, h, d.opt, lam3n), 0.0)
+    c = FFT_C * _EPS * np.sqrt(np.log2(n))
+    spec, g2, dropped = _composed_spectrum(zs, counts, norms, c)
+    circ = jnp.fft.irfft(spec, n=n, axis=-1)
+    circ_p, circ_o = circ[0], circ[1]
     # unwrap: composed index k (loss shift + k h) sits at k mod n; the window starts at k_lo
     k_lo = jnp.floor((lo - shift) / h)
     start = shift + k_lo * h
-    idx = (k_lo.astype(jnp.int64) + jnp.arange(n)) % n
-    pess = circ_p[idx]
-    opt = circ_o[idx]
+    pess, opt = (jnp.roll(x, -(k_lo.astype(jnp.int64) % n)) for x in (circ_p, circ_o))  # x[(k_lo + i) mod n]
     top = start + (n - 1) * h
     # composed mass at losses >= top + h (pessimistic masses), <= start - h (optimistic): none beyond the
     # composed support, else Chernoff's bound
     log_up = jnp.where(top + 0.5 * h >= support_top, -jnp.inf, _chernoff(kp3, lam3, top + h))
     log_low = jnp.where(start - 0.5 * h <= support_low, -jnp.inf, _chernoff(ko3, lam3n, start - h))
-    # 4. round-off of forward FFTs, powers and the inverse FFT (see the module's docstring)
-    c = FFT_C * _EPS * np.sqrt(np.log2(n))
-    roundoff = []
-    for spec, circ, which in ((spec_p, circ_p, 0), (spec_o, circ_o, 1)):
-        a = jnp.abs(spec)
-        g = 2.0 * _EPS * a
-        # log |spec|; where it underflows, from the logs (so that |z_e| = 0 gives T_e |z_e|^{T_e - 1} ... = 0
-        # for T_e >= 2, not a / |z_e| = 1e-300 / 1e-300)
-        log_a = jnp.where(a > 0, jnp.log(jnp.where(a > 0, a, 1.0)), jnp.real(log_spec[which]))
-        for zs, norm in zip(spectra, norms[which]):
-            lz, t = zs[which], zs[2]
-            g = g + jnp.where(t > 0, c * norm * t * jnp.exp(log_a - lz), 0.0)
-        l2 = jnp.sqrt(jnp.sum(g * g) * 2.0)
-        roundoff.append(l2 + c * jnp.sqrt(n * jnp.sum(circ * circ)))
+    # 4. round-off of forward FFTs, powers and the inverse FFT (see the module's docstring), and the l1 bound
+    # of the coefficients left at 0 (``_composed_spectrum``)
+    roundoff = jnp.sqrt(g2 * 2.0) + c * jnp.sqrt(n * jnp.sum(circ * circ, axis=-1)) + dropped
     inf = -jnp.expm1(log_keep)
     add = jnp.minimum(jnp.exp(log_up) + roundoff[0], 1.0)
     sub = jnp.minimum(jnp.exp(log_low) + roundoff[1], 1.0)
     # the optimistic rounding's drift: P(sum of T errors > eta) <= e^{log_tail} (Hoeffding)
-    t_total = sum(counts)
-    eta = h * jnp.sqrt(t_total * -log_tail / 2.0)
+    eta = h * jnp.sqrt(sum(counts) * -log_tail / 2.0)
     return Composed(start, h, pess, opt, inf, add, sub, eta, jnp.exp(log_tail))
 
 
-def _suffix(p, h):
-    """S0_k = sum_{i > k} p_i and A_k = sum_{i > k} p_i e^{-(i - k) h}, for every k (an associative scan)."""
-    n = p.shape[0]
-    s0 = jnp.concatenate([jnp.cumsum(p[::-1])[::-1][1:], jnp.zeros(1)])
-    alpha = jnp.exp(-h)
-    a = jnp.full(n, alpha)
-    b = jnp.concatenate([alpha * p[1:], jnp.zeros(1)])
+#: Spectral coefficients are raised to their counts in blocks of this many (``_composed_spectrum``).
+_SPEC_BLOCK = 256
+#: The blocks from the first one on which every composed coefficient's modulus is certainly so small that
+#: 2 x their number x that bound is below this are left at 0 (the bound is added to the round-off).
+_DROP = 1e-30
 
-    def op(x, y):  # y applied after x's later part: composition of affine maps v -> a v + b
-        return x[0] * y[0], y[0] * x[1] + y[1]
 
-    _, acc = jax.lax.associative_scan(op, (a, b), reverse=True)
-    return s0, acc
+def _composed_spectrum(zs, counts, norms, c):
+    """prod_e z_e^{T_e} of the events' spectra zs ((2, m) each, m = n // 2 + 1), the sum of squares of its
+    round-off estimate over the coefficients (2,), and the l1 bound of the coefficients left at 0 (2,).
+
+    Band limit (issue 13): a composition of many steps is a wide, smooth distribution, whose spectrum is
+    negligible beyond its first few dozen coefficients (at 10^4 steps, |z_k|^T < 1e-30 from k ~ 40 of 8193).
+    With r_e(b) = max_{k >= b's first} |z_e,k|, the composed coefficients from block b on are at most
+    R(b) = prod_e r_e(b)^{T_e} in modulus; from the first block where 2 (number left) R(b) <= _DROP (both
+    sides), they are left at 0.  The inverse transform then moves each mass by at most (2 / n) sum of the
+    dropped moduli, so the masses' l1 norm by at most 2 (number left) R(b), which is returned and added to
+    the round-off bound.  The blocks before it are raised (``_log_power``) in a loop over the blocks, so a
+    short band costs a block or two, not the whole spectrum.
+
+    Round-off estimate per coefficient (``compose``'s step 4): the power's own rounding, 2 (1 + |sum_e T_e
+    log z_e|) ulps of the composed modulus, and T_e |z_e|^(T_e - 1) prod_(e' != e) |z_e'|^(T_e') times each
+    input's FFT error c ||masses_e||_2; over the dropped coefficients each term is bounded through R(b)
+    (with r_e(b)^(T_e - 1) for the event's own factor)."""
+    m = zs[0].shape[-1]
+    half = m - 1  # coefficients 0 .. n / 2 - 1 in blocks; the last one (Nyquist's) on its own, always
+    bs = min(_SPEC_BLOCK, half)
+    nb = half // bs
+    ts = [jnp.asarray(t, dtype=jnp.float64) for t in counts]
+    # bounds over the blocks from b on (from |z|^2, floored at 1e-300: |z| >= 1e-150 is assumed, an upper bound)
+    log_r = []
+    log_bound = 0.0
+    for z, t in zip(zs, ts):
+        a2 = jnp.real(z[:, :half]) ** 2 + jnp.imag(z[:, :half]) ** 2
+        top = jnp.max(a2.reshape(2, nb, bs), axis=2)
+        lr = 0.5 * jnp.log(jnp.maximum(jax.lax.cummax(top, axis=1, reverse=True), 1e-300))  # (2, nb)
+        log_r.append(lr)
+        log_bound = log_bound + jnp.where(t > 0, t * lr, 0.0)
+    left = (half - bs * jnp.arange(nb)).astype(jnp.float64)
+    drop_ok = jnp.all(jnp.log(2.0 * left) + log_bound <= np.log(_DROP), axis=0)  # (nb,)
+    kb = jnp.where(jnp.any(drop_ok), jnp.argmax(drop_ok), nb)  # blocks [0, kb) are computed
+
+    def values(zb):
+        """The composed coefficients of one block (the events' (2, k) each), and their squared round-off."""
+        lzs = []
+        log_spec = 0.0
+        for z, t in zip(zb, ts):
+            lz, lp = _log_power(z, t)
+            lzs.append(lz)
+            log_spec = log_spec + lp
+        prod = jnp.exp(log_spec)
+        la = jnp.real(log_spec)  # log |prod|, from the logs (|z_e| = 0 enters as _TINY)
+        g = 2.0 * _EPS * (1.0 + jnp.abs(log_spec)) * jnp.abs(prod)
+        for lz, norm, t in zip(lzs, norms, ts):
+            # an input error dz of z_e moves the product by T_e |z_e|^(T_e - 1) prod_(e' != e) |z_e'|^T_e' dz
+            g = g + jnp.where(t > 0, c * norm[:, None] * t * jnp.exp(la - lz), 0.0)
+        return prod, jnp.sum(g * g, axis=1)
+
+    def more(state):
+        return state[0] < kb
+
+    def block(state):
+        b, spec, g2 = state
+        prod, gg = values([jax.lax.dynamic_slice_in_dim(z, b * bs, bs, axis=1) for z in zs])
+        return b + 1, jax.lax.dynamic_update_slice_in_dim(spec, prod, b * bs, axis=1), g2 + gg
+
+    # the first block and Nyquist's coefficient always (a long composition needs no other), the next blocks
+    # while they matter
+    first, g2 = values([z[:, :bs] for z in zs])
+    nyquist, g2n = values([z[:, half:] for z in zs])
+    spec = jnp.concatenate([first, jnp.zeros((2, half - bs), dtype=first.dtype)], axis=1)
+    _, spec, g2 = jax.lax.while_loop(more, block, (jnp.asarray(1, dtype=kb.dtype), spec, g2 + g2n))
+    spec = jnp.concatenate([spec, nyquist], axis=1)
+    # the bound over the dropped coefficients (blocks kb on): own rounding + sum_e c ||.|| T_e R / r_e
+    kbi = jnp.minimum(kb, nb - 1)
+    lb = log_bound[:, kbi]
+    n_left = jnp.where(kb < nb, left[kbi], 0.0)
+    big = sum(t * (jnp.abs(lr[:, kbi]) + np.pi) for lr, t in zip(log_r, ts))  # >= |sum_e T_e log z_e|
+    gb = 2.0 * _EPS * (1.0 + big) * jnp.exp(lb)
+    for lr, norm, t in zip(log_r, norms, ts):
+        gb = gb + jnp.where(t > 0, c * norm * t * jnp.exp(lb - lr[:, kbi]), 0.0)
+    g2 = g2 + jnp.where(n_left > 0, n_left * gb * gb, 0.0)
+    dropped = jnp.where(n_left > 0, 2.0 * n_left * jnp.exp(lb), 0.0)
+    return spec, g2, dropped
+
+
+def _suffix_inclusive(x, alpha):
+    """y_k = sum_{i >= k} x_i alpha^{i - k} for every k (an associative scan of the maps v -> alpha v + x_k)."""
+    a = jnp.full(x.shape[0], alpha)
+
+    def op(u, v):  # v applied after u's later part: composition of affine maps v -> a v + b
+        return u[0] * v[0], v[0] * u[1] + v[1]
+
+    _, acc = jax.lax.associative_scan(op, (a, x), reverse=True)
+    return acc
 
 
 def _extra(c: Composed, which):
@@ -269,32 +451,60 @@ def epsilon_at(c: Composed, delta, which="pess"):
     window's top l_top minus eta (delta_true(l_top - eta) >= delta_opt(l_top) - sub - hoeff > delta), which
     is returned, never +inf (an optimistic +inf is no lower bound; the min with the pessimistic value in
     ``_queries`` then reported the upper value as the lower one).  Where the composition is not finite
-    (``_broken``): +inf (pessimistic, status ``error``) and 0 (optimistic, trivially below)."""
+    (``_broken``): +inf (pessimistic, status ``error``) and 0 (optimistic, trivially below).
+
+    How: delta at grid point k is d_k = S0_k - A_k + extra, S0_k = sum_{i > k} p_i and A_k = sum_{i > k}
+    p_i e^{-(i - k) h}, non-increasing in k.  It is read at the end of every block of ``_EPS_BLOCK`` points
+    (block sums and one scan over the blocks), then at every point of the one block where it first meets
+    delta (issue 13: a scan over every point cost more than the rest of the query).  The masses are read
+    clipped at 0 (the inverse FFT leaves some at -1e-18): each moves toward the exact composed mass, which
+    is >= 0, so the round-off bound of ``compose`` still covers them, and d_k is monotone."""
     p = c.pess if which == "pess" else c.opt
     extra = _extra(c, which)
     n = p.shape[0]
-    losses = c.start + c.h * jnp.arange(n)
-    s0, acc = _suffix(p, c.h)
-    dk = s0 - acc + extra  # delta at each grid loss
-    ok = dk[None, :] <= delta[:, None]  # non-decreasing in k
-    k = jnp.argmax(ok, axis=1)  # first feasible grid point
-    any_ok = jnp.any(ok, axis=1)
-    # between l_{k-1} and l_k: delta(eps) = S0_{k-1} + extra - e^{eps - l_{k-1}} A_{k-1}
-    km = jnp.maximum(k - 1, 0)
-    first = k == 0
-    base = jnp.where(first, losses[0], losses[km])
-    s_b = jnp.where(first, jnp.sum(p), s0[km]) + extra
-    a_b = jnp.where(first, p[0] + acc[0], acc[km])
-    ratio = (s_b - delta) / a_b
-    e = base + jnp.log(jnp.maximum(ratio, 1e-300))
-    e = jnp.where(ratio > 0, e, -jnp.inf)
-    # the solve's rounding, toward the safe side (up for the pessimistic value, down for the optimistic)
-    e = e + (1e-12 if which == "pess" else -1e-12) * (1.0 + jnp.abs(e))
-    e = jnp.minimum(e, losses[k])  # the grid point k is feasible
-    e = jnp.where(first, e, jnp.maximum(e, losses[km]))  # and l_{k-1} is not
+    h = c.h
+    bs = min(_EPS_BLOCK, n)
+    nb = n // bs
+    blocks = jnp.maximum(p, 0.0).reshape(nb, bs)
+    decay = jnp.exp(-h * jnp.arange(bs + 1))  # e^{-m h}, m = 0 .. bs
+    # S0 and A at the point before each block (k = b bs - 1, b = 0 .. nb; 0 at b = nb, k = n - 1)
+    s0b = jnp.concatenate([jnp.cumsum(jnp.sum(blocks, axis=1)[::-1])[::-1], jnp.zeros(1)])
+    ab = jnp.concatenate([_suffix_inclusive(blocks @ decay[1:], decay[bs]), jnp.zeros(1)])
+    db = s0b - ab + extra
+    # within a block: S0 and A at k = j bs - 1 + r, r = 0 .. bs, from the block's masses and the next block's
+    r = jnp.arange(bs + 1)[:, None]
+    o = jnp.arange(bs)[None, :]
+    later = o >= r
+    m_sum = later.astype(p.dtype)  # (bs + 1, bs)
+    m_dec = jnp.where(later, jnp.exp(-h * jnp.maximum(o - r + 1, 0)), 0.0)  # e^{-(o - r + 1) h} for o >= r
+
+    def one(dl):
+        ok_b = db[1:] <= dl  # at the blocks' last points, k = (b + 1) bs - 1
+        any_ok = jnp.any(ok_b)
+        jb = jnp.argmax(ok_b)  # the first feasible point lies in block jb
+        blk = blocks[jb]
+        s0 = s0b[jb + 1] + m_sum @ blk
+        a = decay[bs - r[:, 0]] * ab[jb + 1] + m_dec @ blk
+        dk = s0 - a + extra  # dk[i] is delta at k = jb bs - 1 + i
+        ok = dk[1:] <= dl
+        i = jnp.where(jnp.any(ok), jnp.argmax(ok), bs - 1)  # (the block's end meets delta: the pass above)
+        k = jb * bs + i  # the first feasible grid point; k - 1 is local index i
+        first = k == 0
+        lk = c.start + h * k
+        base = c.start + h * (k - 1)  # l_{k-1} (l_{-1} = l_0 - h: the same formula below l_0)
+        ratio = (s0[i] + extra - dl) / a[i]  # between l_{k-1} and l_k: delta(eps) = S0 + extra - e^{eps - l} A
+        e = base + jnp.log(jnp.maximum(ratio, 1e-300))
+        e = jnp.where(ratio > 0, e, -jnp.inf)
+        # the solve's rounding, toward the safe side (up for the pessimistic value, down for the optimistic)
+        e = e + (1e-12 if which == "pess" else -1e-12) * (1.0 + jnp.abs(e))
+        e = jnp.minimum(e, lk)  # the grid point k is feasible
+        e = jnp.where(first, e, jnp.maximum(e, base))  # and l_{k-1} is not
+        return e, any_ok
+
+    e, any_ok = jax.vmap(one)(delta)
     bad = _broken(c, p, extra)
     if which == "pess":
         e = jnp.maximum(e, 0.0)
         return jnp.where(any_ok & ~bad, e, jnp.inf)
-    e = jnp.where(any_ok, e, losses[n - 1]) - c.eta
+    e = jnp.where(any_ok, e, c.start + h * (n - 1)) - c.eta
     return jnp.where(bad, 0.0, jnp.maximum(e, 0.0))

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-__all__ = ["Discretized", "discretize", "merged"]
+__all__ = ["Discretized", "discretize", "discretize_mirrored", "merged", "merged_mirrored"]
 
 _EPS = float(jnp.finfo(jnp.float64).eps)
 
@@ -56,35 +56,82 @@ def discretize(mech, params, top, h, n):
     """The mechanism's PLD on the grid top - h * (n - 1 - arange(n)), which ends exactly at ``top``:
     ``Discretized`` (jnp; top, h scalars)."""
     losses = top - h * jnp.arange(n - 1, -1, -1)
+    return _assemble(losses, mech.intervals(params, losses), h, n)
+
+
+def discretize_mirrored(mech, params, top, h, n):
+    """(remove, add): ``discretize`` of ``mech`` (a remove-relation mechanism) on its grid ending at ``top``,
+    and of its add relation on the mirror grid, -(that grid) reversed (from -top up), from one evaluation of
+    the interval masses (issue 13: they are most of a discretisation's cost).
+
+    For a mechanism whose add pair is its remove pair swapped, (P, Q) -> (Q, P), with loss -L, and whose
+    loss has no atoms (the Poisson-subsampled Gaussian): the add P-mass of the loss interval
+    (-l_{n-i}, -l_{n-1-i}] is the remove Q-mass of [l_{n-1-i}, l_{n-i}), i.e. of remove interval n - i (an
+    interval's end points carry no mass), and the same with P and Q exchanged.  So the add relation's
+    interval masses and error bounds are the remove relation's reversed and swapped, and its intervals'
+    merged losses log(P / Q) (the optimistic side's) are the remove ones negated and reversed."""
+    losses = top - h * jnp.arange(n - 1, -1, -1)
     pm, qm, pe, qe = mech.intervals(params, losses)
+    P, Q = pm[1:n], qm[1:n]
+    ls = jnp.log(jnp.maximum(P, 1e-300) / jnp.maximum(Q, 1e-300))
+    removed = _assemble(losses, (pm, qm, pe, qe), h, n, ls)
+    added = _assemble(-losses[::-1], (qm[::-1], pm[::-1], qe[::-1], pe[::-1]), h, n, -ls[::-1])
+    return removed, added
+
+
+def _assemble(losses, masses, h, n, ls=None):
+    """Connect-the-dots (pessimistic) and the optimistic rounding on the grid ``losses`` (n,) from the
+    interval masses (pm, qm, pe, qe) ((n + 1,) each, ``intervals``); ``ls``: the intervals' merged losses
+    log(P_i / Q_i), i = 1 .. n - 1, if known."""
+    pm, qm, pe, qe = masses
     # interval i (1..n-1) is (l_{i-1}, l_i]; 0 is (-inf, l_0]; n is (l_{n-1}, inf)
     x = jnp.exp(losses)  # once per grid point (each is the top of one interval and the bottom of the next)
     x_lo = x[:-1]  # e^{l_{i-1}} for i = 1..n-1
     x_hi = x[1:]  # e^{l_i}
     P, Q, eP, eQ = pm[1:n], qm[1:n], pe[1:n], qe[1:n]
-    a = P - x_lo * Q
-    b = x_hi * Q - P
-    ea = eP + x_lo * eQ + _EPS * (P + x_lo * Q)
-    eb = eP + x_hi * eQ + _EPS * (P + x_hi * Q)
+    # e^l Q, and 0 where Q = 0 (a grid reaching past the loss's range, where e^l may be inf: the add
+    # relation's mirrored grid, ``discretize_mirrored``, can run far above its top)
+    q_lo = jnp.where(Q > 0, x_lo * Q, 0.0)
+    q_hi = jnp.where(Q > 0, x_hi * Q, 0.0)
+    e_lo = jnp.where(eQ > 0, x_lo * eQ, 0.0)
+    e_hi = jnp.where(eQ > 0, x_hi * eQ, 0.0)
+    a = P - q_lo
+    b = q_hi - P
+    ea = eP + e_lo + _EPS * (P + q_lo)
+    eb = eP + e_hi + _EPS * (P + q_hi)
     up = -jnp.expm1(-h)  # 1 - e^{-h}
     dn = jnp.expm1(h)  # e^h - 1
     to_hi = (jnp.maximum(a, 0.0) + ea) / up  # interval i's share at l_i
     to_lo = (jnp.maximum(b, 0.0) + eb) / dn  # and at l_{i-1}
     # p_j = (interval j's share at its top) + (interval j + 1's at its bottom), the lower tail rounded up to
-    # l_0.  Added into zeros (scatter-adds), not as a sum of shifted copies: the copies let XLA contract
-    # the products into fused multiply-adds, which rounds differently (by ~1e-17, but not bit for bit)
-    pess = jnp.zeros(n).at[1:].add(to_hi).at[:-1].add(to_lo).at[0].add(pm[0] + pe[0])
-    pess = pess * (1.0 + 4.0 * _EPS)
+    # l_0; the sum's rounding (and any contraction into fused multiply-adds) is within the 4 ulps added
+    pess = jnp.concatenate([to_lo[:1] + (pm[0] + pe[0]), to_hi[:-1] + to_lo[1:], to_hi[-1:]]) * (1.0 + 4.0 * _EPS)
     inf = jnp.minimum(pm[n] + pe[n], 1.0)
     # optimistic: each interval's outcomes merged into one (loss l* = log(P_i / Q_i), a post-processing, so
     # dominated by the mechanism), then rounded to the interval's ends keeping the mean loss (the fraction
     # (l* - l_{i-1}) / h up); the upper tail's merged outcome lowered to l_{n-1}; the lower tail dropped
-    ls = jnp.log(jnp.maximum(P, 1e-300)) - jnp.log(jnp.maximum(Q, 1e-300))
+    if ls is None:
+        ls = jnp.log(jnp.maximum(P, 1e-300) / jnp.maximum(Q, 1e-300))  # one log per interval (P, Q <= 1)
     frac = jnp.where(Q > 0, jnp.clip((ls - losses[:-1]) / h, 0.0, 1.0), 1.0)
     low = jnp.maximum(P - eP, 0.0)
-    opt = jnp.zeros(n).at[:-1].add(low * (1.0 - frac)).at[1:].add(low * frac)
-    opt = opt.at[n - 1].add(jnp.maximum(pm[n] - pe[n], 0.0)) * (1.0 - 4.0 * _EPS)
+    down, up_ = low * (1.0 - frac), low * frac  # to l_{i-1}, to l_i
+    opt = jnp.concatenate([down[:1], down[1:] + up_[:-1], up_[-1:] + jnp.maximum(pm[n] - pe[n], 0.0)])
+    opt = opt * (1.0 - 4.0 * _EPS)
     return Discretized(pess, inf, opt)
+
+
+def merged_mirrored(mech, params, k):
+    """(remove, add): ``merged`` of ``mech`` (see :func:`discretize_mirrored`) and of its add relation, from
+    one evaluation of the interval masses.  The add relation's cuts are the remove ones negated and reversed
+    (what its ``window_cuts`` gives: the same x, the loss negated, sorted)."""
+    cuts = mech.window_cuts(params, k)
+    pm, qm, _, _ = mech.intervals(params, cuts)
+    return _merged(cuts, pm[:k], qm[:k]), _merged(-cuts[::-1], qm[::-1][:k], pm[::-1][:k])
+
+
+def _merged(cuts, P, Q):
+    ls = jnp.log(jnp.maximum(P, 1e-300)) - jnp.log(jnp.maximum(Q, 1e-300))
+    return jnp.clip(jnp.where((P > 0) & (Q > 0), ls, cuts), cuts[0] - 1.0, cuts[-1]), P
 
 
 def merged(mech, params, k):
@@ -94,6 +141,4 @@ def merged(mech, params, k):
     up to the step per composition).  Returns (losses, masses), k of each."""
     cuts = mech.window_cuts(params, k)
     pm, qm, _, _ = mech.intervals(params, cuts)
-    P, Q = pm[:k], qm[:k]
-    ls = jnp.log(jnp.maximum(P, 1e-300)) - jnp.log(jnp.maximum(Q, 1e-300))
-    return jnp.clip(jnp.where((P > 0) & (Q > 0), ls, cuts), cuts[0] - 1.0, cuts[-1]), P
+    return _merged(cuts, pm[:k], qm[:k])

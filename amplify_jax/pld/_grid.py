@@ -14,9 +14,11 @@ MAX_GRID_SIZE = 1 << 24
 #: Refuse a request whose working memory would exceed this (bytes), or half the memory available now.
 MEMORY_LIMIT = 8 * 1024**3
 #: Points composed at once inside a compiled call (the slab ``_queries`` vmaps over), which bounds the
-#: working memory.  4: measured 1.7x faster per point than 8 on the 2-core CPU of benchmarks/bench_pld.py
-#: (issue 13; presumably its arrays, 512 kB each at 2^14 points, stay in cache), 2 no faster than 4.
-CHUNK = 4
+#: working memory.  8: on the 2-core CPU of benchmarks/bench_pld.py, since the kernels stopped being bound
+#: by transcendental functions (issue 13), 1.4-1.7x faster per point than 4 or 12 (alternating runs, 48
+#: points at 2^14: 3.0-3.6 ms against 5.2-5.4 and 5.2-5.6), 6 about as fast.  (Before, with ~40
+#: transcendental evaluations per grid point, 4 had been 1.7x faster than 8.)
+CHUNK = 8
 
 
 def bytes_per_point(n: int) -> int:

@@ -12,7 +12,8 @@ characteristic function", Sec. 2; dp_accounting's vocabulary):
 - ``remove``: P is the mechanism on the data set with the record, Q without it;
 - ``add``: P without the record, Q with it.
 For the Gaussian and Laplace mechanisms the two are the same; for the Poisson-subsampled ones they differ
-(remove: P = (1 - q) N(0, s^2) + q N(1, s^2), Q = N(0, s^2); add: the two swapped).
+(remove: P = (1 - q) N(0, s^2) + q N(1, s^2), Q = N(0, s^2); add: the two swapped).  Sampling without
+replacement is accounted under a third relation, replace-one (``WorGaussianLoss``), by one symmetric pair.
 
 Each mechanism is a small static class (hashable, so it can sit in a compiled function's static arguments)
 with a ``params`` tuple of array parameters; its methods are pure jnp functions of them.
@@ -24,7 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["GaussianLoss", "LaplaceLoss", "DiscreteLoss", "REMOVE", "ADD", "RELATIONS", "Z_TAIL"]
+__all__ = ["GaussianLoss", "LaplaceLoss", "WorGaussianLoss", "DiscreteLoss", "REMOVE", "ADD", "RELATIONS",
+           "Z_TAIL"]
 
 REMOVE = "remove"
 ADD = "add"
@@ -35,16 +37,12 @@ RELATIONS = (REMOVE, ADD)
 Z_TAIL = 10.0
 
 _EPS = float(jnp.finfo(jnp.float64).eps)
-#: Relative error allowed for one evaluation of a CDF or survival function (jax's ndtr/log_ndtr, exp).
+#: Relative error allowed for one evaluation of a CDF or survival function (plus, for erfc, x^2 ulps:
+#: ``_gauss_edges``).
 _CDF_ULPS = 8.0 * _EPS
 
 
 _HALF_SQRT2 = 0.5 * float(np.sqrt(2.0))
-#: Below this standardised value the log of the normal CDF is read from its asymptotic series (the cut
-#: jax.scipy.special.log_ndtr uses in float64, so that the values here are bit-identical to its).
-_LOG_NDTR_LOWER = -20.0
-
-
 def _materialised(x):
     """x itself (the same values), read through an identity gather: XLA copies a chain of cheap elementwise
     operations into every consumer of its result (the discretisation reads the Gaussian interval masses in
@@ -53,65 +51,43 @@ def _materialised(x):
     return jnp.take(x, jnp.arange(x.shape[-1]), axis=-1, mode="clip", unique_indices=True, indices_are_sorted=True)
 
 
-def _ndtr(x):
-    """Standard normal CDF, Phi(x) = erfc(-x / sqrt 2) / 2 (with 1 + erf near 0); the same operations as
-    jax.scipy.special.ndtr, so the same float64 values."""
-    w = x * _HALF_SQRT2
-    z = jnp.abs(w)
-    y = jnp.where(z < _HALF_SQRT2, 1.0 + jax.lax.erf(w), jnp.where(w > 0.0, 2.0 - jax.lax.erfc(z), jax.lax.erfc(z)))
-    return 0.5 * y
-
-
-def _log_ndtr_series(x):
-    """log Phi(x) for x <= -20 from its asymptotic series to order 3 (Abramowitz & Stegun 1964, 26.2.12:
-    Phi(x) = phi(x) / |x| (1 - 1/x^2 + 3/x^4 - 15/x^6 + ...)); the operations of jax's log_ndtr there."""
-    x2 = x * x
-    log_scale = -0.5 * x2 - jnp.log(-x) - float(0.5 * np.log(2.0 * np.pi))
-    odd = 1.0 / x2
-    x2n = x2 * x2
-    even = 3.0 / x2n
-    odd = odd + 15.0 / (x2n * x2)
-    return log_scale + jnp.log(1.0 + even - odd)
-
-
 def _gauss_edges(z):
-    """At the standardised edges z (+-inf allowed), with y = -|z|: (Phi(y) for the middle intervals,
-    log Phi(y), e^{log Phi(y)}).  Each edge bounds two intervals and every value an interval needs is one of
-    these at its two ends, so each is computed once per edge (it was once per interval end, with both
-    branches of every select).  log Phi(y) is jax.scipy.special.log_ndtr's value bit for bit: log of the
-    same Phi(max(y, -20)) above -20, the series below.  Phi(y) is taken at max(y, -20): below, Phi(y) <
-    3e-89, and 1 - Phi(a) - Phi(-b) (a <= 0 <= b, the only use) rounds the same as with the exact value."""
-    y = -jnp.abs(z)
-    v = _ndtr(jnp.maximum(y, _LOG_NDTR_LOWER))
-    log_v = jnp.where(y > _LOG_NDTR_LOWER, jnp.log(v), _log_ndtr_series(jnp.minimum(y, _LOG_NDTR_LOWER)))
-    return v, log_v, jnp.exp(log_v)
+    """At the standardised edges z (+-inf allowed): (v, u) with v = Phi(-|z|) = erfc(|z| / sqrt 2) / 2, the
+    survival function at |z| (the CDF at -|z|), and u v an absolute bound on v's rounding error.  One erfc per
+    edge: each edge bounds two intervals and every value an interval needs is v at its two ends (issue 13:
+    it was erf, erfc, two logs and an exp per edge, for log Phi's relative accuracy far out, which no mass
+    needs: an interval's mass is a difference of two of these, exact to the bound below).
+
+    The bound: XLA's (and SciPy's) float64 erfc(x) = e^{-x^2} R(x) (Cephes) rounds x^2 and so carries a
+    relative error of about x^2 / 2 ulps beyond a few ulps of its own (measured against mpmath at 12 000
+    points of [0, 26.5]: at most 0.5 (8 + x^2) ulps, and 6.3 ulps below x = 1, where it is 1 - erf(x)); u
+    charges (8 + x^2) ulps, twice that, with x = |z| / sqrt 2.  Beyond |z| ~ 37.5, v rounds to 0 (the true
+    value is below 1e-300); z = +-inf gives v = 0 exactly."""
+    az = jnp.abs(z)
+    v = 0.5 * jax.lax.erfc(az * _HALF_SQRT2)
+    return v, _CDF_ULPS + 0.5 * _EPS * jnp.minimum(az, 40.0) ** 2  # capped: v = 0 there (and inf * 0 is nan)
 
 
 def _gauss_interval(z):
     """Standard normal masses of the N + 1 intervals [a, b] cut by the sorted standardised edges z (N,)
     (a = -inf first, b = +inf last), each with an absolute bound on its rounding error.
 
-    In a tail the two survival (or two CDF) values are subtracted through expm1 of their logs, so the result
-    keeps its relative accuracy far out; the bound charges each of the two values ``_CDF_ULPS``.  The
-    per-edge values come from ``_gauss_edges`` (Phi and log Phi at -|edge|: the survival function at a > 0
-    is Phi(-a), the CDF at b < 0 is Phi(b))."""
+    With v(t) = Phi(-|t|) (``_gauss_edges``): an interval in the right tail (a > 0) has mass v(a) - v(b), one
+    in the left tail (b < 0) v(b) - v(a), the one holding 0 (a <= 0 <= b) 1 - v(a) - v(b); the error bound is
+    the two values' bounds plus one rounding of the difference.  A tail interval far out (v ~ 1e-30, width
+    dz) keeps a relative accuracy of about eps / (|z| dz), ample: its mass enters delta with weight <= 1."""
     zz = jnp.concatenate([jnp.array([-jnp.inf]), z, jnp.array([jnp.inf])])
-    v, lv, ev = (_materialised(u) for u in _gauss_edges(zz))  # read by both neighbouring intervals
+    v, u = _gauss_edges(zz)
+    v = _materialised(v)  # read by both neighbouring intervals
+    r = u * v  # v's error bound (recomputed where read: cheaper than storing it)
     a, b = zz[:-1], zz[1:]
-    upper = a > 0.0
-    lower = b < 0.0
-    # tails: both on the right (survival functions), both on the left (CDFs)
-    la = jnp.where(upper, lv[:-1], lv[1:])  # the larger of the two tail values (log)
-    lb = jnp.where(upper, lv[1:], lv[:-1])  # the smaller
-    ea = jnp.where(upper, ev[:-1], ev[1:])  # e^{la}
-    eb = jnp.where(upper, ev[1:], ev[:-1])
-    tail = ea * -jnp.expm1(jnp.minimum(lb - la, 0.0))
-    tail = jnp.where(jnp.isneginf(la), 0.0, tail)
-    mid = 1.0 - v[:-1] - v[1:]  # a <= 0 <= b: Phi(a) = Phi(-|a|), Phi(-b) = Phi(-|b|)
-    side = upper | lower
-    mass = jnp.where(side, tail, jnp.maximum(mid, 0.0))
-    err = jnp.where(side, _CDF_ULPS * (ea + eb), 4.0 * _CDF_ULPS)
-    return mass, err
+    side = (a > 0.0) | (b < 0.0)
+    va, vb = v[:-1], v[1:]
+    tail = jnp.abs(va - vb)  # right tail: v(a) >= v(b); left tail: v(b) >= v(a)
+    mid = jnp.maximum(1.0 - va - vb, 0.0)
+    mass = jnp.where(side, tail, mid)
+    err = r[:-1] + r[1:] + _EPS * jnp.where(side, tail, 1.0)
+    return mass, jnp.where(side, err, jnp.maximum(err, 4.0 * _CDF_ULPS))
 
 
 def _laplace_interval(z):
@@ -304,6 +280,142 @@ class LaplaceLoss(_Subsampled):
 
     def _g_range(self, s):
         return -1.0 / s, 1.0 / s
+
+
+class WorGaussianLoss:
+    """The Gaussian mechanism on a batch of m records drawn uniformly without replacement from n (a fresh
+    batch every step), under the replace-one relation: one symmetric dominating pair (P*, Q*) (the same for
+    ``remove`` and ``add``, which it ignores).  Parameters: ``scale`` = s, the noise standard deviation over
+    the batch function's replace-one sensitivity (the largest change of f(batch) when one record of the batch
+    is replaced by another: 2C for a sum of per-example gradients clipped to norm C), and ``q`` = m / n.
+
+    The pair.  With M = (1 - q) N(0, s^2) + q N(1, s^2), N0 = N(0, s^2) and l(x) = log(1 - q + q e^{g(x)}),
+    g(x) = (2x - 1) / (2 s^2) (the remove-pair loss of :class:`GaussianLoss`, positive exactly for x > 1/2):
+
+    - loss l(x) > 0 for x > 1/2, with P* = M and Q* = N0 there (copy A);
+    - loss -l(x) < 0 for x > 1/2, with P* = N0 and Q* = M there (copy B, the mirror of A);
+    - an atom at loss 0 of mass c = 1 - M(x > 1/2) - N0(x > 1/2) = (1 - q) erf(1 / (2 sqrt(2) s)) >= 0 in
+      both.
+
+    Swapping P* and Q* swaps the copies, so the pair is symmetric, and for alpha = e^eps >= 1 only copy A
+    counts: H_alpha(P* || Q*) = H_alpha(M || N0).  (In f-DP terms its trade-off function is
+    C_q(G_{1/s}) = min{f_q, f_q^{-1}}**, f_q = q G_{1/s} + (1 - q) Id: Dong, Roth, Su 2022, "Gaussian
+    differential privacy", JRSS-B, Sec. 4, Thm. 4.2, sampling without replacement.)  At q = 1 it is the
+    Gaussian mechanism N(1, s^2) vs N(0, s^2) itself.
+
+    Why it dominates (every neighbouring pair D ~ D', every alpha > 0: H_alpha(M_S(D) || M_S(D')) <=
+    H_alpha(P* || Q*); Zhu, Dong, Wang 2022, Sec. 3, then composes the pairs adaptively).  Let D, D' differ in
+    record n (x against x').  Draw S0, m indices out of the other n - 1, and J uniform in S0; use S0 with
+    probability 1 - q, else S0 - J + n (uniform among the batches holding n).  Then, with the same weights,
+    M_S(D) = E[(1 - q) N(c) + q N(u)] and M_S(D') = E[(1 - q) N(c) + q N(v)], c = f(S0), u and v the sums with
+    x_J replaced by x or x': |u - c|, |v - c|, |u - v| are each one replacement, at most the sensitivity 1.
+    H_alpha is jointly convex, so one such triple at a time.  For alpha' >= 1, alpha = 1 + (alpha' - 1) / q,
+    beta = alpha' / alpha (Balle, Barthe, Gaboardi 2018, Thm. 2, advanced joint convexity, an identity):
+    H_alpha'((1-q) N(c) + q N(u) || (1-q) N(c) + q N(v)) = q H_alpha(N(u) || (1 - beta) N(c) + beta N(v))
+    <= q max(H_alpha(N(u) || N(c)), H_alpha(N(u) || N(v))) <= q H_alpha(N(1) || N(0)) = H_alpha'(M || N0)
+    (joint convexity again; a Gaussian pair's divergence grows with the distance of the means).  For
+    alpha' < 1, H_alpha'(A || B) = 1 - alpha' + alpha' H_{1/alpha'}(B || A) for any pair, the relation is
+    symmetric, and (P*, Q*) satisfies the same identity with its own values.  It is tight at one step: the
+    data set whose other records all equal x' attains H_alpha'(M || N0) for alpha' >= 1.
+
+    Not the pair with a shared centre, ((1 - q) N(0) + q N(1/2), (1 - q) N(0) + q N(-1/2)): the configuration
+    c = v is above it at one step (tests/test_pld_wor.py).  Nor the worse of the remove pair (M, N0) and the add
+    pair (N0, M) composed separately, the add/remove accountant's answer: each dominates only for alpha >= 1
+    (remove) or alpha <= 1 (add), and under replace-one one data set's step can mix both configurations
+    (v_J = x' or x), so no theorem covers the separate compositions (Lebeda, Regehr, Kamath, Steinke 2024,
+    "Avoiding pitfalls for privacy accounting of subsampled mechanisms under composition", on such
+    shortcuts).  Composed, this pair answers more (sigma 1, q 0.01, 100 steps, delta 1e-5: eps 0.768 against
+    0.718; equal at one step).
+
+    Sensitivity conventions: for "replace one record by any other" pass sigma = std / (2 C) for gradients
+    clipped to norm C (``sensitivity=2`` at the front doors).  For "replace one record by a special null
+    record" (f(null) = 0) the three distances above are at most 2C, C and C, so the same 2C is sound there,
+    though not shown tight; no smaller pair is offered.
+    """
+
+    kind = "gauss"
+    params_names = ("scale", "q")
+
+    def __init__(self, relation=REMOVE):
+        if relation not in RELATIONS:
+            raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
+        self._remove = GaussianLoss(REMOVE)  # l(x), its inverse and the laws M, N0
+
+    def __hash__(self):
+        return hash("WorGaussianLoss")
+
+    def __eq__(self, other):
+        return type(other) is WorGaussianLoss
+
+    def __repr__(self):
+        return "WorGaussianLoss()"
+
+    def _loss(self, x, s, q):
+        """l(x) = log(1 - q + q e^{g(x)}), the remove pair's loss (positive for x > 1/2)."""
+        return self._remove._loss_of_g(self._remove._g(x, s), q)
+
+    def _x_of(self, loss, s, q):
+        """The x > 1/2 with l(x) = loss, for loss > 0; 1/2 for loss <= 0 (the copies live on x > 1/2)."""
+        pos = loss > 0.0
+        x = self._remove._g_inv(self._remove._g_of_loss(jnp.where(pos, loss, 1.0), q), s)
+        return jnp.where(pos, jnp.maximum(x, 0.5), 0.5)
+
+    def _atom(self, s, q):
+        """c = 1 - M(x > 1/2) - N0(x > 1/2) = (1 - q) (1 - 2 Phi(-1 / (2 s))) = (1 - q) erf(1 / (2 sqrt(2) s))."""
+        return (1.0 - q) * jax.lax.erf(_HALF_SQRT2 * 0.5 / s)
+
+    def loss_range(self, params):
+        """(lmin, lmax): copy A's P-law (M on x > 1/2) beyond x = 1 + Z_TAIL s and copy B's (N0 on x > 1/2)
+        beyond x = Z_TAIL s are each at most ~Phi(-Z_TAIL)."""
+        s, q = params
+        hi = self._loss(1.0 + Z_TAIL * s, s, q)
+        lo = -self._loss(jnp.maximum(Z_TAIL * s, 0.5), s, q)
+        return jnp.minimum(lo, 0.0), jnp.maximum(hi, 0.0)
+
+    def window_cuts(self, params, k):
+        """k sorted loss cuts for the window's first pass: half uniform in x over copy A's [1/2, 1 + Z_TAIL s],
+        half over copy B's [1/2, Z_TAIL s], so both copies' bulk is resolved."""
+        s, q = params
+        ka = k // 2
+        xa = jnp.linspace(0.5, 1.0 + Z_TAIL * s, ka)
+        xb = jnp.linspace(0.5, jnp.maximum(Z_TAIL * s, 0.5), k - ka)
+        return jnp.sort(jnp.concatenate([self._loss(xa, s, q), -self._loss(xb, s, q)]))
+
+    @staticmethod
+    def _copy(edges, mixture, plain):
+        """Masses and error bounds under M and N0 of the N + 1 x-intervals (e_0, e_1], ..., (e_N, inf) cut by
+        ``edges`` (N + 1,), e_0 = 1/2 (what lies below it is not in the copy).  An interval whose ends are
+        equal (every loss of the other copy's sign: half the grid) is empty, its mass exactly 0: its error
+        bound is 0 too (the discretisation multiplies a Q-error by e^l / h, which at the grid's top made
+        spurious mass there)."""
+        shared = {}  # N0, in both laws: its interval masses once
+        mm, me = (v[1:] for v in _mixture_intervals(edges, mixture, "gauss", shared))
+        pm, pe = (v[1:] for v in _mixture_intervals(edges, plain, "gauss", shared))
+        empty = jnp.concatenate([edges[1:] == edges[:-1], jnp.array([False])])
+        return mm, jnp.where(empty, 0.0, me), pm, jnp.where(empty, 0.0, pe)
+
+    def intervals(self, params, losses):
+        """P*- and Q*-masses (and error bounds) of the N + 1 loss intervals cut by ``losses`` (sorted)."""
+        s, q = params
+        n = losses.shape[0]
+        mixture = ((1.0 - q, 0.0, s), (q, 1.0, s))
+        plain = ((1.0, 0.0, s),)
+        half = jnp.array([0.5])
+        # copy A: loss l(x), increasing in x > 1/2: (l_{j-1}, l_j] <-> (x_{j-1}, x_j], cut also at x = 1/2,
+        # whose lower interval (x <= 1/2, not in the copy) is dropped
+        xa = jnp.concatenate([half, self._x_of(losses, s, q)])
+        am, ae, bm, be = self._copy(xa, mixture, plain)
+        # copy B: loss -l(x), decreasing in x: (l_{j-1}, l_j] <-> [y_j, y_{j-1}) with y_j = x(-l_j), y_{-1} =
+        # +inf and y_N = 1/2: the x-intervals cut by (1/2, y_{N-1}, ..., y_0) in reverse order
+        xb = jnp.concatenate([half, self._x_of(-losses, s, q)[::-1]])
+        cm, ce, dm, de = (v[::-1] for v in self._copy(xb, mixture, plain))
+        # the atom at loss 0: in the interval (l_{j-1}, l_j] with l_{j-1} < 0 <= l_j, j = #{l < 0}
+        c = self._atom(s, q)
+        at = jnp.where(jnp.arange(n + 1) == jnp.sum(losses < 0.0), c, 0.0)
+        pm = am + dm + at  # P*: M on copy A, N0 on copy B
+        qm = bm + cm + at  # Q*: N0 on copy A, M on copy B
+        err = _CDF_ULPS * at
+        return tuple(_materialised(v) for v in (pm, qm, ae + de + err, be + ce + err))
 
 
 class DiscreteLoss:

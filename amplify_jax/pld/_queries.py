@@ -2,9 +2,12 @@
 
 A mechanism is named by ``kind`` (static): ``"gaussian"`` (parameter: the noise multiplier sigma),
 ``"laplace"`` (the scale b), ``"randomized-response"`` (eps0: binary randomized response, the worst pair of
-any eps0-DP mechanism), each Poisson-subsampled at rate q (q = 1: not subsampled).  Each point composes both
-neighbouring relations on its own grid (``_compose``) and answers the worse, as dp_accounting's PLD
-accountant does; values come as (pessimistic, optimistic).  Values reach the compiled kernels as arrays: a
+any eps0-DP mechanism), each Poisson-subsampled at rate q (q = 1: not subsampled), and ``"wor-gaussian"``
+(the Gaussian on a batch of a fraction q drawn without replacement, under replace-one: one symmetric pair,
+``WorGaussianLoss``).  Each point composes both neighbouring relations on its own grid (``_compose``) and
+answers the worse, as dp_accounting's PLD accountant does (a symmetric pair once: both are the same; the
+Gaussian's two relations on mirrored grids of one step, ``_compose.compose_mirrored``); values come as
+(pessimistic, optimistic).  Values reach the compiled kernels as arrays: a
 new parameter, rate, count, target or batch size does not recompile (batches run in slabs of ``CHUNK``
 points, one compiled shape); only a new grid size does.
 """
@@ -15,13 +18,15 @@ import jax
 import jax.numpy as jnp
 
 from ..numerics import float64_jit
-from ._compose import compose, delta_at, epsilon_at
+from ._compose import compose, compose_mirrored, delta_at, epsilon_at
 from ._grid import CHUNK
-from ._mechanisms import ADD, RELATIONS, DiscreteLoss, GaussianLoss, LaplaceLoss
+from ._mechanisms import ADD, REMOVE, RELATIONS, DiscreteLoss, GaussianLoss, LaplaceLoss, WorGaussianLoss
 
-__all__ = ["KINDS", "TAIL_FRACTION", "DELTA_QUERY_TAIL", "event", "eps_batch", "delta_batch"]
+__all__ = ["KINDS", "SYMMETRIC_KINDS", "TAIL_FRACTION", "DELTA_QUERY_TAIL", "event", "eps_batch", "delta_batch"]
 
-KINDS = ("gaussian", "laplace", "randomized-response")
+KINDS = ("gaussian", "laplace", "randomized-response", "wor-gaussian")
+#: Kinds whose pair is the same under both relations (composed once per point).
+SYMMETRIC_KINDS = ("wor-gaussian",)
 #: The window is cut where the composed tail mass is TAIL_FRACTION * delta (eps queries); the bound on what
 #: it leaves out is added to delta.
 TAIL_FRACTION = 1e-4
@@ -35,6 +40,8 @@ def event(kind, relation, a, q):
         return GaussianLoss(relation), (a, q)
     if kind == "laplace":
         return LaplaceLoss(relation), (a, q)
+    if kind == "wor-gaussian":
+        return WorGaussianLoss(relation), (a, q)
     if kind == "randomized-response":
         # binary randomized response at eps0 = a: outputs (1, 0) with P = (e^a, 1) / (1 + e^a), Q reversed;
         # subsampled: the record's output is used with probability q, the neighbour's otherwise
@@ -47,17 +54,35 @@ def event(kind, relation, a, q):
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
+#: Kinds whose add relation is the remove one mirrored (``_compose.compose_mirrored``): both are composed
+#: from one evaluation of the interval masses, on one grid step.
+MIRRORED_KINDS = ("gaussian",)
+
+
 def _composed(kind, a, q, steps, log_tail, n):
+    if kind in MIRRORED_KINDS:
+        m, p = event(kind, REMOVE, a, q)
+        return list(compose_mirrored(m, p, steps, n, log_tail))
     out = []
-    for r in RELATIONS:
+    for r in ((REMOVE,) if kind in SYMMETRIC_KINDS else RELATIONS):
         m, p = event(kind, r, a, q)
         out.append(compose((m,), (p,), (steps,), n, log_tail))
     return out
 
 
+def _eps_log_tail(delta):
+    """log of the window's tail mass for an eps query at ``delta``: TAIL_FRACTION * delta rounded down to a
+    power of 2, so that nearby deltas (those with TAIL_FRACTION * delta in one binade) share one composition,
+    on which both values are exactly non-increasing in delta.  On separate grids their round-off differs
+    (issue 13: at delta ~1e-18, below the round-off estimate, the lower value moved up and down by ~1e-3
+    between deltas 1% apart, before this change as after).  A smaller tail only widens the window: by a
+    factor of at most sqrt(1 + ln 2 / ln(1 / tail)) (1.7% at delta = 1e-5)."""
+    return jnp.log(2.0) * jnp.floor(jnp.log2(TAIL_FRACTION * delta))
+
+
 def _eps_point(kind, a, q, steps, delta, n):
     d = delta[None]
-    cs = _composed(kind, a, q, steps, jnp.log(TAIL_FRACTION * delta), n)
+    cs = _composed(kind, a, q, steps, _eps_log_tail(delta), n)
     up = jnp.max(jnp.stack([epsilon_at(c, d)[0] for c in cs]))
     lo = jnp.max(jnp.stack([epsilon_at(c, d, "opt")[0] for c in cs]))
     return up, jnp.minimum(lo, up)

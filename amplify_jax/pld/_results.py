@@ -27,8 +27,9 @@ SIGMA_RANGE = (0.05, 1e4)
 SCALE_RANGE = (1e-2, 1e6)
 EPS0_RANGE = (0.0, 300.0)
 
-_RANGES = {"gaussian": SIGMA_RANGE, "laplace": SCALE_RANGE, "randomized-response": EPS0_RANGE}
-_NAMES = {"gaussian": "sigma", "laplace": "scale", "randomized-response": "eps0"}
+_RANGES = {"gaussian": SIGMA_RANGE, "laplace": SCALE_RANGE, "randomized-response": EPS0_RANGE,
+           "wor-gaussian": SIGMA_RANGE}
+_NAMES = {"gaussian": "sigma", "laplace": "scale", "randomized-response": "eps0", "wor-gaussian": "sigma"}
 
 
 class PldEpsilon(NamedTuple):
