@@ -144,10 +144,11 @@ def test_host_path_equals_compiled(bound, monkeypatch):
 def _solvable_cases():
     for b in ALL:
         for name in b.solvable:
-            # the scrambler's n: each n of the search plans new windows, and each window size compiles the exact
-            # method's eps inversion again (~45 s in all on 2 cores): in the slow set (python -m pytest -m slow
-            # tests/test_bounds.py -k scrambler); its other parameters are solved here
-            marks = [pytest.mark.slow] if (b.id, name) == ("traffic.scrambler", "n") else []
+            # the scrambler's n and sampling: each value of the search plans new windows, and each window size
+            # compiles the exact method's eps inversion again (~45 s and ~23 s of a worker on 2 cores): in the
+            # slow set (python -m pytest -m slow tests/test_bounds.py -k scrambler); its dummies are solved here
+            slow = b.id == "traffic.scrambler" and name in ("n", "sampling")
+            marks = [pytest.mark.slow] if slow else []
             yield pytest.param(b, name, id=f"{b.id}:{name}", marks=marks)
 
 

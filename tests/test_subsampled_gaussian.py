@@ -221,6 +221,7 @@ def test_published_values():
 # structure and properties
 
 
+@pytest.mark.slow  # ~18 s of a worker (a program at twice the panels); test_against_mpmath checks the same points
 def test_panels_needed_and_refinement():
     q, s, a = (np.array(c) for c in zip(*_POINTS))
     need = _needed(q, s, a)

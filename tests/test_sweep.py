@@ -63,6 +63,7 @@ def test_bad_specs(grid, needle):
         S.load_spec({"grid": grid})
 
 
+@pytest.mark.slow  # ~35 s of a worker: the DP-SGD calibration's compilation for the sweep's chunk shape
 def test_calibrate_sweep(tmp_path):
     """Each chunk is a call of dpsgd_calibrate_sigma (tiny rates raised to Q_FLOOR as there)."""
     spec = S.load_spec({"sweep": {"quantity": "calibrate"},
@@ -292,6 +293,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # ~40 s of a worker (four processes, each compiling); one-process kills: test_sigkill_at_random_...
 def test_two_processes_through_jax_distributed_kill_one_then_resume(tmp_path):
     """One sweep as two processes (jax.distributed, coordinator on 127.0.0.1), each taking its share of the
     chunks; one process SIGKILLed mid-sweep; the sweep resumed by two new processes equals a one-process run."""
