@@ -275,18 +275,57 @@ def cmd_demo(args):
         print(f"  {t}, {xl} {x[0]:g} -> {x[-1]:g}: {ends}")
 
 
+#: Where ``amplify-jax figures`` writes without ``--output``: a new folder in the current directory (never the
+#: installed package or the checkout's figures/, which the scripts write to when run directly).
+FIGURES_DEFAULT_DIR = "amplify-figures"
+
+
+def _figure_catalogue(bench):
+    """{PNG stem: (script stem, paper, figure, run time)} from the table of the checkout's figures/README.md
+    (one row per figure: paper | figure (with its PNG) | script | parameters | run time | differences)."""
+    import re
+
+    readme = bench.parent / "figures" / "README.md"
+    rows = {}
+    if not readme.exists():
+        return rows
+    for line in readme.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 5 or not line.startswith("|"):
+            continue
+        script = re.search(r"`benchmarks/(fig_\w+)\.py`", cells[2])
+        if script is None:
+            continue
+        figure = cells[1].split("`")[0].strip().rstrip(",").strip()
+        paper = cells[0].split(",")[0].strip()
+        for png in re.findall(r"`(\w+)\.png`", cells[1]):
+            rows.setdefault(png, (script.group(1), paper, figure, cells[4]))
+    return rows
+
+
 def cmd_figures(args):
+    """Run the figure scripts of benchmarks/ by their PNG's name (or their script's), into a new folder."""
     # the checkout the package was installed from (editable), else the current directory's checkout
     roots = [Path(__file__).resolve().parent.parent / "benchmarks", Path.cwd() / "benchmarks"]
-    scripts = next((sorted(r.glob("fig_*.py")) for r in roots if any(r.glob("fig_*.py"))), [])
-    if not scripts:
+    bench = next((r for r in roots if any(r.glob("fig_*.py"))), None)
+    if bench is None:
         raise ValueError("Expected figure scripts in benchmarks/ (run from a source checkout).")
+    scripts = {s.stem: s for s in sorted(bench.glob("fig_*.py"))}
+    catalogue = {png: row for png, row in _figure_catalogue(bench).items() if row[0] in scripts}
     if args.list:
-        for s in scripts:
-            print(s.stem)
+        for png, (script, paper, figure, run_time) in sorted(catalogue.items()):
+            what = f"{paper}: {figure}" if figure else paper
+            print(f"{png}\t{what} (benchmarks/{script}.py; run time {run_time.replace('`', '')})")
         return
-    chosen = scripts if not args.names else [s for s in scripts if s.stem in args.names]
-    unknown = set(args.names or []) - {s.stem for s in scripts}
+    names = args.names or sorted(catalogue)
+    # a PNG's name, or (the names of amplify_jax 0.1) its script's
+    chosen, unknown = [], []
+    for name in names:
+        script = catalogue[name][0] if name in catalogue else name if name in scripts else None
+        if script is None:
+            unknown.append(name)
+        elif scripts[script] not in chosen:
+            chosen.append(scripts[script])
     if unknown:
         raise ValueError(f"Expected figure names from --list, got {sorted(unknown)}.")
     import os
@@ -294,13 +333,11 @@ def cmd_figures(args):
 
     from .plotting import FIGURES_DIR_ENV
 
-    env = None
-    if args.output:  # the scripts write there instead of figures/ (amplify_jax.plotting.figure_path)
-        out = Path(args.output).resolve()
-        out.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, FIGURES_DIR_ENV: str(out)}
+    out = Path(args.output or FIGURES_DEFAULT_DIR).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, FIGURES_DIR_ENV: str(out)}  # the scripts write there (plotting.figure_path)
     for s in chosen:
-        print(f"running {s.name}", flush=True)
+        print(f"running {s.name} -> {out}", flush=True)
         subprocess.run([sys.executable, str(s)], check=True, env=env)
 
 
@@ -526,7 +563,7 @@ def build_parser():
     f.add_argument("names", nargs="*")
     f.add_argument("--list", action="store_true")
     f.add_argument("--output", default=None, metavar="DIR",
-                   help="write the figures to DIR instead of the checkout's figures/ (created if missing)")
+                   help=f"write the figures to DIR (created if missing; default: ./{FIGURES_DEFAULT_DIR})")
     f.set_defaults(func=cmd_figures)
 
     x = sub.add_parser("explore", help="the explorer: every registered bound, live, in a browser (local web page)")

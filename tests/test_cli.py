@@ -142,23 +142,29 @@ def test_sweep_command(run, tmp_path):
 
 
 def test_figures_list_from_the_checkout(run):
-    """`figures --list` finds the scripts of the checkout (installed editable or not, run from its root)."""
+    """`figures --list` names each figure by its PNG's stem, with its paper, figure, script and run time (from
+    figures/README.md's table); found from the checkout (installed editable or not, run from its root)."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     r = run("figures", "--list", cwd=str(root))
     assert r.returncode == 0, r.stderr
-    names = r.stdout.split()
-    assert "fig_traffic_fig7" in names and "fig_secrdp_fig2" in names
-    assert all((root / "benchmarks" / f"{n}.py").exists() for n in names)
+    rows = dict(line.split("\t", 1) for line in r.stdout.strip().splitlines())
+    assert {"traffic_fig7", "secrdp_fig2", "network_fig2", "checkin_fig2b"} <= set(rows)
+    assert all((root / "figures" / f"{png}.png").exists() for png in rows), rows
+    assert rows["traffic_fig8"].startswith("Ladjel: Fig. 8 (a)-(f) (benchmarks/fig_traffic_fig8.py; run time ")
+    assert "Fig. 2 (four panels)" in rows["network_fig2"] and "fig_network_sgd_logreg.py" in rows["network_fig2"]
 
 
-def test_figures_output_writes_elsewhere(run, tmp_path):
-    """`figures NAME --output DIR` writes the PNG to DIR (created), not to the checkout's figures/; on the
-    cheapest script (Ladjel et al. Fig. 3, a few seconds)."""
+def test_figures_write_to_a_new_folder_never_the_checkout(run, tmp_path):
+    """`figures NAME` writes the PNG to ./amplify-figures (created), `--output DIR` to DIR, never to the
+    checkout's figures/; a script's stem (amplify_jax 0.1's names) still selects it.  On the cheapest script
+    (Ladjel et al. Fig. 3, a few seconds)."""
+    import shutil
     from pathlib import Path
 
-    default = Path(__file__).resolve().parent.parent / "figures" / "traffic_fig3.png"
+    root = Path(__file__).resolve().parent.parent
+    default = root / "figures" / "traffic_fig3.png"
     before = default.stat().st_mtime_ns if default.exists() else None
     out = tmp_path / "new" / "dir"
     r = run("figures", "fig_traffic_fig3", "--output", str(out))
@@ -166,7 +172,19 @@ def test_figures_output_writes_elsewhere(run, tmp_path):
     png = out / "traffic_fig3.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert sorted(p.name for p in out.iterdir()) == ["traffic_fig3.png"]
+    # without --output: a new folder in the current directory (the checkout's root, where a non-editable
+    # install finds the scripts)
+    made = root / "amplify-figures"
+    assert not made.exists(), "remove the checkout's amplify-figures/ left by an earlier run"
+    try:
+        r = run("figures", "traffic_fig3", cwd=str(root))
+        assert r.returncode == 0, r.stderr
+        assert sorted(p.name for p in made.iterdir()) == ["traffic_fig3.png"]
+    finally:
+        shutil.rmtree(made, ignore_errors=True)
     assert (default.stat().st_mtime_ns if default.exists() else None) == before
+    r = run("figures", "no_such_figure")
+    assert r.returncode == 2 and "no_such_figure" in r.stderr
 
 
 def test_mechanism_commands_validate_by_the_registry(run):
