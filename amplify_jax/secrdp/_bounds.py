@@ -70,8 +70,9 @@ PAPER = ("Allouah, Koloskova, El Firdoussi, Jaggi, Guerraoui 2024 (The privacy p
 ACCOUNTANT = ("Thm 6 proof (Eqs. 14-21, Eq. 19: (alpha, alpha eps1)-SecRDP per step, eps1 = 2 C^2 max_i "
               "[Sigma_H^-1]_ii) and Algorithms 2-3 (adversaries I-IV)")
 ERRATA = ("The extraction lost the formulas: the accountant, the spectral bound and the closed form follow "
-          "ERRATA.md (re-derived from the proof of Thm 6 and checked in tests/test_secrdp.py).")
-CLOSED = "closed form T eps1 + 2 sqrt(T eps1 ln(1/delta)) (Cor. 12 proof, App. D.1; ERRATA.md)"
+          "docs/errata.md#e-secrdp-accountant, #e-secrdp-spectral and #e-secrdp-closed-form (re-derived from the "
+          "proof of Thm 6 and checked in tests/test_secrdp.py).")
+CLOSED = "closed form T eps1 + 2 sqrt(T eps1 ln(1/delta)) (Cor. 12 proof, App. D.1; docs/errata.md#e-secrdp-closed-form)"
 
 
 def _graph(value):
@@ -263,7 +264,7 @@ register(Bound(
     summary="user-level eps after T steps of Decor from the spectral bound of Thm 1 (>= secrdp.step)",
     params=(GRAPH, SIGMA_UNC, SIGMA_COR, CLIP, STEPS, DELTA, ADVERSARY, COLLUDERS),
     answer="epsilon", kernel=_spectral, outputs=("eps1",),
-    notes=ERRATA + " The bound's form is ERRATA.md's ('derived, check it'), derived again in "
+    notes=ERRATA + " The bound's form is the one docs/errata.md#e-secrdp-spectral derives, derived again in "
                    "secrdp.spectral_bound; exact for the complete graph."))
 
 
@@ -322,7 +323,7 @@ register(Bound(
 EXAMPLE = ("Sec. 6.2 and App. D (amplification by subsampling) with the effective noise multiplier of "
            "secrdp.effective_noise_multiplier: Poisson (Mironov, Talwar, Zhang 2019) or without replacement "
            "(Wang, Balle, Kasiviswanathan 2019, Thm 9)")
-EXAMPLE_NOTES = (ERRATA + " The authors' example-level code ignores the number of steps and delta (ERRATA.md); "
+EXAMPLE_NOTES = (ERRATA + " The authors' example-level code ignores the number of steps and delta (docs/errata.md#e-secrdp-example-level); "
                  "here the T steps are composed.")
 
 

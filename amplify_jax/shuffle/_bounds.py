@@ -121,7 +121,7 @@ register(Bound(
     paper=FMT, theorem="Theorem 3.1 (closed form), condition eps0 <= ln(n / (16 ln(4/delta)))",
     summary="closed-form eps of shuffling n eps0-LDP reports (Feldman-McMillan-Talwar Thm 3.1)",
     params=(EPS0, N, DELTA), answer="epsilon", kernel=_fmt,
-    notes="ERRATA: Cyffers & Bellet (Thm 7) and Liew et al. (footnote 3) quote the condition with ln(2/delta); "
+    notes="Errata (docs/errata.md#e-network-fmt-condition): Cyffers & Bellet (Thm 7) and Liew et al. (footnote 3) quote the condition with ln(2/delta); "
           "the source and its authors' code use ln(4/delta), used here.  The factor is the authors' code's "
           "(>= the printed (e^eps0 - 1)/(e^eps0 + 1): the safe one).  Status fallback (value eps0) where the "
           "condition fails; capped at eps0."))
@@ -212,7 +212,7 @@ def _padded_solver(kernel, answer, name, monotone, integer, pads_fn):
 
 CLONES_THEOREM = ("Thm 3.2 (reduction to the clone pair) and Sec. 4 (numerical bound): exact hockey-stick "
                   "divergence of the pair, sound float64 upper bound")
-CLONES_NOTES = ("ERRATA: the authors' public code takes the maximum of the two directions with one cut-off "
+CLONES_NOTES = ("Errata (docs/errata.md#e-ref-clones): the authors' public code takes the maximum of the two directions with one cut-off "
                 "twice; here both directions are computed exactly (they are equal by the pair's mirror "
                 "symmetry).  Increasing in eps0 (an eps0-LDP randomizer is eps0'-LDP for eps0' > eps0: the "
                 "worst case over a larger class) and decreasing in n (C ~ Bin(n - 1, e^-eps0) grows "
@@ -296,7 +296,7 @@ def _blanket_delta(randomizer, eps0, k, n, dummies, method, epsilon):
 
 BLANKET_THEOREM = ("Balle et al. 2019 Thm 3.1 / Lemma 5.3 (privacy blanket); Ladjel et al. Lemma 2 (dummies), "
                    "Lemma 3 (Hoeffding, Bennett corrected), Lemma 4 / Lemma 5 (bounds on L)")
-BLANKET_NOTES = ("ERRATA: Hoeffding's a = e^eps - 1 (Ladjel Thm 4/5 print 1 - e^eps); Bennett in its corrected "
+BLANKET_NOTES = ("Errata (docs/errata.md#e-traffic-thm4-a, #e-ref-blanket-bennett): Hoeffding's a = e^eps - 1 (Ladjel Thm 4/5 print 1 - e^eps); Bennett in its corrected "
                  "form (b_+ / ln(1 + beta)) exp(-(k c / b_+^2) phi(beta)); the generic randomizer's L bounds are "
                  "Balle et al.'s (valid with gamma = e^-eps0; Ladjel Lemma 4 multiplies them by gamma).  'exact' "
                  "(randomized-response only): the exact expectation through the counts of the two targets.  "

@@ -54,7 +54,7 @@ METHOD = Param("method", Choice(("exact", "bennett", "hoeffding")),
                "corrected)", default="exact")
 
 THM4 = "Thm 4 and App. E (Lemma 2, Lemma 3, Lemma 5); T convention (a sampled message goes to any of the T targets)"
-THM4_NOTES = ("ERRATA: Thm 4's a = e^eps - 1 (printed 1 - e^eps) and b = (1 - sigma) T (1 + e^eps) (printed with "
+THM4_NOTES = ("Errata (docs/errata.md#e-traffic-thm4-a, #e-traffic-thm4-b, #e-traffic-lemma5): Thm 4's a = e^eps - 1 (printed 1 - e^eps) and b = (1 - sigma) T (1 + e^eps) (printed with "
               "an extra -2 sigma (1 - e^eps)); Lemma 5's upper end of L with the sign of sigma (1 - e^eps) "
               "corrected; Lemma 3's Bennett bound in its corrected form; 'exact' uses the multinomial counts of "
               "the two targets.  Decreasing in n and dummies (Lemma 2: m' ~ Bin(n - 1, sigma) grows "
@@ -145,7 +145,7 @@ register(Bound(
             Param("dummies", Integer(0, 4096), "dummy messages per scrambler (Thm 3's sum runs to min(d, n - 1))"),
             PURE_DELTA),
     answer="epsilon", kernel=_scrambler_pure, outputs=("printed", "valid"),
-    notes="Thm 3 as printed is NOT sound (found here, not in ERRATA.md): exact enumeration of the capped "
+    notes="Thm 3 as printed is NOT sound (found here; docs/errata.md#e-traffic-thm3): exact enumeration of the capped "
           "algorithm (traffic.scrambler-pure-exact) gives larger worst-case ratios (T = 3, n = 3, d = 1, "
           "sigma = 0.3: printed 1.40415, exact 1.47174).  The answer is therefore always the local guarantee "
           "|ln((1 - sigma)(T - 1) / sigma)| (post-processing), status fallback everywhere; `printed` keeps the "
