@@ -124,18 +124,11 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
     """
     from ..conversions import epsilon_from_rdp
 
-    V.one_of("accountant", accountant, ("rdp", "pld"))
-    if accountant == "pld":
-        if orders is not None:
-            raise ValueError("Expected no orders with accountant='pld' (an option of the RDP accountant), got "
-                             f"orders={orders!r}.")
-        if method != "exact":
-            raise ValueError("Expected no method with accountant='pld' (an option of the RDP accountant), got "
-                             f"method={method!r}.")
+    from ..pld import selects
+
+    # this route's default method is "exact" (not an option given)
+    if selects(accountant, grid_size, orders=orders, method=None if method == "exact" else method):
         return _distributed_gaussian_pld(n, gamma, sigma, steps, delta, grid_size)
-    if grid_size is not None:
-        raise ValueError("Expected no grid_size with accountant='rdp' (an option of the PLD accountant), got "
-                         f"grid_size={grid_size!r}.")
     o = CHECKIN_ORDERS if orders is None else orders
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
     d = V.unit_open("delta", delta)  # checked before the curve is computed (compiled)
@@ -151,14 +144,10 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
 #: Fractions f of delta that :func:`distributed_gaussian_epsilon`'s PLD route spends on the Chernoff window of
 #: k (f delta / (2 T) per round to each side); the PLD gets (1 - f) delta, and the best f is answered.
 PLD_SPLITS = np.array([0.05, 0.2, 0.5])
-#: 1 - 2^-50: rounds the PLD's share (1 - f) delta down past its product, so that the shares sum to <= delta.
-_ROUND_DOWN = 1.0 - 2.0 ** -50
-
-
 def _distributed_gaussian_pld(n, gamma, sigma, steps, delta, grid_size=None):
     """The PLD route of :func:`distributed_gaussian_epsilon` (see there), on checked inputs."""
     from .. import pld as P
-    from ..pld import SIGMA_RANGE as PLD_SIGMA_RANGE
+    from ..pld import ROUND_DOWN, SIGMA_RANGE as PLD_SIGMA_RANGE
     from ._baselines import _count_bounds
 
     nn = V.integer("n", n, minimum=1)
@@ -175,12 +164,12 @@ def _distributed_gaussian_pld(n, gamma, sigma, steps, delta, grid_size=None):
         l1, l2 = (np.asarray(x, dtype=np.float64) for x in _count_bounds(jnp.asarray(nb * gb), jnp.asarray(log_dc),
                                                                           jnp.asarray(log_dc)))
     ok = (l1 >= 1.0) & (gb > 0.0)
-    noise = sb * np.sqrt(np.maximum(l1, 1.0)) / 2.0 * _ROUND_DOWN
+    noise = sb * np.sqrt(np.maximum(l1, 1.0)) / 2.0 * ROUND_DOWN
     low = noise < PLD_SIGMA_RANGE[0]
     noise = np.clip(noise, PLD_SIGMA_RANGE[0], PLD_SIGMA_RANGE[1])  # above the top: less noise, a valid eps
     q = np.where(ok, np.minimum(np.nextafter(np.where(ok, l2, 1.0) / nb, np.inf), 1.0), 1.0)
     res = P.epsilon("wor-gaussian", sigma=noise, q=q, steps=np.broadcast_to(tb, q.shape),
-                    delta=(1.0 - PLD_SPLITS) * db * _ROUND_DOWN, grid_size=grid_size)
+                    delta=(1.0 - PLD_SPLITS) * db * ROUND_DOWN, grid_size=grid_size)
     up = np.where(ok & ~low, np.asarray(res.epsilon), np.inf)
     i = np.argmin(up, axis=-1)[..., None]
     eps = np.take_along_axis(up, i, -1)[..., 0]

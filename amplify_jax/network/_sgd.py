@@ -273,7 +273,7 @@ def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="bal
     """
     from .. import pld as P
 
-    use_pld = _use_pld(accountant, grid_size, method=method)
+    use_pld = P.selects(accountant, grid_size, method=method)
     V.one_of("method", method, ("balle2020", "mironov"))
     s, L = _sgd_noise(sigma, lipschitz)  # SGD_SCALE_RANGE, SGD_NOISE_RANGE
     tu = V.positive("contributions", contributions)
@@ -285,30 +285,13 @@ def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="bal
     return _local_sgd_kernel(*_b(shape, s, tu, d, L), method)
 
 
-def _use_pld(accountant, grid_size, **rdp_options):
-    """True for accountant="pld", False for "rdp"; a ValueError naming accountant for any other, an RDP option
-    given with "pld" (``pld.selects``), or a grid_size given with "rdp"."""
-    from ..pld import selects
-
-    use = selects(accountant, **rdp_options)
-    if not use and grid_size is not None:
-        raise ValueError(f"Expected no grid_size with accountant='rdp' (an option of the PLD accountant), got "
-                         f"grid_size={grid_size!r}.")
-    return use
-
-
-#: 1 - 2^-50 (~8.9e-16, four half-ulps): the factor that rounds a noise multiplier sigma / (2L sqrt(T_u)) down
-#: past the roundings of its evaluation (each within half an ulp): less noise, a larger eps.
-_ROUND_DOWN = 1.0 - 2.0 ** -50
-
-
 def _pld_noise(ratio, formula, **named):
     """The PLD's noise multiplier ``ratio`` (NumPy float64, one shape with the ``named`` inputs), rounded down:
     above ``pld.SIGMA_RANGE`` it is lowered to the range's top (less noise: a larger, still valid eps); below it,
     a ValueError naming ``formula`` and every named input at the first offending point."""
-    from ..pld import SIGMA_RANGE as PLD_SIGMA_RANGE
+    from ..pld import ROUND_DOWN, SIGMA_RANGE as PLD_SIGMA_RANGE
 
-    r = np.minimum(ratio * _ROUND_DOWN, PLD_SIGMA_RANGE[1])
+    r = np.minimum(ratio * ROUND_DOWN, PLD_SIGMA_RANGE[1])
     bad = ~(r >= PLD_SIGMA_RANGE[0])
     if np.any(bad):
         i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
@@ -390,7 +373,7 @@ def central_sgd_epsilon(*, sigma, n, steps, delta, lipschitz=1.0, accountant="rd
     """
     from .. import pld as P
 
-    use_pld = _use_pld(accountant, grid_size)
+    use_pld = P.selects(accountant, grid_size)
     sb, nb, tb, db, lb = _central_inputs(sigma, n, steps, delta, lipschitz)
     if use_pld:
         s, L, nn = np.asarray(sb), np.asarray(lb), np.asarray(nb)

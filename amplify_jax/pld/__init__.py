@@ -17,6 +17,7 @@ from ._accountant import SampledWithoutReplacement as SampledWithoutReplacement
 from ._accountant import SelfComposed as SelfComposed
 from ._api import ACCOUNTANTS as ACCOUNTANTS
 from ._api import MECHANISMS as MECHANISMS
+from ._api import ROUND_DOWN as ROUND_DOWN
 from ._api import selects as selects
 from ._api import delta as delta
 from ._api import epsilon as epsilon
@@ -33,5 +34,5 @@ from ._results import PldEpsilon as PldEpsilon
 
 __all__ = ["Accountant", "Composed", "Gaussian", "Laplace", "PoissonSampled", "RandomizedResponse",
            "SampledWithoutReplacement", "SelfComposed",
-           "ACCOUNTANTS", "MECHANISMS", "selects", "delta", "epsilon", "PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",
+           "ACCOUNTANTS", "MECHANISMS", "ROUND_DOWN", "selects", "delta", "epsilon", "PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",
            "DEFAULT_GRID_SIZE", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE"]

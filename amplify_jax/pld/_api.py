@@ -8,7 +8,7 @@ from .. import _validate as V
 from ._grid import check_grid_size
 from ._results import PldDelta, PldEpsilon, answer, check_parameter
 
-__all__ = ["MECHANISMS", "ACCOUNTANTS", "epsilon", "delta", "selects", "check_parameter"]
+__all__ = ["MECHANISMS", "ACCOUNTANTS", "ROUND_DOWN", "epsilon", "delta", "selects", "check_parameter"]
 
 ACCOUNTANTS = ("rdp", "pld")
 
@@ -68,12 +68,21 @@ def delta(mechanism: str, *, epsilon, grid_size=None, **params) -> PldDelta:
     return answer("delta", kind, shape, check_grid_size(grid_size, shape), a, q, t, e)
 
 
-def selects(accountant, **rdp_options) -> bool:
+#: 1 - 2^-50 (~8.9e-16, four half-ulps): the factor by which the paper modules' PLD routes round a noise
+#: multiplier (or a delta share) down past the roundings of its evaluation: less noise, a larger eps.
+ROUND_DOWN = 1.0 - 2.0 ** -50
+
+
+def selects(accountant, grid_size=None, **rdp_options) -> bool:
     """True for ``accountant="pld"``, False for ``"rdp"`` (the ``accountant=`` switch of
-    :mod:`amplify_jax.accountants`); refuses options of the RDP accountant given with "pld" (``None`` and
-    their defaults are not options given) and any other accountant, naming it."""
+    :mod:`amplify_jax.accountants` and the paper modules); refuses options of the RDP accountant given with
+    "pld" (``None`` and their defaults are not options given), a ``grid_size`` (the PLD's option) given with
+    "rdp", and any other accountant, naming it."""
     V.one_of("accountant", accountant, ACCOUNTANTS)
     if accountant == "rdp":
+        if grid_size is not None:
+            raise ValueError(f"Expected no grid_size with accountant='rdp' (an option of the PLD accountant), got "
+                             f"grid_size={grid_size!r}.")
         return False
     defaults = {"method": "balle2020", "optimize_order": True}
     given = [k for k, v in rdp_options.items() if v is not None and v != defaults.get(k)]
