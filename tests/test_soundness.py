@@ -94,6 +94,29 @@ def test_regressions_blanket_rounded_up():
         assert ref > 0 and ours >= ref * (1 + err)
 
 
+def test_regressions_bennett_small_beta():
+    """Points where the corrected Bennett bound (Ladjel Lemma 3) was below its own sum before phi(beta) was
+    computed without cancellation (numerics.bennett_phi): beta = a b_+ / c ~ e^-eps is tiny at a large eps, and
+    the forms bd0(1 + beta, 1) (blanket's concentration path) and (1 + beta) log1p(beta) - beta (the target
+    randomizer's engine) lost beta's digits in 1 + beta.  The scrambler's were found by the 10 000-point
+    campaign (0.45% below at eps = 24.8), the k-ary randomized response's by hand (8% below at eps = 28)."""
+    import _references as R
+    from amplify_jax import bounds
+
+    for e, T, n, s, d in [(9.628924014193581, 2.0, 308.0, 0.00010562534986250287, 775.0),
+                          (24.78307825640307, 365.0, 39409.0, 1.0985305195014896e-09, 341154.0),
+                          (15.493358710134922, 82.0, 1.0, 1.0694748502876485e-11, 79189.0)]:
+        ours = float(bounds.evaluate("traffic.scrambler-delta", epsilon=e, targets=T, n=n, sampling=s, dummies=d,
+                                     method="bennett").delta)
+        ref, err = R.blanket_lemma2_sum("rr", "bennett", e, n, d, k=T, sigma=s)
+        assert ref > 0 and ref * (1 + err) <= ours <= ref * (1 + 1e-8)
+    for e, e0, k, n, d in [(20.0, 25.0, 100.0, 1000.0, 80000.0), (28.0, 30.0, 1000.0, 100.0, 500000.0)]:
+        ours = float(bounds.evaluate("shuffle.blanket-delta", epsilon=e, randomizer="randomized-response", eps0=e0,
+                                     k=k, n=n, dummies=d, method="bennett").delta)
+        ref, err = R.blanket_lemma2_sum("kary", "bennett", e, n, d, eps0=e0, k=k)
+        assert ref > 0 and ref * (1 + err) <= ours <= ref * (1 + 1e-8)
+
+
 @pytest.mark.slow
 def test_soundness_full_campaign():
     _check(C.run(points=10_000, seed=0, log=print))

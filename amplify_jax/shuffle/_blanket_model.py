@@ -18,10 +18,14 @@ import numpy as np
 from .. import _validate
 from .._compat import renamed_params
 from ..calibrate import INFEASIBLE, NOT_MONOTONE
-from ..numerics import float64_jit
+from ..numerics import BENNETT_PHI_REL_ERROR, float64_jit
 
 BLANKET_METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
 _U = 2.220446049250313e-16
+#: relative float64 error of Bennett's exponent k (c / b_+^2) phi(beta): phi's own
+#: (:data:`amplify_jax.numerics.BENNETT_PHI_REL_ERROR`), then about 8 roundings (beta, c / b_+^2, the products;
+#: beta's error carried through u phi'(u) / phi(u) <= 2), each within 2 ulps
+_BENNETT_EXPONENT_REL_ERROR = BENNETT_PHI_REL_ERROR + 32 * _U
 _KINDS = ("generic", "laplace", "rr")
 
 #: default half-width, in standard deviations, of every binomial window (the truncated mass, bounded by
