@@ -28,13 +28,17 @@ One composition is a tuple of events (mechanism, its parameters, how many times 
    in practice (probabilistic rounding analysis, Higham & Mary 2019): per coefficient about
    eps_mach sqrt(log2 n) ||p||_2.  Raising a coefficient z to the power T multiplies its error by
    T |z|^{T-1}; the power's own rounding, exp(T log z), is ~2 |T log z| ulps of |z^T| (``_log_power``).
-   The l1 norm of the error of the composed masses is at most the l2 norm of the spectrum's
-   error (Parseval), estimated from the actual spectra with the practical per-coefficient size times
-   ``FFT_C`` (= 8) and the inverse transform's own error added; the estimate is added to the pessimistic
-   delta (subtracted from the optimistic).  It is an estimate, not a worst-case bound: the worst case
-   (log2 n instead of sqrt(log2 n), l1 instead of l2 per coefficient) would add ~1e-9 at 10^4 steps and
-   make every delta below that unreachable, which no measured case comes near (tests/test_pld.py compares
-   with the Gaussian's closed form down to delta = 1e-12).
+   The l2 norm of the error of the composed masses is the l2 norm of the spectrum's error over
+   sqrt(n) (Parseval), estimated from the actual spectra with the practical per-coefficient size times
+   ``FFT_C`` (= 8), and the inverse transform's own error added.  A query's delta is a weighted sum of the
+   masses, weights w_k = (1 - e^{eps - l_k})_+ in [0, 1], so its error is at most that l2 norm times
+   ||w||_2 (Cauchy-Schwarz), which is added to the pessimistic delta (subtracted from the optimistic).
+   (Until issue 13's tightness work the l1 norm, sqrt(n) times the l2 one, was added whatever eps: at
+   delta ~1e-10 that was ~10% of delta, and eps 0.2-0.5% above dp_accounting's; ||w||_2 counts only the
+   grid points above eps.)  It is an estimate, not a worst-case bound: the worst case (log2 n instead of
+   sqrt(log2 n), l1 instead of l2 per coefficient) would add ~1e-9 at 10^4 steps and make every delta
+   below that unreachable, which no measured case comes near (tests/test_pld.py compares with the
+   Gaussian's closed form down to delta = 1e-18).
 
 Queries (``delta_at`` / ``epsilon_at``) read the composed masses: delta(eps) = sum_k p_k (1 - e^{eps - l_k})_+
 + inf + errors (pessimistic; the optimistic side has its tail mass on its grid already and adds no inf),
@@ -69,10 +73,13 @@ class Composed(tuple):
     """A composed PLD of one point: masses on start + h * arange(n), and what delta must add or subtract.
 
     Fields: start, h, pess (n,), opt (n,), inf (P-mass at +inf), add (added to the pessimistic delta: the
-    upper tail beyond the window and the round-off bound), sub (subtracted from the optimistic delta)."""
+    upper tail beyond the window and the dropped coefficients' bound), sub (subtracted from the optimistic
+    delta: the lower tail, the dropped coefficients), eta and hoeff (the optimistic rounding's drift and its
+    probability), r2 (2,): the round-off estimate of the (pessimistic, optimistic) masses in l2 norm, which
+    a query multiplies by the l2 norm of its weights (``_roundoff_weight``)."""
 
     __slots__ = ()
-    _fields = ("start", "h", "pess", "opt", "inf", "add", "sub", "eta", "hoeff")
+    _fields = ("start", "h", "pess", "opt", "inf", "add", "sub", "eta", "hoeff", "r2")
 
     def __new__(cls, *args):
         return tuple.__new__(cls, args)
@@ -86,6 +93,7 @@ class Composed(tuple):
     sub = property(lambda s: s[6])
     eta = property(lambda s: s[7])
     hoeff = property(lambda s: s[8])
+    r2 = property(lambda s: s[9])
 
 
 def _log_mgf(losses, masses, lam):
@@ -298,15 +306,20 @@ def _fourier(discs, counts, h, n, lo, lam_hi, lam_lo, log_tail):
     # composed support, else Chernoff's bound
     log_up = jnp.where(top + 0.5 * h >= support_top, -jnp.inf, _chernoff(kp3, lam3, top + h))
     log_low = jnp.where(start - 0.5 * h <= support_low, -jnp.inf, _chernoff(ko3, lam3n, start - h))
-    # 4. round-off of forward FFTs, powers and the inverse FFT (see the module's docstring), and the l1 bound
-    # of the coefficients left at 0 (``_composed_spectrum``)
-    roundoff = jnp.sqrt(g2 * 2.0) + c * jnp.sqrt(n * jnp.sum(circ * circ, axis=-1)) + dropped
+    # 4. round-off of forward FFTs, powers and the inverse FFT (see the module's docstring) as an l2 norm of
+    # the masses' error: ||dx||_2 = ||dX||_2 / sqrt(n) (Parseval; sum_k |X_k|^2 over the full spectrum is twice
+    # g2, the half one's) plus the inverse transform's own c ||x||_2.  A query's delta moves by at most
+    # sum_k |dx_k| w_k <= ||dx||_2 ||w||_2 (Cauchy-Schwarz), w_k = (1 - e^{eps - l_k})_+ its weights
+    # (``_roundoff_weight``); the l1 bound used before, sqrt(n) ||dx||_2, is the same with every w_k = 1, up
+    # to 30x larger at a small delta, where few grid points lie above eps (issue 13).  The coefficients left
+    # at 0 keep their l1 bound (``_composed_spectrum``: <= 1e-30).
+    r2 = jnp.sqrt(g2 * 2.0 / n) + c * jnp.sqrt(jnp.sum(circ * circ, axis=-1))
     inf = -jnp.expm1(log_keep)
-    add = jnp.minimum(jnp.exp(log_up) + roundoff[0], 1.0)
-    sub = jnp.minimum(jnp.exp(log_low) + roundoff[1], 1.0)
+    add = jnp.minimum(jnp.exp(log_up) + dropped[0], 1.0)
+    sub = jnp.minimum(jnp.exp(log_low) + dropped[1], 1.0)
     # the optimistic rounding's drift: P(sum of T errors > eta) <= e^{log_tail} (Hoeffding)
     eta = h * jnp.sqrt(sum(counts) * -log_tail / 2.0)
-    return Composed(start, h, pess, opt, inf, add, sub, eta, jnp.exp(log_tail))
+    return Composed(start, h, pess, opt, inf, add, sub, eta, jnp.exp(log_tail), r2)
 
 
 #: Spectral coefficients are raised to their counts in blocks of this many (``_composed_spectrum``).
@@ -419,7 +432,24 @@ def _broken(c: Composed, p, extra):
     """True where the composition is not finite (a nan or inf in the masses or the error terms): the queries
     answer the trivially safe value there (pessimistic: +inf, status ``error``; optimistic: 0), never nan."""
     return ~(jnp.all(jnp.isfinite(p)) & jnp.isfinite(extra) & jnp.isfinite(c.start) & jnp.isfinite(c.h)
-             & jnp.isfinite(c.eta))
+             & jnp.isfinite(c.eta) & jnp.all(jnp.isfinite(c.r2)))
+
+
+def _roundoff_weight(c: Composed, which):
+    """(sign, r): the round-off estimate ``r`` (l2 norm of the masses' error) that a query multiplies by the
+    l2 norm of its weights, with the sign it enters delta with (+ pessimistic, - optimistic)."""
+    return (1.0, c.r2[0]) if which == "pess" else (-1.0, c.r2[1])
+
+
+def _weights_norm_table(h, n):
+    """W_k = sqrt(sum_{m=1}^{n-1-k} (1 - e^{-m h})^2), k = 0 .. n - 1: the l2 norm of a query's weights
+    (1 - e^{eps - l_i})_+ over the grid points above eps = l_k (non-increasing in k; 0 at k = n - 1), from a
+    cumulative sum of non-negative terms (no cancellation), each term rounded up by 4 ulps and the sum by
+    n ulps."""
+    m = jnp.arange(n, dtype=jnp.float64)
+    t = jnp.expm1(-m * h) ** 2 * (1.0 + 4.0 * _EPS)  # t_0 = 0
+    cum = jnp.cumsum(t) * (1.0 + n * _EPS)  # cum[M] = sum_{m <= M} t_m
+    return jnp.sqrt(cum[::-1])  # k -> M = n - 1 - k
 
 
 def delta_at(c: Composed, eps, which="pess"):
@@ -434,7 +464,10 @@ def delta_at(c: Composed, eps, which="pess"):
     n = p.shape[0]
     losses = c.start + c.h * jnp.arange(n)
     at = eps if which == "pess" else eps + c.eta  # optimistic: delta_true(eps) >= delta_opt(eps + eta) - hoeff
-    core = jnp.sum(p[None, :] * -jnp.expm1(jnp.minimum(at[:, None] - losses[None, :], 0.0)), axis=1)
+    w = -jnp.expm1(jnp.minimum(at[:, None] - losses[None, :], 0.0))
+    core = jnp.sum(p[None, :] * w, axis=1)
+    sign, r = _roundoff_weight(c, which)  # the round-off: r ||w||_2, rounded up by 8 ulps
+    extra = extra + sign * r * jnp.sqrt(jnp.sum(w * w, axis=1)) * (1.0 + (n + 8.0) * _EPS)
     bad = _broken(c, p, extra)
     if which == "pess":
         return jnp.where(bad, jnp.inf, jnp.minimum(core + extra, 1.0))
@@ -453,16 +486,28 @@ def epsilon_at(c: Composed, delta, which="pess"):
     ``_queries`` then reported the upper value as the lower one).  Where the composition is not finite
     (``_broken``): +inf (pessimistic, status ``error``) and 0 (optimistic, trivially below).
 
-    How: delta at grid point k is d_k = S0_k - A_k + extra, S0_k = sum_{i > k} p_i and A_k = sum_{i > k}
-    p_i e^{-(i - k) h}, non-increasing in k.  It is read at the end of every block of ``_EPS_BLOCK`` points
+    How: delta at grid point k is d_k = S0_k - A_k + extra_k, S0_k = sum_{i > k} p_i and A_k = sum_{i > k}
+    p_i e^{-(i - k) h}, extra_k the error terms with the round-off weighted by W_k
+    (``_weights_norm_table``) on the pessimistic side, all non-increasing in k; the optimistic side subtracts
+    the round-off at its largest weight, the same at every k.  It is read at the end of every block of ``_EPS_BLOCK`` points
     (block sums and one scan over the blocks), then at every point of the one block where it first meets
     delta (issue 13: a scan over every point cost more than the rest of the query).  The masses are read
     clipped at 0 (the inverse FFT leaves some at -1e-18): each moves toward the exact composed mass, which
     is >= 0, so the round-off bound of ``compose`` still covers them, and d_k is monotone."""
     p = c.pess if which == "pess" else c.opt
-    extra = _extra(c, which)
     n = p.shape[0]
     h = c.h
+    sign, r = _roundoff_weight(c, which)
+    # the error terms at each grid point k: the fixed ones and the round-off r W_k (W_{-1} = W_0 + r: the
+    # weights' norm at l_0 - h, bounded by the triangle inequality); at k = n they are the fixed ones
+    # weights at every k on the pessimistic side, where they keep d_k non-increasing; the optimistic side
+    # subtracts the largest, W_{-1}, at every k: subtracting a W_k that shrinks with k would make d_k
+    # non-monotone, and the blocked search below could then skip a first crossing (a lower value too high)
+    wt = _weights_norm_table(h, n)
+    fixed = _extra(c, which)
+    wk = jnp.concatenate([wt[:1] + 1.0, wt, jnp.zeros(1)])  # index k + 1, k = -1 .. n - 1 (and n)
+    ext = fixed + sign * r * (wk if which == "pess" else jnp.full_like(wk, wk[0]))
+    extra = fixed + sign * r * wk[0]  # the largest (in magnitude), for _broken
     bs = min(_EPS_BLOCK, n)
     nb = n // bs
     blocks = jnp.maximum(p, 0.0).reshape(nb, bs)
@@ -470,7 +515,7 @@ def epsilon_at(c: Composed, delta, which="pess"):
     # S0 and A at the point before each block (k = b bs - 1, b = 0 .. nb; 0 at b = nb, k = n - 1)
     s0b = jnp.concatenate([jnp.cumsum(jnp.sum(blocks, axis=1)[::-1])[::-1], jnp.zeros(1)])
     ab = jnp.concatenate([_suffix_inclusive(blocks @ decay[1:], decay[bs]), jnp.zeros(1)])
-    db = s0b - ab + extra
+    db = s0b - ab + ext[jnp.arange(nb + 1) * bs]  # at k = b bs - 1
     # within a block: S0 and A at k = j bs - 1 + r, r = 0 .. bs, from the block's masses and the next block's
     r = jnp.arange(bs + 1)[:, None]
     o = jnp.arange(bs)[None, :]
@@ -485,14 +530,18 @@ def epsilon_at(c: Composed, delta, which="pess"):
         blk = blocks[jb]
         s0 = s0b[jb + 1] + m_sum @ blk
         a = decay[bs - r[:, 0]] * ab[jb + 1] + m_dec @ blk
-        dk = s0 - a + extra  # dk[i] is delta at k = jb bs - 1 + i
+        ek = jax.lax.dynamic_slice_in_dim(ext, jb * bs, bs + 1)  # the error terms at k = jb bs - 1 + i
+        dk = s0 - a + ek  # dk[i] is delta at k = jb bs - 1 + i
         ok = dk[1:] <= dl
         i = jnp.where(jnp.any(ok), jnp.argmax(ok), bs - 1)  # (the block's end meets delta: the pass above)
         k = jb * bs + i  # the first feasible grid point; k - 1 is local index i
         first = k == 0
         lk = c.start + h * k
         base = c.start + h * (k - 1)  # l_{k-1} (l_{-1} = l_0 - h: the same formula below l_0)
-        ratio = (s0[i] + extra - dl) / a[i]  # between l_{k-1} and l_k: delta(eps) = S0 + extra - e^{eps - l} A
+        # between l_{k-1} and l_k: delta(eps) = S0 + extra(eps) - e^{eps - l} A, extra(eps) read at l_{k-1}:
+        # the round-off's weights only shrink as eps grows, so the segment is bounded above (pessimistic) and
+        # below (optimistic, where it is subtracted) on the safe side
+        ratio = (s0[i] + ek[i] - dl) / a[i]
         e = base + jnp.log(jnp.maximum(ratio, 1e-300))
         e = jnp.where(ratio > 0, e, -jnp.inf)
         # the solve's rounding, toward the safe side (up for the pessimistic value, down for the optimistic)
