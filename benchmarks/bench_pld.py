@@ -2,8 +2,10 @@
 dp_accounting's PLD accountant in the same run.
 
 Workload: eps for 1000 sigma in [0.5, 5] at q = 0.01, 10 000 steps, delta = 1e-5 (both neighbouring
-relations, pessimistic and optimistic values), first call (compilation included) and warm; the calibration
-of ``--cal-points`` targets (default 100) eps in [0.5, 8] at the same q, steps and delta.
+relations, pessimistic and optimistic values), first call (compilation included) and warm, with the default
+automatic grid (``grid_size=None``: the default grid at its step, 2 and 4 times it, and 2^17 points where
+the error estimate asks) and on the default grid alone (``grid_size=pld.DEFAULT_GRID_SIZE``, one pass); the
+calibration of ``--cal-points`` targets (default 100) eps in [0.5, 8] at the same q, steps and delta.
 
 Anchor: dp_accounting's PLDAccountant at its defaults (value_discretization_interval 1e-4), a Python loop;
 timed on ``--anchor-points`` sigmas spread over the range and extrapolated to 1000; its calibration
@@ -11,7 +13,8 @@ timed on ``--anchor-points`` sigmas spread over the range and extrapolated to 10
 
 Physical floor: a point needs 4 compositions (2 relations x 2 sides), each a real FFT and an inverse real FFT
 of the grid size; we time that bare pair of transforms on this machine (jnp.fft, batched as the kernel
-batches) and report measured / floor.
+batches) and report measured / floor for the one-pass grid (the automatic grid makes 2-3 such passes, more
+where it refines).
 
     python benchmarks/bench_pld.py [--anchor-points 8] [--anchor-targets 2] [--figure PATH]
 
@@ -100,6 +103,8 @@ def main():
     res, t_first = timed(lambda: pld.dpsgd_epsilon(sigma=sig, q=Q, steps=STEPS, delta=DELTA))
     res2, t_warm = timed(lambda: pld.dpsgd_epsilon(sigma=sig * (1 + 1e-9), q=Q, steps=STEPS, delta=DELTA))
     n = pld.DEFAULT_GRID_SIZE
+    one, t_one_first = timed(lambda: pld.dpsgd_epsilon(sigma=sig, q=Q, steps=STEPS, delta=DELTA, grid_size=n))
+    _, t_one = timed(lambda: pld.dpsgd_epsilon(sigma=sig * (1 + 1e-9), q=Q, steps=STEPS, delta=DELTA, grid_size=n))
     floor = fft_floor(n)
     rdp = np.asarray(aj.dpsgd_epsilon(sigma=sig, q=Q, steps=STEPS, delta=DELTA).epsilon)
 
@@ -107,6 +112,7 @@ def main():
     dpa_vals, dpa_times = timed_each(dpa_epsilon, sig[idx])
     ours = np.asarray(res.epsilon)[idx]
     rel = (ours - dpa_vals) / dpa_vals
+    rel_one = (np.asarray(one.epsilon)[idx] - dpa_vals) / dpa_vals
 
     targets = np.geomspace(0.5, 8.0, args.cal_points)
     cal, t_cal_first = timed(lambda: pld.dpsgd_calibrate_sigma(target_epsilon=targets, q=Q, steps=STEPS, delta=DELTA))
@@ -122,13 +128,20 @@ def main():
         "machine": platform.platform(), "processor": platform.processor(), "grid_size": n,
         "workload": {"points": args.points, "sigma": [0.5, 5.0], "q": Q, "steps": STEPS, "delta": DELTA},
         "ours": {"first_call_s": t_first, "warm_s": t_warm, "per_point_s": per_point,
-                 "floor_per_point_s": floor, "measured_over_floor": per_point / floor,
+                 "one_grid_warm_s": t_one, "one_grid_first_call_s": t_one_first,
+                 "one_grid_per_point_s": t_one / args.points,
+                 "floor_per_point_s": floor, "one_grid_measured_over_floor": t_one / args.points / floor,
+                 "auto_over_one_grid_time": t_warm / t_one,
+                 "auto_over_one_grid_eps": {"max": float(np.max(res.epsilon / one.epsilon)),
+                                            "min": float(np.min(res.epsilon / one.epsilon))},
                  "status_ok": int(np.sum(np.asarray(res.status) == 0)),
                  "max_gap_upper_lower_rel": float(np.max((res.epsilon - res.epsilon_lower) / res.epsilon))},
         "dp_accounting": {"points_timed": len(idx), "per_point_s": dpa_per_point,
                           "extrapolated_s": dpa_per_point * args.points,
                           "speedup_per_point": dpa_per_point / per_point,
-                          "rel_eps_ours_minus_dpa": {"max": float(rel.max()), "min": float(rel.min())}},
+                          "speedup_per_point_one_grid": dpa_per_point / (t_one / args.points),
+                          "rel_eps_ours_minus_dpa": {"max": float(rel.max()), "min": float(rel.min())},
+                          "rel_eps_one_grid_minus_dpa": {"max": float(rel_one.max()), "min": float(rel_one.min())}},
         "rdp_over_pld_eps": {"median": float(np.median(rdp / np.asarray(res.epsilon))),
                              "max": float(np.max(rdp / np.asarray(res.epsilon)))},
         "calibration": {"targets": args.cal_points, "first_call_s": t_cal_first, "warm_s": t_cal,

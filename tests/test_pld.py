@@ -130,12 +130,50 @@ def test_answer_does_not_depend_on_the_batch():
 @settings(max_examples=8, deadline=None)
 @given(s=st.floats(0.6, 10.0), q=st.floats(1e-3, 0.5), t=st.integers(1, 5000))
 def test_monotone_in_epsilon_and_sigma(s, q, t):
+    # on one grid (the automatic grid answers each point on its own, see test_automatic_grid_*)
     eps = np.array([0.1, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
-    d = pld.dpsgd_delta(sigma=s, q=q, steps=t, epsilon=eps)
+    n = pld.DEFAULT_GRID_SIZE
+    d = pld.dpsgd_delta(sigma=s, q=q, steps=t, epsilon=eps, grid_size=n)
     # monotone up to the stated error terms (the FFT round-off estimate, ~1e-13 here)
     assert np.all(np.diff(d.delta) <= 1e-12) and np.all(d.delta_lower <= d.delta)
-    d2 = pld.dpsgd_delta(sigma=s * 1.1, q=q, steps=t, epsilon=eps)
+    d2 = pld.dpsgd_delta(sigma=s * 1.1, q=q, steps=t, epsilon=eps, grid_size=n)
     assert np.all(d2.delta <= d.delta * (1 + 1e-6) + 1e-12)
+
+
+def test_automatic_grid_within_1e_3_of_dp_accounting_where_the_default_grid_is_not():
+    # issue 13's check: many steps (a wide composed window) or a small delta; on DEFAULT_GRID_SIZE points
+    # alone these are 0.14-1.0% above dp_accounting's PLD (default discretization, itself an upper bound of
+    # the truth); the automatic grid (grid_size=None) finds the finer grid they need
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import pld_privacy_accountant
+
+    pts = [(14.5, 0.02564, 89893, 1.27e-6), (0.8656, 0.0003096, 674, 1.96e-5), (16.3, 0.0731, 20482, 1.9e-7)]
+    ref = []
+    for s, q, t, d in pts:
+        acc = pld_privacy_accountant.PLDAccountant()
+        acc.compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(s)), t))
+        ref.append(acc.get_epsilon(d))
+    ref = np.array(ref)
+    s, q, t, d = (np.array(x) for x in zip(*pts))
+    fixed = pld.dpsgd_epsilon(sigma=s, q=q, steps=t, delta=d, grid_size=pld.DEFAULT_GRID_SIZE)
+    auto = pld.dpsgd_epsilon(sigma=s, q=q, steps=t, delta=d)
+    assert np.all(fixed.epsilon > ref * (1 + 1e-3))  # the case the automatic grid is for
+    assert np.all(auto.epsilon <= ref * (1 + 1e-3)) and np.all(auto.epsilon <= fixed.epsilon)
+    assert np.all(auto.epsilon_lower <= ref) and np.all(auto.epsilon_lower >= fixed.epsilon_lower)
+    assert np.all(auto.status == 0)
+
+
+def test_automatic_grid_calibration_needs_less_noise_and_rechecks():
+    # where the default grid is loose (many steps, a small delta) the calibration searches again on the
+    # finer grid: less noise, and its eps, re-evaluated there, meets the target
+    kw = dict(target_epsilon=[2.0, 20.0], q=[0.0215, 0.2], steps=[23776, 72000], delta=[1.3e-10, 1e-7])
+    auto = pld.dpsgd_calibrate_sigma(**kw)
+    fixed = pld.dpsgd_calibrate_sigma(**kw, grid_size=pld.DEFAULT_GRID_SIZE)
+    assert np.all(auto.status == 0) and np.all(auto.sigma < fixed.sigma * (1 - 1e-3))
+    assert np.all(auto.epsilon <= kw["target_epsilon"])
+    again = pld.dpsgd_epsilon(sigma=auto.sigma, q=kw["q"], steps=kw["steps"], delta=kw["delta"],
+                              grid_size=pld.AUTO_MAX_GRID_SIZE)
+    assert np.all(again.epsilon <= kw["target_epsilon"])
 
 
 @pytest.mark.parametrize("kw, name", [

@@ -116,7 +116,7 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
     participant per round (n gamma too small for delta / steps), error where the noise multiplier
     sigma sqrt(l1) / 2 is below ``pld.SIGMA_RANGE`` or the PLD answers +inf).  eps = 0 where gamma = 0.
     ``orders`` and ``method`` belong to the RDP route (a ValueError if given with "pld"), ``grid_size`` to the PLD
-    (a power of two, default ``pld.DEFAULT_GRID_SIZE``; larger is tighter and slower: at Fig. 2(a)'s n = 6e5,
+    (a power of two, or None, the default: ``pld``'s automatic grid; larger is tighter and slower: at Fig. 2(a)'s n = 6e5,
     gamma = 1e-3, sigma = 1, delta = 1e-8 and 1e6 rounds, 2^16 points take 11% off the default's eps; a
     ValueError with "rdp").  The window costs where n gamma is small (it replaces Thm 1's exact sum over k);
     the RDP route's conversion costs more at few rounds (at Fig. 2(a)'s setting its best order stays 21 and

@@ -268,7 +268,7 @@ def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="bal
     apply (a ValueError if given).  sigma / (2L sqrt(T_u)) must be at least ``amplify_jax.pld.SIGMA_RANGE``'s
     lower end (a ValueError naming sigma, lipschitz and contributions otherwise; the RDP route takes it); above
     its top it is lowered to the top (a larger, still valid eps).  ``grid_size``: the PLD's (a power of two,
-    default ``pld.DEFAULT_GRID_SIZE``; a ValueError with "rdp").
+    or None, the default: ``pld``'s automatic grid; a ValueError with "rdp").
     sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in :data:`SGD_NOISE_RANGE`.
     """
     from .. import pld as P
@@ -357,7 +357,7 @@ def central_sgd_epsilon(*, sigma, n, steps, delta, lipschitz=1.0, accountant="rd
     :class:`amplify_jax.pld.PldEpsilon` (epsilon, the sound value; epsilon_lower, a lower bound of that pair's
     eps, which tells the grid's cost; status).  sigma / (2L) must be at least ``pld.SIGMA_RANGE``'s lower end (a
     ValueError naming sigma and lipschitz; the RDP route takes it), and is lowered to its top above it.
-    ``grid_size``: the PLD's (a power of two, default ``pld.DEFAULT_GRID_SIZE``; larger is tighter and slower:
+    ``grid_size``: the PLD's (a power of two, or None: ``pld``'s automatic grid; larger is tighter and slower:
     at n = 2000, T = 20000, sigma = 2, 2^16 points move eps from 0.4922 to 0.4873 and epsilon_lower from 0.346
     to 0.451; a ValueError with "rdp").
 

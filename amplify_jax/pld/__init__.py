@@ -25,6 +25,8 @@ from ._dpsgd import PldCalibration as PldCalibration
 from ._dpsgd import dpsgd_calibrate_sigma as dpsgd_calibrate_sigma
 from ._dpsgd import dpsgd_delta as dpsgd_delta
 from ._dpsgd import dpsgd_epsilon as dpsgd_epsilon
+from ._grid import AUTO_MAX_GRID_SIZE as AUTO_MAX_GRID_SIZE
+from ._grid import AUTO_RTOL as AUTO_RTOL
 from ._grid import DEFAULT_GRID_SIZE as DEFAULT_GRID_SIZE
 from ._results import EPS0_RANGE as EPS0_RANGE
 from ._results import SCALE_RANGE as SCALE_RANGE
@@ -35,4 +37,4 @@ from ._results import PldEpsilon as PldEpsilon
 __all__ = ["Accountant", "Composed", "Gaussian", "Laplace", "PoissonSampled", "RandomizedResponse",
            "SampledWithoutReplacement", "SelfComposed",
            "ACCOUNTANTS", "MECHANISMS", "ROUND_DOWN", "selects", "delta", "epsilon", "PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",
-           "DEFAULT_GRID_SIZE", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE"]
+           "DEFAULT_GRID_SIZE", "AUTO_MAX_GRID_SIZE", "AUTO_RTOL", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE"]

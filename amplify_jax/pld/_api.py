@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as V
-from ._grid import check_grid_size
 from ._results import PldDelta, PldEpsilon, answer, check_parameter
 
 __all__ = ["MECHANISMS", "ACCOUNTANTS", "ROUND_DOWN", "epsilon", "delta", "selects", "check_parameter"]
@@ -56,7 +55,7 @@ def epsilon(mechanism: str, *, delta, grid_size=None, **params) -> PldEpsilon:
     kind, noise, a, q, t = _inputs(mechanism, params)
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(**{noise: a}, q=q, steps=t, delta=d)
-    return answer("epsilon", kind, shape, check_grid_size(grid_size, shape), a, q, t, d)
+    return answer("epsilon", kind, shape, grid_size, a, q, t, d)
 
 
 def delta(mechanism: str, *, epsilon, grid_size=None, **params) -> PldDelta:
@@ -65,7 +64,7 @@ def delta(mechanism: str, *, epsilon, grid_size=None, **params) -> PldDelta:
     kind, noise, a, q, t = _inputs(mechanism, params)
     e = V.nonnegative("epsilon", epsilon)
     shape = V.broadcastable(**{noise: a}, q=q, steps=t, epsilon=e)
-    return answer("delta", kind, shape, check_grid_size(grid_size, shape), a, q, t, e)
+    return answer("delta", kind, shape, grid_size, a, q, t, e)
 
 
 #: 1 - 2^-50 (~8.9e-16, four half-ulps): the factor by which the paper modules' PLD routes round a noise

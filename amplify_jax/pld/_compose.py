@@ -168,15 +168,18 @@ def _log_power(z, t):
     return lz, jnp.where(t > 0, t * jnp.log(zs), 0.0)
 
 
-def compose(events, params, counts, n, log_tail):
+def compose(events, params, counts, n, log_tail, coarsen=1.0):
     """Compose ``events`` (static tuple of mechanisms) with ``params`` (tuple of param tuples) run ``counts``
-    times (tuple of scalars) on an n-point grid (static), the window cut at tail mass e^{log_tail}: Composed."""
+    times (tuple of scalars) on an n-point grid (static), the window cut at tail mass e^{log_tail}: Composed.
+    ``coarsen`` (a value, >= 1) multiplies the grid step: the same compiled program then answers on a
+    coarser grid (the automatic grid's convergence check, ``_results.answer``), whose extra points lie
+    beyond the window."""
     ranges = [m.loss_range(p) for m, p in zip(events, params)]
     counts = [jnp.asarray(t, dtype=jnp.float64) for t in counts]
     # 1. window from Chernoff on coarse merged PLDs
     cut = [merged(m, p, WINDOW_GRID) for m, p in zip(events, params)]
     lo, width, lam_hi, lam_lo = _window(cut, ranges, counts, log_tail)
-    h = width / (n - 2)
+    h = width / (n - 2) * coarsen
     # 2. discretise each event on step h, from its own range's low end; 3.-4. compose
     discs = []
     for m, p, (_, lmax) in zip(events, params, ranges):
@@ -185,20 +188,21 @@ def compose(events, params, counts, n, log_tail):
     return _fourier(discs, counts, h, n, lo, lam_hi, lam_lo, log_tail)
 
 
-def compose_mirrored(mech, params, count, n, log_tail):
+def compose_mirrored(mech, params, count, n, log_tail, coarsen=1.0):
     """(remove, add): ``compose`` of one event ``mech`` (a remove-relation mechanism whose add relation is its
     mirror image: ``_discretize.discretize_mirrored``, the Poisson-subsampled Gaussian) run ``count`` times,
     and of its add relation, on one grid step (the larger of the two windows') and mirrored grids, from one
     evaluation of the interval masses for both (the window's and the grid's; issue 13).  The add relation's
     grid runs from -top (its loss range's bottom) up, not down from its own top: its composed support's top
-    is then not a grid point, which costs nothing (the tail beyond the window is bounded from the masses)."""
+    is then not a grid point, which costs nothing (the tail beyond the window is bounded from the masses).
+    ``coarsen``: as in ``compose``."""
     t = jnp.asarray(count, dtype=jnp.float64)
     lmin, lmax = mech.loss_range(params)
     ranges = ((lmin, lmax), (-lmax, -lmin))  # the add relation's loss is the negated remove one
     cut_r, cut_a = merged_mirrored(mech, params, WINDOW_GRID)
     lo_r, width_r, lam_hi_r, lam_lo_r = _window([cut_r], ranges[:1], [t], log_tail)
     lo_a, width_a, lam_hi_a, lam_lo_a = _window([cut_a], ranges[1:], [t], log_tail)
-    h = _aligned_step(jnp.maximum(width_r, width_a) / (n - 2), lmax - lmin)
+    h = _aligned_step(jnp.maximum(width_r, width_a) / (n - 2) * coarsen, lmax - lmin)
     d_r, d_a = discretize_mirrored(mech, params, lmax, h, n)
     low = lmax - (n - 1) * h
     return (_fourier([(d_r, low)], [t], h, n, lo_r, lam_hi_r, lam_lo_r, log_tail),

@@ -59,14 +59,14 @@ def event(kind, relation, a, q):
 MIRRORED_KINDS = ("gaussian",)
 
 
-def _composed(kind, a, q, steps, log_tail, n):
+def _composed(kind, a, q, steps, log_tail, n, coarsen=1.0):
     if kind in MIRRORED_KINDS:
         m, p = event(kind, REMOVE, a, q)
-        return list(compose_mirrored(m, p, steps, n, log_tail))
+        return list(compose_mirrored(m, p, steps, n, log_tail, coarsen))
     out = []
     for r in ((REMOVE,) if kind in SYMMETRIC_KINDS else RELATIONS):
         m, p = event(kind, r, a, q)
-        out.append(compose((m,), (p,), (steps,), n, log_tail))
+        out.append(compose((m,), (p,), (steps,), n, log_tail, coarsen))
     return out
 
 
@@ -80,30 +80,30 @@ def _eps_log_tail(delta):
     return jnp.log(2.0) * jnp.floor(jnp.log2(TAIL_FRACTION * delta))
 
 
-def _eps_point(kind, a, q, steps, delta, n):
+def _eps_point(kind, a, q, steps, delta, coarsen, n):
     d = delta[None]
-    cs = _composed(kind, a, q, steps, _eps_log_tail(delta), n)
+    cs = _composed(kind, a, q, steps, _eps_log_tail(delta), n, coarsen)
     up = jnp.max(jnp.stack([epsilon_at(c, d)[0] for c in cs]))
     lo = jnp.max(jnp.stack([epsilon_at(c, d, "opt")[0] for c in cs]))
     return up, jnp.minimum(lo, up)
 
 
-def _delta_point(kind, a, q, steps, eps, n):
+def _delta_point(kind, a, q, steps, eps, coarsen, n):
     e = eps[None]
-    cs = _composed(kind, a, q, steps, jnp.log(DELTA_QUERY_TAIL), n)
+    cs = _composed(kind, a, q, steps, jnp.log(DELTA_QUERY_TAIL), n, coarsen)
     up = jnp.max(jnp.stack([delta_at(c, e)[0] for c in cs]))
     lo = jnp.max(jnp.stack([delta_at(c, e, "opt")[0] for c in cs]))
     return up, jnp.minimum(lo, up)
 
 
 @float64_jit(static_argnames=("kind", "n"))
-def _eps_slab(a, q, steps, delta, kind, n):
-    return jax.vmap(lambda *x: _eps_point(kind, *x, n))(a, q, steps, delta)
+def _eps_slab(a, q, steps, delta, coarsen, kind, n):
+    return jax.vmap(lambda *x: _eps_point(kind, *x, n))(a, q, steps, delta, coarsen)
 
 
 @float64_jit(static_argnames=("kind", "n"))
-def _delta_slab(a, q, steps, eps, kind, n):
-    return jax.vmap(lambda *x: _delta_point(kind, *x, n))(a, q, steps, eps)
+def _delta_slab(a, q, steps, eps, coarsen, kind, n):
+    return jax.vmap(lambda *x: _delta_point(kind, *x, n))(a, q, steps, eps, coarsen)
 
 
 def _slabs(kernel, arrays, kind, n):
@@ -114,12 +114,15 @@ def _slabs(kernel, arrays, kind, n):
     return tuple(jnp.concatenate([o[j] for o in outs]) for j in range(2))
 
 
-def eps_batch(a, q, steps, delta, kind, n):
+def eps_batch(a, q, steps, delta, kind, n, coarsen=1.0):
     """(eps, eps_lower) per point of flat arrays (a, q, steps, delta), whose length is 1 or a multiple of
-    CHUNK (``_grid.flat_padded``); compiled once per (kind, n) and slab size."""
-    return _slabs(_eps_slab, (a, q, steps, delta), kind, n)
+    CHUNK (``_grid.flat_padded``); compiled once per (kind, n) and slab size.  ``coarsen`` (a value, >= 1;
+    scalar or per point) multiplies each point's grid step (``_compose.compose``)."""
+    c = jnp.broadcast_to(jnp.asarray(coarsen, dtype=jnp.float64), jnp.shape(a))
+    return _slabs(_eps_slab, (a, q, steps, delta, c), kind, n)
 
 
-def delta_batch(a, q, steps, eps, kind, n):
+def delta_batch(a, q, steps, eps, kind, n, coarsen=1.0):
     """(delta, delta_lower) per point of flat arrays (a, q, steps, eps) (see :func:`eps_batch`)."""
-    return _slabs(_delta_slab, (a, q, steps, eps), kind, n)
+    c = jnp.broadcast_to(jnp.asarray(coarsen, dtype=jnp.float64), jnp.shape(a))
+    return _slabs(_delta_slab, (a, q, steps, eps, c), kind, n)
