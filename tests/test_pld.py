@@ -163,6 +163,23 @@ def test_automatic_grid_within_1e_3_of_dp_accounting_where_the_default_grid_is_n
     assert np.all(auto.status == 0)
 
 
+def test_accountant_automatic_grid_within_1e_3_of_dp_accounting():
+    # the accountant object (compositions of different events) takes the automatic grid too
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import pld_privacy_accountant
+
+    ref = pld_privacy_accountant.PLDAccountant()
+    ref.compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.0256, dpa.GaussianDpEvent(14.5)), 89893))
+    d = np.array([1.27e-6, 1e-5])
+    want = np.array([ref.get_epsilon(x) for x in d])
+    ev = pld.SelfComposed(pld.PoissonSampled(0.0256, pld.Gaussian(14.5)), 89893)
+    auto = pld.Accountant().compose(ev).epsilon(d)
+    one = pld.Accountant(grid_size=pld.DEFAULT_GRID_SIZE).compose(ev).epsilon(d)
+    assert np.all(one.epsilon > want * (1 + 1e-3))
+    assert np.all(auto.epsilon <= want * (1 + 1e-3)) and np.all(auto.epsilon_lower <= want)
+    assert np.all(auto.epsilon <= one.epsilon) and np.all(auto.status == 0)
+
+
 def test_automatic_grid_calibration_needs_less_noise_and_rechecks():
     # where the default grid is loose (many steps, a small delta) the calibration searches again on the
     # finer grid: less noise, and its eps, re-evaluated there, meets the target

@@ -35,7 +35,7 @@ import numpy as np
 from ..numerics import float64_jit, x64_scope
 from ._compose import compose, delta_at, epsilon_at
 from ._results import PldDelta, PldEpsilon, status_of
-from ._grid import check_grid_size
+from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, auto_refined_size, check_grid_size
 from ._mechanisms import RELATIONS
 from ._queries import DELTA_QUERY_TAIL, TAIL_FRACTION, event
 
@@ -178,26 +178,26 @@ def _merged(items):
     return acc
 
 
-def _composed_all(kinds, a, q, counts, log_tail, n):
+def _composed_all(kinds, a, q, counts, log_tail, n, coarsen=1.0):
     out = []
     for r in RELATIONS:
         evs = [event(k, r, a[i], q[i]) for i, k in enumerate(kinds)]
         out.append(compose(tuple(m for m, _ in evs), tuple(p for _, p in evs),
-                           tuple(counts[i] for i in range(len(kinds))), n, log_tail))
+                           tuple(counts[i] for i in range(len(kinds))), n, log_tail, coarsen))
     return out
 
 
 @float64_jit(static_argnames=("kinds", "n"))
-def _eps_kernel(a, q, counts, delta, kinds, n):
-    cs = _composed_all(kinds, a, q, counts, jnp.log(TAIL_FRACTION * jnp.min(delta)), n)
+def _eps_kernel(a, q, counts, delta, coarsen, kinds, n):
+    cs = _composed_all(kinds, a, q, counts, jnp.log(TAIL_FRACTION * jnp.min(delta)), n, coarsen)
     up = jnp.max(jnp.stack([epsilon_at(c, delta) for c in cs]), axis=0)
     lo = jnp.max(jnp.stack([epsilon_at(c, delta, "opt") for c in cs]), axis=0)
     return up, jnp.minimum(lo, up)
 
 
 @float64_jit(static_argnames=("kinds", "n"))
-def _delta_kernel(a, q, counts, eps, kinds, n):
-    cs = _composed_all(kinds, a, q, counts, jnp.log(DELTA_QUERY_TAIL), n)
+def _delta_kernel(a, q, counts, eps, coarsen, kinds, n):
+    cs = _composed_all(kinds, a, q, counts, jnp.log(DELTA_QUERY_TAIL), n, coarsen)
     up = jnp.max(jnp.stack([delta_at(c, eps) for c in cs]), axis=0)
     lo = jnp.max(jnp.stack([delta_at(c, eps, "opt") for c in cs]), axis=0)
     return up, jnp.minimum(lo, up)
@@ -207,12 +207,39 @@ class Accountant:
     """A PLD accountant for compositions of different events (dp_accounting's ``PLDAccountant`` interface:
     ``compose``, ``get_epsilon``, ``get_delta``), plus ``epsilon`` / ``delta`` with the lower bound.
 
-    ``grid_size``: the grid points of the composition (a power of two, default ``DEFAULT_GRID_SIZE``).
+    ``grid_size``: the grid points of the composition (a power of two), or None (the default): the
+    automatic grid of :func:`amplify_jax.pld.dpsgd_epsilon`, its check made for every query value at once
+    (one composition serves them all) and the finer grid used for all of them where one asks for it.
     Parameters are checked as the named functions check them (:func:`amplify_jax.pld.epsilon`)."""
 
     def __init__(self, grid_size=None):
         self._n = check_grid_size(grid_size, ())
+        self._auto = grid_size is None
         self._items = []
+
+    def _run(self, kernel, a, q, c, x, kinds, rtol):
+        """(up, lo) of ``kernel`` at the query values x: on the one grid, or the automatic grid's passes."""
+        n = self._n
+        with x64_scope():
+            up, lo = (np.array(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, n))
+            if not self._auto:
+                return up, lo
+            u1 = up.copy()
+            u2, l2 = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 2.0, kinds, n))
+            up, lo = np.minimum(up, u2), np.maximum(lo, l2)
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                change = u2 - u1
+                err = np.abs(change)
+                if not np.all(np.isfinite(err) & np.isfinite(u1) & (err <= rtol * np.abs(u1))):
+                    u4, l4 = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 4.0, kinds, n))
+                    up, lo = np.minimum(up, u4), np.maximum(lo, l4)
+                    rho = np.clip(np.nan_to_num((u4 - u2) / change, nan=2.0, posinf=4.0, neginf=2.0), 2.0, 4.0)
+                    err = np.where(change > 0, change / (rho - 1.0), err)
+            size = int(np.max(auto_refined_size(err, u1, (), rtol)))
+            if size:
+                uf, lf = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, size))
+                up, lo = np.minimum(up, uf), np.maximum(lo, lf)
+            return up, lo
 
     def compose(self, event, count: int = 1) -> "Accountant":
         """Add ``event`` composed ``count`` times; returns the accountant (calls chain)."""
@@ -244,9 +271,7 @@ class Accountant:
         if not kinds:
             z = np.zeros_like(d)
             return PldEpsilon(z, z, status_of(z))
-        with x64_scope():
-            up, lo = _eps_kernel(a, q, c, d, kinds, self._n)
-        up, lo = np.asarray(up), np.asarray(lo)
+        up, lo = self._run(_eps_kernel, a, q, c, d, kinds, AUTO_RTOL)
         return PldEpsilon(up, lo, status_of(up))
 
     def delta(self, epsilon) -> PldDelta:
@@ -258,9 +283,7 @@ class Accountant:
         if not kinds:
             z = np.zeros_like(e)
             return PldDelta(z, z, status_of(z))
-        with x64_scope():
-            up, lo = _delta_kernel(a, q, c, e, kinds, self._n)
-        up, lo = np.asarray(up), np.asarray(lo)
+        up, lo = self._run(_delta_kernel, a, q, c, e, kinds, AUTO_RTOL_DELTA)
         return PldDelta(up, lo, status_of(up))
 
     def get_epsilon(self, target_delta: float) -> float:
