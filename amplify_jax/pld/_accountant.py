@@ -34,7 +34,7 @@ import numpy as np
 
 from ..numerics import float64_jit, x64_scope
 from ._compose import compose, delta_at, epsilon_at
-from ._results import PldDelta, PldEpsilon, status_of
+from ._results import PldDelta, PldEpsilon, grid_error, status_of
 from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, auto_refined_size, check_grid_size
 from ._mechanisms import RELATIONS
 from ._queries import DELTA_QUERY_TAIL, TAIL_FRACTION, event
@@ -192,7 +192,8 @@ def _eps_kernel(a, q, counts, delta, coarsen, kinds, n):
     cs = _composed_all(kinds, a, q, counts, jnp.log(TAIL_FRACTION * jnp.min(delta)), n, coarsen)
     up = jnp.max(jnp.stack([epsilon_at(c, delta) for c in cs]), axis=0)
     lo = jnp.max(jnp.stack([epsilon_at(c, delta, "opt") for c in cs]), axis=0)
-    return up, jnp.minimum(lo, up)
+    bare = jnp.max(jnp.stack([epsilon_at(c, delta, roundoff=False) for c in cs]), axis=0)
+    return up, jnp.minimum(lo, up), jnp.minimum(bare, up)
 
 
 @float64_jit(static_argnames=("kinds", "n"))
@@ -200,7 +201,8 @@ def _delta_kernel(a, q, counts, eps, coarsen, kinds, n):
     cs = _composed_all(kinds, a, q, counts, jnp.log(DELTA_QUERY_TAIL), n, coarsen)
     up = jnp.max(jnp.stack([delta_at(c, eps) for c in cs]), axis=0)
     lo = jnp.max(jnp.stack([delta_at(c, eps, "opt") for c in cs]), axis=0)
-    return up, jnp.minimum(lo, up)
+    bare = jnp.max(jnp.stack([delta_at(c, eps, roundoff=False) for c in cs]), axis=0)
+    return up, jnp.minimum(lo, up), jnp.minimum(bare, up)
 
 
 class Accountant:
@@ -218,26 +220,19 @@ class Accountant:
         self._items = []
 
     def _run(self, kernel, a, q, c, x, kinds, rtol):
-        """(up, lo) of ``kernel`` at the query values x: on the one grid, or the automatic grid's passes."""
+        """(up, lo) of ``kernel`` at the query values x: on the one grid, or the automatic grid's passes
+        (``_results.auto_check``: the error estimate at every query value, the finer grid for all where one
+        asks)."""
         n = self._n
         with x64_scope():
-            up, lo = (np.array(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, n))
+            u1, l1, b1 = (np.array(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, n))
             if not self._auto:
-                return up, lo
-            u1 = up.copy()
-            u2, l2 = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 2.0, kinds, n))
-            up, lo = np.minimum(up, u2), np.maximum(lo, l2)
-            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-                change = u2 - u1
-                err = np.abs(change)
-                if not np.all(np.isfinite(err) & np.isfinite(u1) & (err <= rtol * np.abs(u1))):
-                    u4, l4 = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 4.0, kinds, n))
-                    up, lo = np.minimum(up, u4), np.maximum(lo, l4)
-                    rho = np.clip(np.nan_to_num((u4 - u2) / change, nan=2.0, posinf=4.0, neginf=2.0), 2.0, 4.0)
-                    err = np.where(change > 0, change / (rho - 1.0), err)
-            size = int(np.max(auto_refined_size(err, u1, (), rtol)))
+                return u1, l1
+            u2, l2, b2 = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 2.0, kinds, n))
+            up, lo = np.minimum(u1, u2), np.maximum(l1, l2)
+            size = int(np.max(auto_refined_size(grid_error(u1, b1, u2, b2), u1, (), rtol)))
             if size:
-                uf, lf = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, size))
+                uf, lf, _ = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, size))
                 up, lo = np.minimum(up, uf), np.maximum(lo, lf)
             return up, lo
 

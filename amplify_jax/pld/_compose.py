@@ -439,10 +439,13 @@ def _broken(c: Composed, p, extra):
              & jnp.isfinite(c.eta) & jnp.all(jnp.isfinite(c.r2)))
 
 
-def _roundoff_weight(c: Composed, which):
+def _roundoff_weight(c: Composed, which, roundoff=True):
     """(sign, r): the round-off estimate ``r`` (l2 norm of the masses' error) that a query multiplies by the
-    l2 norm of its weights, with the sign it enters delta with (+ pessimistic, - optimistic)."""
-    return (1.0, c.r2[0]) if which == "pess" else (-1.0, c.r2[1])
+    l2 norm of its weights, with the sign it enters delta with (+ pessimistic, - optimistic).  ``roundoff``
+    False: r = 0, the value without the round-off term (not a bound: the automatic grid's error estimate
+    separates the grid's part of the error from the round-off's, ``_results.auto_check``)."""
+    sign, r = (1.0, c.r2[0]) if which == "pess" else (-1.0, c.r2[1])
+    return sign, (r if roundoff else 0.0 * r)
 
 
 def _weights_norm_table(h, n):
@@ -456,7 +459,7 @@ def _weights_norm_table(h, n):
     return jnp.sqrt(cum[::-1])  # k -> M = n - 1 - k
 
 
-def delta_at(c: Composed, eps, which="pess"):
+def delta_at(c: Composed, eps, which="pess", roundoff=True):
     """delta at each eps (array (m,)) of a composed PLD: the pessimistic (upper) or optimistic (lower) one.
 
     Optimistic: delta_true(eps) >= delta_opt(eps + eta) - sub - hoeff (``_discretize``: Hoeffding's bound on
@@ -470,7 +473,7 @@ def delta_at(c: Composed, eps, which="pess"):
     at = eps if which == "pess" else eps + c.eta  # optimistic: delta_true(eps) >= delta_opt(eps + eta) - hoeff
     w = -jnp.expm1(jnp.minimum(at[:, None] - losses[None, :], 0.0))
     core = jnp.sum(p[None, :] * w, axis=1)
-    sign, r = _roundoff_weight(c, which)  # the round-off: r ||w||_2, rounded up by 8 ulps
+    sign, r = _roundoff_weight(c, which, roundoff)  # the round-off: r ||w||_2, rounded up by 8 ulps
     extra = extra + sign * r * jnp.sqrt(jnp.sum(w * w, axis=1)) * (1.0 + (n + 8.0) * _EPS)
     bad = _broken(c, p, extra)
     if which == "pess":
@@ -478,7 +481,7 @@ def delta_at(c: Composed, eps, which="pess"):
     return jnp.where(bad, 0.0, jnp.clip(core + extra, 0.0, 1.0))
 
 
-def epsilon_at(c: Composed, delta, which="pess"):
+def epsilon_at(c: Composed, delta, which="pess", roundoff=True):
     """The smallest eps >= 0 with delta(eps) <= delta (array (m,)), exact for the discrete PLD between grid
     points, rounded toward the safe side.
 
@@ -501,7 +504,7 @@ def epsilon_at(c: Composed, delta, which="pess"):
     p = c.pess if which == "pess" else c.opt
     n = p.shape[0]
     h = c.h
-    sign, r = _roundoff_weight(c, which)
+    sign, r = _roundoff_weight(c, which, roundoff)
     # the error terms at each grid point k: the fixed ones and the round-off r W_k (W_{-1} = W_0 + r: the
     # weights' norm at l_0 - h, bounded by the triangle inequality); at k = n they are the fixed ones
     # weights at every k on the pessimistic side, where they keep d_k non-increasing; the optimistic side

@@ -20,7 +20,7 @@ from .. import _validate as V
 from ..calibrate import invert_monotone_host
 from ..numerics import x64_scope
 from ..status import Status
-from ._grid import check_grid_size, flat_padded, unpad
+from ._grid import DEFAULT_GRID_SIZE, check_grid_size, flat_padded, unpad
 from ._queries import eps_batch
 from ._results import SIGMA_RANGE, PldDelta, PldEpsilon, answer, auto_check, check_parameter, never_looks
 
@@ -48,8 +48,8 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, grid_size=None) -> PldEpsilon:
     ``delta``, from its privacy-loss distribution: tight up to the grid's resolution and never below the
     true eps (connect-the-dots, Doroshenko et al. 2022; FFT composition with tails and round-off counted,
     see :mod:`amplify_jax.pld._compose`).  Broadcasts over all four.  ``grid_size``: None (the default), the
-    automatic grid: every point on ``DEFAULT_GRID_SIZE`` points at its window's step and at 2 and 4 times it
-    (one compiled program), Richardson's estimate of the error from the changes, and where it exceeds
+    automatic grid: every point on ``DEFAULT_GRID_SIZE`` points at its window's step and at twice it (one
+    compiled program), an estimate of the error a finer grid removes (``_results.grid_error``), and where it exceeds
     ``AUTO_RTOL`` (7e-4 relative) the point again on ``AUTO_MAX_GRID_SIZE`` points (issue 13: within 1e-3 of
     dp_accounting's PLD at 167 of 168 random points with eps >= 0.01, against 143 on the default grid
     alone; benchmarks/pld_vs_dp_accounting.py); or a power of
@@ -124,7 +124,9 @@ def _refine_calibration(sig, ach, st, flat, idle, m, shape, lo, rtol):
     ok = (st == int(Status.OK)) & ~idle
     if not ok.any():
         return sig, ach, st
-    sizes, _, _ = auto_check(eps_batch, "gaussian", (jnp.asarray(sig), bq, bt, bd), ach, ach, m, shape)
+    flat_s = (jnp.asarray(sig), bq, bt, bd)
+    first = eps_batch(*flat_s, "gaussian", DEFAULT_GRID_SIZE)
+    sizes, _, _ = auto_check(eps_batch, "gaussian", flat_s, first, m, shape)
     sizes = np.where(ok, sizes, 0)
     for size in np.unique(sizes[sizes > 0]):
         idx = np.flatnonzero(sizes == size)

@@ -13,10 +13,10 @@ __all__ = ["DEFAULT_GRID_SIZE", "MAX_GRID_SIZE", "MEMORY_LIMIT", "AUTO_MAX_GRID_
 #: grid, which the automatic grid finds (benchmarks/pld_vs_dp_accounting.py).
 DEFAULT_GRID_SIZE = 1 << 14
 #: The automatic grid (``grid_size=None``): every point is answered on DEFAULT_GRID_SIZE points at the
-#: window's step h and, by the same compiled program, at 2h (and at 4h where the change is larger than
-#: AUTO_RTOL); from the changes, Richardson's estimate of the error left at h (order p in [1, 2]: first order
-#: where the round-off estimate dominates, second where the connect-the-dots grid does).  A point whose
-#: estimate exceeds AUTO_RTOL (relative) is answered again on a grid of AUTO_MAX_GRID_SIZE points.
+#: window's step h and, by the same compiled program, at 2h; from the two, an estimate of the error that a
+#: finer grid removes (``_results.grid_error``: Richardson on the values without the round-off term, and
+#: the part of the round-off term a finer grid shrinks).  A point whose estimate exceeds AUTO_RTOL (relative)
+#: is answered again on a grid of AUTO_MAX_GRID_SIZE points.
 #: AUTO_RTOL = 7e-4 keeps the answer within ~7e-4 of the truth, so within 1e-3 of dp_accounting's (itself
 #: above the truth) where the estimate holds (benchmarks/pld_vs_dp_accounting.py).
 AUTO_RTOL = 7e-4

@@ -85,7 +85,8 @@ def _eps_point(kind, a, q, steps, delta, coarsen, n):
     cs = _composed(kind, a, q, steps, _eps_log_tail(delta), n, coarsen)
     up = jnp.max(jnp.stack([epsilon_at(c, d)[0] for c in cs]))
     lo = jnp.max(jnp.stack([epsilon_at(c, d, "opt")[0] for c in cs]))
-    return up, jnp.minimum(lo, up)
+    bare = jnp.max(jnp.stack([epsilon_at(c, d, roundoff=False)[0] for c in cs]))
+    return up, jnp.minimum(lo, up), jnp.minimum(bare, up)
 
 
 def _delta_point(kind, a, q, steps, eps, coarsen, n):
@@ -93,7 +94,8 @@ def _delta_point(kind, a, q, steps, eps, coarsen, n):
     cs = _composed(kind, a, q, steps, jnp.log(DELTA_QUERY_TAIL), n, coarsen)
     up = jnp.max(jnp.stack([delta_at(c, e)[0] for c in cs]))
     lo = jnp.max(jnp.stack([delta_at(c, e, "opt")[0] for c in cs]))
-    return up, jnp.minimum(lo, up)
+    bare = jnp.max(jnp.stack([delta_at(c, e, roundoff=False)[0] for c in cs]))
+    return up, jnp.minimum(lo, up), jnp.minimum(bare, up)
 
 
 @float64_jit(static_argnames=("kind", "n"))
@@ -111,18 +113,19 @@ def _slabs(kernel, arrays, kind, n):
     size = arrays[0].shape[0]
     step = 1 if size == 1 else CHUNK
     outs = [kernel(*(x[i:i + step] for x in arrays), kind, n) for i in range(0, size, step)]
-    return tuple(jnp.concatenate([o[j] for o in outs]) for j in range(2))
+    return tuple(jnp.concatenate([o[j] for o in outs]) for j in range(len(outs[0])))
 
 
 def eps_batch(a, q, steps, delta, kind, n, coarsen=1.0):
-    """(eps, eps_lower) per point of flat arrays (a, q, steps, delta), whose length is 1 or a multiple of
-    CHUNK (``_grid.flat_padded``); compiled once per (kind, n) and slab size.  ``coarsen`` (a value, >= 1;
-    scalar or per point) multiplies each point's grid step (``_compose.compose``)."""
+    """(eps, eps_lower, eps_bare) per point of flat arrays (a, q, steps, delta), whose length is 1 or a
+    multiple of CHUNK (``_grid.flat_padded``); compiled once per (kind, n) and slab size.  ``coarsen`` (a
+    value, >= 1; scalar or per point) multiplies each point's grid step (``_compose.compose``).  eps_bare is
+    eps without the FFT round-off term (not a bound; the automatic grid's error estimate uses it)."""
     c = jnp.broadcast_to(jnp.asarray(coarsen, dtype=jnp.float64), jnp.shape(a))
     return _slabs(_eps_slab, (a, q, steps, delta, c), kind, n)
 
 
 def delta_batch(a, q, steps, eps, kind, n, coarsen=1.0):
-    """(delta, delta_lower) per point of flat arrays (a, q, steps, eps) (see :func:`eps_batch`)."""
+    """(delta, delta_lower, delta_bare) per point of flat arrays (a, q, steps, eps) (see :func:`eps_batch`)."""
     c = jnp.broadcast_to(jnp.asarray(coarsen, dtype=jnp.float64), jnp.shape(a))
     return _slabs(_delta_slab, (a, q, steps, eps, c), kind, n)

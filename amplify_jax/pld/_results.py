@@ -19,7 +19,7 @@ from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, auto_refined_s
 from ._queries import delta_batch, eps_batch
 
 __all__ = ["PldEpsilon", "PldDelta", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE", "check_parameter", "status_of",
-           "answer", "auto_check", "never_looks"]
+           "answer", "auto_check", "grid_error", "never_looks"]
 
 #: Noise multipliers the PLD route accepts (the loss range is ~1 / (2 sigma^2): below 0.05 it leaves float64).
 SIGMA_RANGE = (0.05, 1e4)
@@ -73,9 +73,9 @@ def answer(query: str, kind: str, shape: tuple, grid_size, a, q, steps, x):
 
     ``grid_size``: a power of two (every point on that grid, ``check_grid_size``), or None, the automatic
     grid (issue 13's tightness, ``_grid.AUTO_RTOL``): every point on DEFAULT_GRID_SIZE points at its window's
-    step h and at 2h (4h too where the change is large), then the points whose estimated error exceeds
-    AUTO_RTOL again on the finer grid ``auto_refined_size`` gives.  Each point answers the least of its upper
-    values and the largest of its lower values: each is a bound of the truth, so their intersection is too."""
+    step h and at 2h (``auto_check``), then the points whose estimated error exceeds AUTO_RTOL again on
+    AUTO_MAX_GRID_SIZE points.  Each point answers the least of its upper values and the largest of its
+    lower values: each is a bound of the truth, so their intersection is too."""
     batch, result = (eps_batch, PldEpsilon) if query == "epsilon" else (delta_batch, PldDelta)
     # q = 0 (the mechanism never looks at the data) or no step: both output laws are the same, so eps = 0 at
     # every delta and delta = 0 at every eps >= 0, exactly (the grid answered +inf, status error, or 1)
@@ -86,54 +86,45 @@ def answer(query: str, kind: str, shape: tuple, grid_size, a, q, steps, x):
     n = check_grid_size(grid_size, shape)
     with x64_scope():
         flat, m = flat_padded(shape, a, q, steps, x)
-        up, lo = (np.array(v, dtype=np.float64) for v in batch(*flat, kind, n))
+        first = [np.array(v, dtype=np.float64) for v in batch(*flat, kind, n)]
+        up, lo = first[:2]
         if grid_size is None:
-            up, lo = _refined(batch, kind, flat, up, lo, m, shape)
+            rtol = AUTO_RTOL if query == "epsilon" else AUTO_RTOL_DELTA
+            sizes, up, lo = auto_check(batch, kind, flat, first, m, shape, rtol)
+            for size in np.unique(sizes[sizes > 0]):
+                idx = np.flatnonzero(sizes == size)
+                sub, _ = flat_padded((idx.size,), *(v[idx] for v in flat))
+                u, l = (np.asarray(v, dtype=np.float64)[:idx.size] for v in batch(*sub, kind, int(size))[:2])
+                up[idx], lo[idx] = np.minimum(up[idx], u), np.maximum(lo[idx], l)
         up, lo = unpad(up, m, shape), unpad(lo, m, shape)
         up, lo = np.where(idle, 0.0, up), np.where(idle, 0.0, lo)
         return result(up, lo, status_of(up))
 
 
-def _refined(batch, kind, flat, up, lo, m, shape):
-    """The automatic grid's check and second pass (see :func:`answer` and ``_grid.AUTO_RTOL``) on the flat,
-    padded batch whose values on the default grid are (up, lo)."""
-    rtol = AUTO_RTOL if batch is eps_batch else AUTO_RTOL_DELTA
-    sizes, up, lo = auto_check(batch, kind, flat, up, lo, m, shape, rtol)
-    for size in np.unique(sizes[sizes > 0]):
-        idx = np.flatnonzero(sizes == size)
-        sub, _ = flat_padded((idx.size,), *(x[idx] for x in flat))
-        u, l = (np.asarray(v, dtype=np.float64)[:idx.size] for v in batch(*sub, kind, int(size)))
-        up[idx], lo[idx] = np.minimum(up[idx], u), np.maximum(lo[idx], l)
-    return up, lo
-
-
-def auto_check(batch, kind, flat, up, lo, m, shape, rtol=AUTO_RTOL):
-    """The automatic grid's check: (sizes, up, lo) for the flat, padded batch ``flat`` (of which the first
-    ``m`` points are real) whose values on DEFAULT_GRID_SIZE points are (up, lo).  The same compiled kernel
-    answers at twice the step (and four times where the change exceeds ``rtol``); ``sizes`` is each point's
-    finer grid (0: none needed, ``_grid.auto_refined_size``), (up, lo) the least upper and largest lower
-    values of the passes."""
-    n = DEFAULT_GRID_SIZE
-    up, lo = np.array(up, dtype=np.float64), np.array(lo, dtype=np.float64)
-    u1 = up.copy()
-    u2, l2 = (np.asarray(v, dtype=np.float64) for v in batch(*flat, kind, n, 2.0))
-    up, lo = np.minimum(up, u2), np.maximum(lo, l2)
+def grid_error(u1, b1, u2, b2):
+    """The automatic grid's estimate of the error of the upper value u1 (step h) that a finer grid removes,
+    from the values without the round-off term, b1 (step h) and b2 (step 2h), and u1's round-off term u1 - b1:
+    the grid's own error, (b2 - b1) / 3 (Richardson at second order: connect-the-dots' error is O(h^2),
+    4 times as large at 2h; measured ratios 3.1-4.1 on DP-SGD at 10^4 steps), plus the part of the round-off
+    term that a grid 8 times finer removes, 1 - 8^-1/2 of it (it shrinks about as sqrt(h): with ||p||_2, the
+    one step's masses' l2 norm; measured h^0.45).  +inf where any value is not finite."""
     with np.errstate(invalid="ignore", over="ignore"):
-        change = u2 - u1
-        err = np.abs(change)  # first order: the error left at h is at most the change from 2h
-        check = ~(np.isfinite(err) & np.isfinite(u1) & (err <= rtol * np.abs(u1)))
-    check[m:] = False  # the padding
-    if check.any():  # the order from a third grid, 4h, where the first-order bound is not enough
-        idx = np.flatnonzero(check)
-        sub, _ = flat_padded((idx.size,), *(x[idx] for x in flat))
-        u4, l4 = (np.asarray(v, dtype=np.float64)[:idx.size] for v in batch(*sub, kind, n, 4.0))
-        up[idx], lo[idx] = np.minimum(up[idx], u4), np.maximum(lo[idx], l4)
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            rho = np.clip(np.nan_to_num((u4 - u2[idx]) / change[idx], nan=2.0, posinf=4.0, neginf=2.0), 2.0, 4.0)
-            err[idx] = np.where(change[idx] > 0, change[idx] / (rho - 1.0), err[idx])
-    sizes = auto_refined_size(err, u1, shape, rtol)
-    sizes[m:] = 0
-    return sizes, up, lo
+        err = np.abs(b2 - b1) / 3.0 + (1.0 - 8.0 ** -0.5) * np.maximum(u1 - b1, 0.0)
+        ok = np.isfinite(u1) & np.isfinite(b1) & np.isfinite(u2) & np.isfinite(b2)
+    return np.where(ok, err, np.inf)
+
+
+def auto_check(batch, kind, flat, first, m, shape, rtol=AUTO_RTOL):
+    """The automatic grid's check: (sizes, up, lo) for the flat, padded batch ``flat`` (of which the first
+    ``m`` points are real) whose values on DEFAULT_GRID_SIZE points are ``first`` = (up, lo, bare).  The same
+    compiled kernel answers at twice the step; ``sizes`` is each point's finer grid where
+    :func:`grid_error` exceeds ``rtol`` (0: none needed, ``_grid.auto_refined_size``), (up, lo) the least
+    upper and largest lower values of the two passes."""
+    u1, l1, b1 = (np.array(v, dtype=np.float64) for v in first)
+    u2, l2, b2 = (np.asarray(v, dtype=np.float64) for v in batch(*flat, kind, DEFAULT_GRID_SIZE, 2.0))
+    sizes = auto_refined_size(grid_error(u1, b1, u2, b2), u1, shape, rtol)
+    sizes[m:] = 0  # the padding
+    return sizes, np.minimum(u1, u2), np.maximum(l1, l2)
 
 
 def never_looks(shape, q, steps):
