@@ -74,6 +74,23 @@ def test_bennett_phi_is_accurate_where_the_direct_form_cancels():
     assert abs(((1 + u) * np.log1p(u) - u) / (u * u / 2 - u**3 / 6) - 1) > 1e-7
 
 
+def test_log_comb_tables_above_1024_within_their_stated_error():
+    """Above order 1024 the log-binomial table is Loader's log_comb (numerics.log_comb_table), whose float64
+    error the integer-order RDP series allows as 64 eps (|log C| + alpha) (_subsampled_gaussian): checked
+    against mpmath where it is largest (k ~ 0.41 alpha, k near alpha) and at random k."""
+    rng = np.random.default_rng(0)
+    for a in (1025, 34344, 10**6):
+        ks = np.unique(np.concatenate([rng.integers(2, a, 40), [2, a // 2, int(0.414 * a), 14224 % a, a - 2, a - 1],
+                                       np.arange(int(0.41 * a), int(0.41 * a) + 30)]))
+        ks = ks[(ks >= 2) & (ks <= a)]
+        got = N.log_comb_table((a,), a)[0][ks - 2]
+        with mp.workdps(40):
+            lg = mp.loggamma(a + 1)
+            ref = np.array([float(lg - mp.loggamma(int(k) + 1) - mp.loggamma(a - int(k) + 1)) for k in ks])
+        eps = np.finfo(np.float64).eps
+        assert np.all(np.abs(got - ref) <= 64 * eps * (np.abs(ref) + a))
+
+
 def test_log_binom_pmf_edges():
     f = N.float64_jit(N.log_binom_pmf)
     assert float(f(0.0, 5.0, 0.0)) == 0.0
