@@ -3,8 +3,8 @@ dp_accounting's PLD accountant in the same run.
 
 Workload: eps for 1000 sigma in [0.5, 5] at q = 0.01, 10 000 steps, delta = 1e-5 (both neighbouring
 relations, pessimistic and optimistic values), first call (compilation included) and warm, with the default
-automatic grid (``grid_size=None``: the default grid at its step, 2 and 4 times it, and 2^17 points where
-the error estimate asks) and on the default grid alone (``grid_size=pld.DEFAULT_GRID_SIZE``, one pass); the
+automatic grid (``grid_size=None``: the default grid at its step and twice it, and 2^17 points where the
+error estimate asks) and on the default grid alone (``grid_size=pld.DEFAULT_GRID_SIZE``, one pass); the
 calibration of ``--cal-points`` targets (default 100) eps in [0.5, 8] at the same q, steps and delta.
 
 Anchor: dp_accounting's PLDAccountant at its defaults (value_discretization_interval 1e-4), a Python loop;
@@ -13,7 +13,7 @@ timed on ``--anchor-points`` sigmas spread over the range and extrapolated to 10
 
 Physical floor: a point needs 4 compositions (2 relations x 2 sides), each a real FFT and an inverse real FFT
 of the grid size; we time that bare pair of transforms on this machine (jnp.fft, batched as the kernel
-batches) and report measured / floor for the one-pass grid (the automatic grid makes 2-3 such passes, more
+batches) and report measured / floor for the one-pass grid (the automatic grid makes 2 such passes, more
 where it refines).
 
     python benchmarks/bench_pld.py [--anchor-points 8] [--anchor-targets 2] [--figure PATH]

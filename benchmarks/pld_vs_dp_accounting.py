@@ -4,8 +4,8 @@ DP-SGD settings, and against its own value on a much finer grid (issue 13's prec
 Points are drawn log-uniform (seed 0): q in [1e-4, 1], sigma in [0.5, 20], steps in [1, 1e5] (integers),
 delta in [1e-10, 1e-3].  Per point, three values of eps for the Poisson-subsampled Gaussian, both
 neighbouring relations (the worse answered):
-- ours with the default, automatic grid (``grid_size=None``: 2^14 points at the window's step, 2 and 4 times
-  it, and 2^17 points where Richardson's estimate of the error exceeds 7e-4): the upper value and the
+- ours with the default, automatic grid (``grid_size=None``: 2^14 points at the window's step and twice
+  it, and 2^17 points where the estimate of the error exceeds 7e-4): the upper value and the
   lower one;
 - ours on 2^14 points only (``grid_size=pld.DEFAULT_GRID_SIZE``, one pass);
 - ours on a grid of 2^18 points (``--fine``), the "much finer grid";

@@ -53,7 +53,7 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, grid_size=None) -> PldEpsilon:
     ``AUTO_RTOL`` (7e-4 relative) the point again on ``AUTO_MAX_GRID_SIZE`` points (issue 13: within 1e-3 of
     dp_accounting's PLD at 167 of 168 random points with eps >= 0.01, against 143 on the default grid
     alone; benchmarks/pld_vs_dp_accounting.py); or a power of
-    two, every point on that grid only (one pass: 2-3x faster, within ~0.06% of the truth at 10^4 steps,
+    two, every point on that grid only (one pass: ~2x faster, within ~0.06% of the truth at 10^4 steps,
     ~1% at 10^5 steps or delta ~1e-10).
 
     Returns (epsilon, epsilon_lower, status): epsilon is the sound value, epsilon_lower a lower bound of the
