@@ -624,11 +624,6 @@ def log_a_minus_one_fractional_auto(q, sigma, alpha):
 # Integer orders on a fixed grid: the finite binomial series with a static table of log-binomial coefficients
 
 
-def tmax_np_of(table_np):
-    """max_k |log C(alpha, k)| per row of a log-binomial table (-inf entries ignored)."""
-    return np.max(np.where(np.isfinite(table_np), np.abs(table_np), 0.0), axis=1)
-
-
 def log_a_minus_one_integer_grid(q, sigma, alpha, kmax):
     """log(A_alpha - 1) at the static integer orders ``alpha`` (a tuple, each <= kmax), for q, sigma broadcasting.
 
@@ -663,7 +658,8 @@ def log_a_minus_one_integer_grid(q, sigma, alpha, kmax):
     # magnitudes of its parts (log C(alpha, k) <= lgamma(alpha + 1) ... , k |log q|, |log expm1|, (alpha - k)
     # |log1p(-q)|, all largest at an end of k), and the sum of kmax + 1 exponentials adds (kmax + 1) ulps.
     a_col = jnp.asarray(a_np)
-    tmax = jnp.asarray(np.max(np.where(np.isfinite(table_np), np.abs(table_np), 0.0), axis=1))
+    tmax_np = np.max(np.where(np.isfinite(table_np), np.abs(table_np), 0.0), axis=1)
+    tmax = jnp.asarray(tmax_np)
     lq_abs = jnp.where(q > 0, jnp.abs(lq), 0.0)
     l1q_abs = jnp.where(q < 1, jnp.abs(jnp.log1p(-q)), 0.0)
     le_abs = jnp.maximum(jnp.abs(log_expm1(1.0 / (sigma * sigma))),
@@ -674,7 +670,7 @@ def log_a_minus_one_integer_grid(q, sigma, alpha, kmax):
     # log C is small (k near alpha); the campaign found log(A - 1) 1.4e-11 below the exact value there after
     # the 8-ulp allowance.  Bounded by 64 eps (|log C| + alpha) (tests/test_numerics.py checks it against
     # mpmath up to alpha = 1e6).
-    big = jnp.asarray(np.where(a_np > 1024.0, 64.0 * (tmax_np_of(table_np) + a_np), 0.0))
+    big = jnp.asarray(np.where(a_np > 1024.0, 64.0 * (tmax_np + a_np), 0.0))
     err = 8.0 * eps * (tmax + a_col * (lq_abs + l1q_abs) + le_abs + jnp.abs(m_safe[..., 0])) + (kmax + 4.0) * eps
     err = err + eps * big
     return jnp.where(jnp.isfinite(m[..., 0]), m_safe[..., 0] + jnp.log(s) + err, -jnp.inf)

@@ -34,8 +34,8 @@ import numpy as np
 
 from ..numerics import float64_jit, x64_scope
 from ._compose import compose, delta_at, epsilon_at
-from ._results import PldDelta, PldEpsilon, grid_error, status_of
-from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, auto_refined_size, check_grid_size
+from ._results import PldDelta, PldEpsilon, auto_check, status_of
+from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, check_grid_size
 from ._mechanisms import RELATIONS
 from ._queries import DELTA_QUERY_TAIL, TAIL_FRACTION, event
 
@@ -225,12 +225,15 @@ class Accountant:
         asks)."""
         n = self._n
         with x64_scope():
-            u1, l1, b1 = (np.array(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, n))
+            first = [np.array(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, n)]
             if not self._auto:
-                return u1, l1
-            u2, l2, b2 = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 2.0, kinds, n))
-            up, lo = np.minimum(u1, u2), np.maximum(l1, l2)
-            size = int(np.max(auto_refined_size(grid_error(u1, b1, u2, b2), u1, (), rtol)))
+                return first[0], first[1]
+
+            def batch(a_, q_, c_, x_, kinds_, n_, coarsen=1.0):  # auto_check's calling convention
+                return kernel(a_, q_, c_, x_, coarsen, kinds_, n_)
+
+            sizes, up, lo = auto_check(batch, kinds, (a, q, c, x), first, x.size, (), rtol)
+            size = int(np.max(sizes))
             if size:
                 uf, lf, _ = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, size))
                 up, lo = np.minimum(up, uf), np.maximum(lo, lf)

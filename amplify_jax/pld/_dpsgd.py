@@ -125,7 +125,7 @@ def _refine_calibration(sig, ach, st, flat, idle, m, shape, lo, rtol):
     if not ok.any():
         return sig, ach, st
     flat_s = (jnp.asarray(sig), bq, bt, bd)
-    first = eps_batch(*flat_s, "gaussian", DEFAULT_GRID_SIZE)
+    first = _eps_batch(*flat_s, DEFAULT_GRID_SIZE)
     sizes, _, _ = auto_check(eps_batch, "gaussian", flat_s, first, m, shape)
     sizes = np.where(ok, sizes, 0)
     for size in np.unique(sizes[sizes > 0]):

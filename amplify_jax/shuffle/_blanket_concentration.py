@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..calibrate import invert_monotone_kernel
-from ..numerics import bennett_phi, float64_jit
+from ..numerics import float64_jit
 from . import _binomial as B
-from ._blanket_model import _BENNETT_EXPONENT_REL_ERROR, _EPS_CLIP, _EPS_FLOOR, _U, _inversion_result, _props, _search_hi
+from ._blanket_model import _EPS_CLIP, _EPS_FLOOR, _U, _inversion_result, _log_bennett, _props, _search_hi
 
 # ---------------------------------------------------------------------------------------------------------
 # The Lemma 2 sum with Hoeffding / Bennett (vectorised, window axis last)
@@ -53,10 +53,7 @@ def _log_concentration(method, k, eps, l_max, l_min, c):
     if method == "hoeffding":
         b = l_max - l_min
         return 2.0 * jnp.log(b) - jnp.log(4.0 * a) - 2.0 * k * (a / b) ** 2
-    bp = jnp.where(l_max > 0, l_max, 1.0)
-    beta = a * bp / c
-    expo = k * (c / (bp * bp)) * bennett_phi(beta)
-    return jnp.log(bp) - jnp.log(jnp.log1p(beta)) - expo + _BENNETT_EXPONENT_REL_ERROR * expo
+    return _log_bennett(k, a, jnp.where(l_max > 0, l_max, 1.0), c)
 
 
 def _window_log_error(lw, start, n, gamma, Wm):

@@ -21,9 +21,9 @@ import numpy as np
 
 from .._compat import renamed_params
 from ..calibrate import invert_monotone_kernel
-from ..numerics import bennett_phi, float64_jit, log_binom_pmf, x64_scope
+from ..numerics import float64_jit, log_binom_pmf, x64_scope
 from . import _binomial as B
-from ._blanket_model import _BENNETT_EXPONENT_REL_ERROR, DEFAULT_TAIL_SD, _EPS_CLIP, _EPS_FLOOR, _U, _inversion_result, _search_hi
+from ._blanket_model import DEFAULT_TAIL_SD, _EPS_CLIP, _EPS_FLOOR, _U, _inversion_result, _log_bennett, _search_hi
 
 # ---------------------------------------------------------------------------------------------------------
 # Exact evaluation for randomized response / the target randomizer
@@ -181,10 +181,8 @@ def _g_exact(K, eps, T, sigma, F, r0, nsteps, *, tail_sd):
     # Where K was capped, g(kcap) >= g(K); the corrected Bennett bound at the true K is an upper bound too.
     c2nd = sigma * (2.0 - sigma) * em1 * em1 + ts * (1.0 - sigma) * (1.0 + ee * ee)
     ok = (b_plus > 0) & (em1 > 0)
-    beta = jnp.where(ok, em1 * b_plus / c2nd, 1.0)
-    bp = jnp.where(ok, b_plus, 1.0)
-    expo = K * (c2nd / (bp * bp)) * bennett_phi(beta)
-    ben = jnp.exp(jnp.log(bp) - jnp.log(jnp.log1p(beta)) - expo * (1.0 - _BENNETT_EXPONENT_REL_ERROR) - jnp.log(K))
+    ben = jnp.exp(_log_bennett(K, jnp.where(ok, em1, 1.0), jnp.where(ok, b_plus, 1.0), jnp.where(ok, c2nd, 1.0))
+                  - jnp.log(K))
     g = jnp.where((K > kcap) & ok, jnp.minimum(g, ben), g)
     return g, covered
 
@@ -218,10 +216,7 @@ def _g_concentration(method, K, eps, T, sigma):
         c = sigma * (2.0 - sigma) * a * a + ts * (1.0 - sigma) * (1.0 + ee * ee)
         ok = (b_plus > 0) & (a > 0) & (c > 0)
         sbp, sc, sa = jnp.where(ok, b_plus, 1.0), jnp.where(ok, c, 1.0), jnp.where(ok, a, 1.0)
-        beta = sa * sbp / sc
-        l1p = jnp.log1p(beta)
-        expo = (K * sc / (sbp * sbp)) * bennett_phi(beta)
-        log_g = jnp.log(sbp) - jnp.log(l1p) - expo * (1.0 - _BENNETT_EXPONENT_REL_ERROR) - jnp.log(K)
+        log_g = _log_bennett(K, sa, sbp, sc) - jnp.log(K)
         g = jnp.where(ok, jnp.exp(log_g), jnp.where(b_plus <= 0, 0.0, jnp.inf))
     return jnp.minimum(g * (1.0 + _REL_MARGIN), pos_mean)
 
