@@ -33,22 +33,25 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = "shuffle.fmt-closed-form"
 TIMEOUT_S = 120  # per request: a request still waiting then is an error
+TOKEN = ""  # the server's per-launch token, read from the URL it prints
 
 
 def _start_server():
     proc = subprocess.Popen([sys.executable, "-m", "amplify_jax.cli", "explore", "--port", "0", "--no-browser"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     line = proc.stdout.readline()
-    m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+    m = re.search(r"(http://127\.0\.0\.1:\d+/)\?token=([\w-]+)", line)  # the page's URL with its token
     if not m:
         proc.kill()
         raise SystemExit(f"the server did not start: {line!r} {proc.stderr.read()[:500]!r}")
+    global TOKEN
+    TOKEN = m.group(2)
     return proc, m.group(1)
 
 
 def _request(base: str, kind: str, rng: random.Random):
     if kind == "catalog":
-        req = urllib.request.Request(base + "api/catalog")
+        req = urllib.request.Request(base + "api/catalog", headers={"X-Amplify-Token": TOKEN})
     else:
         if kind == "curve":
             body = {"bound": BOUND, "x": "eps0", "lo": 0.1, "hi": 5.0, "points": 200,
@@ -63,7 +66,7 @@ def _request(base: str, kind: str, rng: random.Random):
                     "logx": True, "logy": True, "xlabel": "eps0", "ylabel": "ε"}
         path = {"curve": "api/curve", "solve": "api/solve", "render": "api/render"}[kind]
         req = urllib.request.Request(base + path, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", "X-Amplify-Token": TOKEN})
     t0 = time.perf_counter()
     try:
         with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:

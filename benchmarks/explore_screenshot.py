@@ -57,7 +57,7 @@ def main() -> None:
                                              args=["--no-sandbox", "--disable-dev-shm-usage"])
                 page = browser.new_page(viewport={"width": 1500, "height": 1000})
                 page.set_default_timeout(300_000)  # the clones bound's kernel compiles on its first curve
-                page.goto(server.url + "?" + urlencode(query))
+                page.goto(server.url + "?" + urlencode([("token", server.token)] + query))
                 page.wait_for_function("() => window.explorerShown.settled && window.explorerShown.drawn > 0")
                 page.locator("#solve").click()
                 page.wait_for_function("() => window.explorerShown.solved")

@@ -255,8 +255,9 @@ def _get(url, headers=None):
         return resp.status, resp.headers.get("Content-Type"), resp.read()
 
 
-def _post(url, body):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+def _post(url, body, token=None):
+    headers = {"Content-Type": "application/json", **({"X-Amplify-Token": token} if token else {})}
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=60) as resp:
             return resp.status, json.loads(resp.read())
@@ -269,32 +270,34 @@ def test_server_serves_the_page_and_json_on_loopback():
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        base = server.url
-        assert base.startswith("http://127.0.0.1:")
+        base, tok = server.url, server.token
+        assert base.startswith("http://127.0.0.1:") and server.page_url == f"{base}?token={tok}" and len(tok) >= 24
         status, ctype, page = _get(base)
         assert status == 200 and ctype.startswith("text/html") and b"/static/explore.js" in page
         status, ctype, js = _get(base + "static/explore.js")
         assert status == 200 and b"/api/curve" in js
-        status, ctype, body = _get(base + "api/catalog")
+        status, ctype, body = _get(base + "api/catalog?token=" + tok)
         cat = json.loads(body)
         assert ctype == "application/json" and cat["plotting"] in ("plotly", "matplotlib")
         assert len([b for g in cat["groups"] for b in g["bounds"]]) == len(bounds.list())
         req = {"bound": FMT, "x": "eps0", "x_values": [0.5, 1.0, 2.0], "params": {"n": 1e5, "delta": 1e-6}}
-        status, r = _post(base + "api/curve", req)
+        status, r = _post(base + "api/curve", req, tok)
         assert status == 200
         assert r["series"][0]["y"] == explore.request("curve", req)["series"][0]["y"]
-        status, r = _post(base + "api/curve", {**req, "params": {"n": 1e5, "delta": 2}})
+        status, r = _post(base + "api/curve", {**req, "params": {"n": 1e5, "delta": 2}}, tok)
         assert status == 400 and r == {"error": "Expected delta in (0, 1), got delta=2.0."}
-        status, r = _post(base + "api/solve", {"bound": FMT, "solve_for": "n", "target_epsilon": 1.0})
+        status, r = _post(base + "api/solve", {"bound": FMT, "solve_for": "n", "target_epsilon": 1.0}, tok)
         assert status == 200 and r["status"] == "ok"
         for path in ("static/../../pyproject.toml", "static/_api.py", "etc/passwd", "static/"):
             with pytest.raises(urllib.error.HTTPError) as err:
                 _get(base + path)
             assert err.value.code == 404
         with pytest.raises(urllib.error.HTTPError) as err:  # a page that rebinds its name to 127.0.0.1
-            _get(base + "api/catalog", headers={"Host": "attacker.example:80"})
+            _get(base + "api/catalog?token=" + tok, headers={"Host": "attacker.example:80"})
         assert err.value.code == 403
-        status, r = _post(base + "api/nothing", {})
+        status, r = _post(base + "api/curve", req)  # no token: refused (tests/test_explore_server_attacks.py)
+        assert status == 403 and "token" in r["error"]
+        status, r = _post(base + "api/nothing", {}, tok)
         assert status == 404 and "error" in r
     finally:
         server.shutdown()
@@ -496,13 +499,13 @@ def test_sweep_paths_only_from_the_command_line(sweep_store, tmp_path):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        _, _, body = _get(server.url + "api/catalog")
+        _, _, body = _get(server.url + "api/catalog", headers={"X-Amplify-Token": server.token})
         assert str(sweep_store) not in body.decode() and "results.zarr" not in body.decode()
         cat = json.loads(body)
         assert [s["id"] for s in cat["sweeps"]] == [0, 1] and cat["sweeps"][0]["name"] == "fmt"
-        status, r = _post(server.url + "api/sweep", {"store": 1, "x": "eps0", "y": "n"})
+        status, r = _post(server.url + "api/sweep", {"store": 1, "x": "eps0", "y": "n"}, server.token)
         assert status == 200 and len(r["series"]) == 3
-        status, r = _post(server.url + "api/sweep", {"store": str(sweep_store), "x": "eps0"})  # a path: refused
+        status, r = _post(server.url + "api/sweep", {"store": str(sweep_store), "x": "eps0"}, server.token)  # a path
         assert status == 400 and "store=" in r["error"]
     finally:
         server.shutdown()

@@ -80,7 +80,7 @@ def page(browser, server):
     pg.set_default_timeout(TIMEOUT_MS)
     errors = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    pg.base = server.url
+    pg.base = server.page_url  # "http://127.0.0.1:PORT/?token=...": the page sends the token on every API call
     yield pg
     pg.close()
     assert not errors, f"JavaScript errors in the page: {errors}"
@@ -100,7 +100,7 @@ def _settle(page, before: int) -> dict:
 
 
 def _open(page, query: str) -> dict:
-    page.goto(page.base + "?" + query)
+    page.goto(page.base + "&" + query)  # base: the page with this launch's token (server.page_url)
     return _settle(page, 0)
 
 

@@ -35,8 +35,11 @@ of at most :data:`MAX_GRAPH_USERS` = 1000 users given as specs (``ring:16``), ne
 no file of the machine but the sweep stores given to the server (``make_server(sweeps=[...])``, ``--sweep``),
 which the page names by index.
 
-The server (:func:`serve`, :func:`make_server`) is the standard library's ``ThreadingHTTPServer``: nothing to
-install, and enough for one local user.  It binds 127.0.0.1 unless told otherwise, serves its own three static
+The server (:func:`serve`, :func:`make_server`) is the standard library's ``HTTPServer`` on a fixed pool of
+threads: nothing to install, and enough for one local user.  It answers only Hosts that are loopback addresses
+or ``localhost`` and API calls carrying the launch's token (the URL it prints, ``server.page_url``), gives a
+request 10 s to arrive, refuses bodies over 2 MiB or nested over 32 deep, and answers every malformed request
+with a 4xx JSON line (``_server.py``).  It binds 127.0.0.1 unless told otherwise, serves its own three static
 files from a fixed table (no request path reaches the file system), runs one computation at a time (a lock; at
 most 32 requests wait, each at most 120 s, the others get 503 at once), answers bad input with 400 and one line,
 catches anything else at its boundary (500 and one line; the traceback goes to the server's stderr) and keeps

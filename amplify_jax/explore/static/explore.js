@@ -41,11 +41,15 @@ function num(text) {        // a typed number, or the text itself (the server na
   return Number.isFinite(v) ? v : t;
 }
 
+// This launch's token, from the page's own URL (amplify-jax explore prints it): sent with every API call.
+const TOKEN = new URLSearchParams(location.search).get("token") || "";
+
 async function call(path, body) {
   let r;
+  const headers = { "X-Amplify-Token": TOKEN };
   try {
-    r = await fetch(path, body === undefined ? {} : {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    r = await fetch(path, body === undefined ? { headers } : {
+      method: "POST", headers: { ...headers, "Content-Type": "application/json" }, body: JSON.stringify(body) });
   } catch (e) {
     return { error: "the explorer's server does not answer (stopped?)" };
   }
@@ -251,6 +255,7 @@ function showBound() {
 
 function syncURL() {
   const q = new URLSearchParams();
+  if (TOKEN) q.set("token", TOKEN);  // a reload keeps working
   q.set("bound", B.id); q.set("x", S.x);
   if (S.lo) q.set("lo", S.lo);
   if (S.hi) q.set("hi", S.hi);
@@ -676,7 +681,7 @@ function wireEvents() {
 async function main() {
   setStatus("loading the catalog…", true);
   CAT = await call("/api/catalog");
-  if (CAT.error) { setMessage(CAT.error); return; }
+  if (CAT.error) { setMessage(CAT.error); setStatus("", false); return; }
   if (CAT.plotting === "plotly") {
     await new Promise((resolve) => {
       const s = document.createElement("script");
