@@ -13,14 +13,17 @@
 
 Every numeric flag takes a number, a list ``1,3,8`` or a range ``start:stop:count`` (``0.5:5:1000``, linear;
 ``log:1e-3:1:50`` for a geometric range); several list-valued flags make a Cartesian grid (row-major in the
-order of the flags), and one result is printed per grid point.  With ``--json`` the output is one JSON
-object on stdout (lists even for one point).  Errors: one line on stderr, exit status 2.
+order of the flags), and one result is printed per grid point; a negative value may follow its flag
+(``--lo -3``, ``--x -inf``).  With ``--json`` the output is one JSON object on stdout (lists even for one point),
+strict JSON: a value that is not a finite number is the string "Infinity", "-Infinity" or "NaN", never a bare
+NaN or Infinity.  Errors: one line on stderr, exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -32,6 +35,34 @@ from ._grid import parse_values
 __all__ = ["main", "parse_values"]
 
 
+#: how ``--json`` writes a value that is not a finite number: strict JSON (RFC 8259) has no NaN or Infinity, so
+#: +inf, -inf and nan are written as the strings "Infinity", "-Infinity" and "NaN" (which Python's ``float`` and
+#: JavaScript's ``Number`` read back); every other number is a JSON number.
+JSON_NONFINITE = "strict JSON: a value that is not a finite number is the string \"Infinity\", \"-Infinity\" or \"NaN\""
+
+
+def _strict(obj):
+    """``obj`` with every non-finite float replaced by its string (see :data:`JSON_NONFINITE`)."""
+    if isinstance(obj, np.ndarray):
+        obj = obj.tolist()
+    elif isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        return "NaN" if math.isnan(obj) else "Infinity" if obj > 0 else "-Infinity"
+    if isinstance(obj, dict):
+        return {k: _strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_strict(v) for v in obj]
+    return obj
+
+
+def _dumps(obj, **kw) -> str:
+    """Strict JSON (never a bare NaN or Infinity): the one JSON writer of the command line."""
+    return json.dumps(_strict(obj), allow_nan=False, **kw)
+
+
 def _grid(named: dict):
     """Cartesian product of the named 1-D arrays -> dict of flat arrays (row-major in the given order)."""
     names = list(named)
@@ -41,7 +72,7 @@ def _grid(named: dict):
 
 def _emit(args, payload: dict, columns: dict):
     if args.json:
-        print(json.dumps({k: np.asarray(v).tolist() for k, v in payload.items()}))
+        print(_dumps({k: np.asarray(v).tolist() for k, v in payload.items()}))
         return
     names = list(columns)
     rows = zip(*[np.asarray(columns[n]).ravel() for n in names])
@@ -138,10 +169,11 @@ def cmd_rdp(args):
         curve = R.randomized_response_rdp(orders, eps0=grid["eps0"], k=grid.get("k", 2.0))
     from . import _validate as V
 
-    total = np.asarray(V.nonnegative("--steps", steps))[..., None] * np.asarray(curve)
+    with np.errstate(over="ignore"):  # steps x a huge RDP: +inf, written as such
+        total = np.asarray(V.nonnegative("--steps", steps))[..., None] * np.asarray(curve)
     total = total.reshape(-1, orders.size)
     if args.json:
-        print(json.dumps({"rdp": total.tolist(), "orders": orders.tolist()}))
+        print(_dumps({"rdp": total.tolist(), "orders": orders.tolist()}))
         return
     names = list(grid) + (["steps"] if np.ndim(steps) else [])
     cols = [np.broadcast_to(grid[n] if n in grid else steps, (total.shape[0],)) for n in names]
@@ -172,7 +204,7 @@ def cmd_calibrate(args):
                           rtol=args.rtol, **extra, **grid)
     sigma, status = np.asarray(res.sigma), np.asarray(res.status)
     if args.json:
-        print(json.dumps({"sigma": sigma.tolist(), "epsilon": np.asarray(res.epsilon).tolist(),
+        print(_dumps({"sigma": sigma.tolist(), "epsilon": np.asarray(res.epsilon).tolist(),
                           "status": [STATUS_NAMES[int(s)] for s in status]}))
         return
     cols = {"target_epsilon": _grid(_numeric(args, names))["target_epsilon"], "sigma": sigma,
@@ -260,7 +292,7 @@ def cmd_demo(args):
     def write_panels(tmp):
         rows = {k: {"title": t, "x_label": xl, "x": x.tolist(), "curves": {c: y.tolist() for c, y in cs.items()}}
                 for k, (t, xl, x, cs) in panels.items()}
-        Path(tmp).write_text(json.dumps(rows, indent=1))
+        Path(tmp).write_text(_dumps(rows, indent=1))
 
     atomic_write(out / "overview.json", write_panels)
     print(f"privacy curve of DP-SGD (q={q}, steps={steps}, delta={delta}) over {sigmas.size} noise levels:")
@@ -377,7 +409,7 @@ def _bound_parser(bound, *, invert: bool):
         p.add_argument("--hi", default=None, type=float)
         p.add_argument("--rtol", default=1e-6, type=float)
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="one JSON object on stdout, a list per key")
+    out.add_argument("--json", action="store_true", help=f"one JSON object on stdout, a list per key ({JSON_NONFINITE})")
     out.add_argument("--csv", action="store_true", help="CSV on stdout, one row per grid point")
     return p
 
@@ -410,7 +442,7 @@ def _print_result(ns, result, columns: dict):
         for k, v in columns.items():
             payload[k] = [v] if isinstance(v, str) else np.asarray(v).tolist()
         payload["status"] = status
-        print(json.dumps(payload))
+        print(_dumps(payload))
         return
     n = len(status)
     table = {}
@@ -451,7 +483,7 @@ def cmd_bounds(args):
 
     rows = bounds.list()
     if args.json:
-        print(json.dumps([{"id": b.id, "family": b.family, "answer": b.answer, "side": b.side, "paper": b.paper,
+        print(_dumps([{"id": b.id, "family": b.family, "answer": b.answer, "side": b.side, "paper": b.paper,
                            "theorem": b.theorem, "summary": b.summary, "solvable": list(b.solvable),
                            "params": [{"name": p.name, "domain": p.domain.describe(), "monotone": p.monotone,
                                        "doc": p.doc, "required": p.required} for p in b.params]}
@@ -501,7 +533,7 @@ def build_parser():
         sp.add_argument("--mechanism", default="poisson-gaussian", choices=sorted(MECH_FLAGS))
         _add_numeric(sp, "sigma", "q", "steps", "scale", "eps0", "k")
         sp.add_argument("--method", default="balle2020", choices=["balle2020", "mironov"])
-        sp.add_argument("--json", action="store_true", help="one JSON object on stdout")
+        sp.add_argument("--json", action="store_true", help=f"one JSON object on stdout ({JSON_NONFINITE})")
 
     def accountant(sp):
         sp.add_argument("--accountant", default="rdp", choices=["rdp", "pld"],
@@ -527,7 +559,7 @@ def build_parser():
     c.set_defaults(func=cmd_calibrate)
 
     b = sub.add_parser("bounds", help="list every registered bound (id, paper, theorem, parameters)")
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--json", action="store_true", help=f"one JSON list on stdout ({JSON_NONFINITE})")
     b.set_defaults(func=cmd_bounds)
 
     ev = sub.add_parser("evaluate", help="evaluate a registered bound: evaluate ID --PARAM VALUES ... [--json|--csv]",
@@ -577,8 +609,39 @@ def build_parser():
     return p
 
 
+def _negative_value(text: str) -> bool:
+    """Whether a word that starts with "-" is a value (a number, list or range: ``-inf``, ``-1e-3,2``, ``-3:5:10``),
+    which argparse would otherwise read as an option."""
+    if not text.startswith("-") or text.startswith("--"):
+        return False
+    try:
+        parse_values("value", text)
+    except ValueError:
+        return False
+    return True
+
+
+def join_negative_values(argv: list[str]) -> list[str]:
+    """``--flag -inf`` -> ``--flag=-inf`` (argparse reads a word starting with "-" as an option unless it is a
+    plain negative number like -3): every flag followed by a negative number, list or range, up to ``--``."""
+    out, i = [], 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            return out + list(argv[i:])
+        if (word.startswith("--") and "=" not in word and i + 1 < len(argv)
+                and _negative_value(argv[i + 1])):
+            out.append(f"{word}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out
+
+
 def main(argv=None) -> int:
     parser = build_parser()
+    argv = join_negative_values(list(sys.argv[1:] if argv is None else argv))
     try:
         args = parser.parse_args(argv)  # a usage error is one ValueError line too (_OneLineParser)
         enable_compilation_cache(min_compile_time_secs=0.2)

@@ -216,3 +216,75 @@ def test_bounds_listing_and_invert_command(run):
     out = run("invert", "dpsgd", "--solve-for", "delta", "--target-epsilon", "1", "--sigma", "1", "--q", "0.01",
               "--steps", "10")
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------------------------------------------------
+# strict JSON and negative values (issue 26, item 3): in this process, through cli.main
+
+
+def _strict_loads(text):
+    """json.loads that refuses the non-standard NaN, Infinity and -Infinity (as jq and browsers do)."""
+    def refuse(const):
+        raise ValueError(f"bare {const} in the JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _main(capsys, *argv):
+    from amplify_jax.cli import main
+
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_json_writes_non_finite_values_as_strings():
+    from amplify_jax.cli import _dumps
+
+    text = _dumps({"a": np.array([1.0, np.inf, -np.inf, np.nan]), "b": np.float64(np.inf), "c": [[np.nan]],
+                   "d": ("x", 2, 0.5)})
+    assert _strict_loads(text) == {"a": [1.0, "Infinity", "-Infinity", "NaN"], "b": "Infinity", "c": [["NaN"]],
+                                   "d": ["x", 2, 0.5]}
+    assert [float(v) for v in _strict_loads(text)["a"]][1:3] == [np.inf, -np.inf]  # Python reads them back
+
+
+def test_json_output_of_an_infinite_value_is_strict(capsys):
+    # Laplace's RDP at scale 1e-300 over 1e9 steps overflows to +inf
+    code, out, err = _main(capsys, "rdp", "--mechanism", "laplace", "--scale", "1e-300", "--orders", "2,1e6",
+                           "--steps", "1e9", "--json")
+    assert code == 0, err
+    assert "Infinity" in out and _strict_loads(out) == {"rdp": [["Infinity", "Infinity"]], "orders": [2.0, 1e6]}
+    assert "Warning" not in err
+
+
+@pytest.mark.parametrize("command", [["epsilon"], ["rdp"], ["calibrate"], ["bounds"],
+                                     ["evaluate", "shuffle.fmt-closed-form"], ["invert", "shuffle.fmt-closed-form"]])
+def test_json_help_says_how_non_finite_values_are_written(capsys, command):
+    from amplify_jax.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(command + ["--help"])
+    assert done.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert '"Infinity", "-Infinity" or "NaN"' in help_text, help_text
+
+
+def test_negative_values_may_follow_their_flag(capsys):
+    from amplify_jax.cli import join_negative_values
+
+    assert join_negative_values(["evaluate", "b", "--x", "-inf", "--lo", "-3", "--y", "-1e-3,2", "--z", "-3:5:10",
+                                 "--json"]) == ["evaluate", "b", "--x=-inf", "--lo=-3", "--y=-1e-3,2",
+                                                "--z=-3:5:10", "--json"]
+    for kept in (["--json", "-h"], ["--x", "--y"], ["--x=-1", "-2"], ["--", "--x", "-inf"], ["--x", "-", "1"]):
+        assert join_negative_values(kept) == kept
+    # the value reaches the validation, which names it (argparse used to say "expected one argument")
+    code, out, err = _main(capsys, "evaluate", "shuffle.fmt-closed-form", "--eps0", "-inf", "--n", "10", "--delta",
+                           "1e-6")
+    assert code == 2 and out == "" and "eps0=-inf" in err and len(err.strip().splitlines()) == 1, err
+    code, out, err = _main(capsys, "evaluate", "shuffle.fmt-closed-form", "--eps0", "-1e-3,2", "--n", "10",
+                           "--delta", "1e-6")
+    assert code == 2 and "eps0=-0.001" in err, err
+    code, out, err = _main(capsys, "invert", "shuffle.fmt-closed-form", "--solve-for", "n", "--target-epsilon",
+                           "0.5", "--eps0", "1", "--delta", "1e-6", "--lo", "-inf", "--hi", "100")
+    assert code == 2 and "lo=-inf" in err and "expected one argument" not in err, err
