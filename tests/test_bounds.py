@@ -292,3 +292,39 @@ def test_bad_input_is_one_line_exit_2(bound, name, value, capsys):
     with pytest.raises(ValueError, match=name):
         bounds.evaluate(bound.id, **{**bound.example, name: value if isinstance(
             bound.param(name).domain, (Choice, Graph)) else float(value)})
+
+
+# ----------------------------------------------------------------------------------------------------------
+# issue 26, item 4: the message of a bad solve_for, and lo > hi refused by every bound (no kernel runs)
+
+
+def _target(b):
+    return {"target_epsilon": 1.0} if b.answer == "epsilon" else {"target_delta": 1e-6}
+
+
+@pytest.mark.parametrize("b", [b for b in bounds.list() if b.solvable], ids=lambda b: b.id)
+def test_bad_solve_for_names_the_solvable_parameters(b):
+    params = dict(b.example)
+    with pytest.raises(ValueError) as err:
+        bounds.invert(b.id, solve_for="zzz", **_target(b), **params)
+    assert f"Expected solve_for in {list(b.solvable)}" in str(err.value) and "solve_for='zzz'" in str(err.value)
+    assert list(b.solvable)  # "in []" was bounds.list() shadowing the builtin
+
+
+@pytest.mark.parametrize("b", [b for b in bounds.list() if b.solvable], ids=lambda b: b.id)
+def test_lo_above_hi_is_refused_by_every_bound(b):
+    name = b.solvable[0]
+    lo, hi = b.param(name).search_range()
+    params = {k: v for k, v in b.example.items() if k != name}
+    for bad_lo, bad_hi in ((hi, lo), (lo, lo)):
+        with pytest.raises(ValueError, match=r"Expected lo < hi, got lo=") as err:
+            bounds.invert(b.id, solve_for=name, **_target(b), lo=bad_lo, hi=bad_hi, **params)
+        assert "np.float64" not in str(err.value)
+
+
+def test_secrdp_closed_form_refuses_lo_above_hi():
+    with pytest.raises(ValueError, match=r"Expected lo < hi, got lo=5.0, hi=1.0."):
+        bounds.invert("secrdp.closed-form", solve_for="eps1", target_epsilon=1.0, steps=10, delta=1e-6, lo=5, hi=1)
+    with pytest.raises(ValueError, match=r"lo=5.0, hi=1.0"):  # one bad element of a grid of ranges
+        bounds.invert("secrdp.closed-form", solve_for="eps1", target_epsilon=1.0, steps=10, delta=1e-6,
+                      lo=[0.1, 5.0], hi=1.0)

@@ -75,18 +75,33 @@ def bind(bound: Bound, params: dict, *, skip=()) -> tuple:
     return out, shape
 
 
+#: Batch sizes a bound's kernel is compiled for: a batch is padded (edge values) to the smallest that holds it,
+#: and batches larger than the last run in chunks of that size, so a kernel compiles at most len(BATCH_SIZES)
+#: programs whatever the grids it meets (powers of two compiled one program per power, and a new grid size
+#: beyond every earlier one a new program).  Small sizes first: a kernel that is costly per point (a Monte Carlo,
+#: a graph) does not pay for 256 points to answer one.
+BATCH_SIZES = (1, 8, 64, 256)
+
+
 class _Batch:
-    """A batch's numeric inputs flattened and padded with edge values to a bucket size (1, 8, 16, 32, ...), so
-    that a kernel compiles once per bucket, not once per grid shape; ``unpad`` restores the grid's shape."""
+    """A batch's numeric inputs flattened and padded with edge values to one of ``BATCH_SIZES`` or to whole
+    chunks of the largest, so that a kernel compiles once per size, not once per grid shape; ``unpad`` restores
+    the grid's shape."""
 
     def __init__(self, shape: tuple):
         self.shape = shape
         self.n = int(np.prod(shape, dtype=np.int64))
-        self.size = self.n if self.n <= 1 else max(8, 1 << (self.n - 1).bit_length())
+        top = BATCH_SIZES[-1]
+        self.chunk = next((b for b in BATCH_SIZES if self.n <= b), top)
+        self.size = self.chunk if self.n <= top else -(-self.n // top) * top
 
     def pad(self, a) -> np.ndarray:
         flat = np.broadcast_to(np.asarray(a, dtype=np.float64), self.shape).ravel()
         return np.pad(flat, (0, self.size - self.n), mode="edge") if self.size > self.n else flat
+
+    def slices(self):
+        """The chunks of the padded batch, each ``chunk`` points."""
+        return [slice(k, k + self.chunk) for k in range(0, self.size, self.chunk)]
 
     def unpad(self, a, trailing: tuple = (), dtype=None) -> np.ndarray:
         a = np.broadcast_to(np.asarray(a, dtype=dtype), (self.size,) + trailing)
@@ -95,6 +110,21 @@ class _Batch:
 
 def _padded(bound: Bound, vals: dict, batch: _Batch) -> dict:
     return {k: batch.pad(v) if bound.param(k).domain.numeric else v for k, v in vals.items()}
+
+
+def _in_chunks(batch: _Batch, run, arrays: dict) -> dict:
+    """``run(**chunk of arrays)`` -> dict of outputs, over the batch's chunks, concatenated (values that are not
+    arrays of the chunk's length, such as a scalar status, are broadcast to it first)."""
+    parts = []
+    for sl in batch.slices():
+        out = run(**{k: (v[sl] if isinstance(v, np.ndarray) and v.shape[:1] == (batch.size,) else v)
+                     for k, v in arrays.items()})
+        parts.append({k: np.broadcast_to(np.asarray(v), (batch.chunk,) + np.shape(v)[1:])
+                      if np.ndim(v) and np.shape(v)[0] == batch.chunk else np.broadcast_to(np.asarray(v), (batch.chunk,))
+                      for k, v in out.items()})
+    if len(parts) == 1:
+        return parts[0]
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def _outputs(bound: Bound, raw: dict, batch: _Batch, orders_len: int | None) -> dict:
@@ -127,7 +157,7 @@ def evaluate(id: str, /, **params) -> Result:  # noqa: A002
     if hosted is not None:
         return Result(bound, hosted.answer, hosted.outputs, vals)
     batch = _Batch(shape)
-    raw = bound.kernel(**_padded(bound, vals, batch))
+    raw = _in_chunks(batch, bound.kernel, _padded(bound, vals, batch))
     n_orders = vals["orders"].size if bound.answer == "rdp" else None
     return Result(bound, bound.answer, _outputs(bound, raw, batch, n_orders), vals)
 
@@ -171,6 +201,10 @@ def invert(id: str, /, *, solve_for: str, target_epsilon=None, target_delta=None
     rtol = float(rtol_)
     shape = V.broadcastable(**{tname: target}, **{k: v for k, v in vals.items() if bound.param(k).domain.numeric},
                             lo=lo_, hi=hi_)
+    lo_b, hi_b = np.broadcast_arrays(np.asarray(lo_, dtype=np.float64), np.asarray(hi_, dtype=np.float64))
+    if np.any(lo_b >= hi_b):  # every bound, its own solver or the generic search (secrdp.closed-form took lo > hi)
+        i = np.unravel_index(np.argmax(lo_b >= hi_b), lo_b.shape)
+        raise ValueError(f"Expected lo < hi, got lo={float(lo_b[i])!r}, hi={float(hi_b[i])!r}.")
     integer = isinstance(p.domain, Integer)
     # integers are searched on y = x - offset >= 1 (a domain may start at 0: no dummies); reals need lo > 0
     offset = float(np.min(lo_)) - 1.0 if integer else 0.0

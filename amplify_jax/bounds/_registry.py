@@ -142,8 +142,8 @@ class Bound:
             raise ValueError(f"Expected a bound that answers epsilon or delta for invert, got {self.id!r} "
                              "(an RDP curve).")
         if solve_for not in self.solvable:
-            raise ValueError(f"Expected solve_for in {list(self.solvable)} (the monotone parameters of {self.id}), "
-                             f"got solve_for={solve_for!r}.")
+            raise ValueError(f"Expected solve_for in {builtins.list(self.solvable)} (the monotone parameters of "
+                             f"{self.id}), got solve_for={solve_for!r}.")
         return "target_" + self.answer
 
     @property
