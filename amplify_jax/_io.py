@@ -1,13 +1,43 @@
-"""Atomic file writes: a reader (or a killed writer's successor) sees the old file or the whole new one."""
+"""Atomic file writes: a reader (or a killed writer's successor) sees the old file or the whole new one.
+
+The temporary file (``tempfile.mkstemp``: mode 0600) is given the mode an ordinary ``open`` would create, 0666
+less the process's umask, before the rename: outputs are readable by whom the user's umask says (a group on a
+shared cluster), not by the user alone.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+import threading
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "umask", "with_umask_mode"]
+
+_UMASK_LOCK = threading.Lock()
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (/proc/self/status, Linux >= 4.7);
+    elsewhere set and restored at once, under a lock."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            m = re.search(r"^Umask:\s*([0-7]+)$", f.read(), re.MULTILINE)
+        if m:
+            return int(m.group(1), 8)
+    except OSError:
+        pass
+    with _UMASK_LOCK:
+        old = os.umask(0o022)
+        os.umask(old)
+    return old
+
+
+def with_umask_mode(path) -> None:
+    """Give ``path`` the mode a newly created file gets from ``open``: 0o666 & ~umask."""
+    os.chmod(path, 0o666 & ~umask())
 
 
 def atomic_write(path, write: Callable[[str], None]) -> None:
@@ -18,6 +48,7 @@ def atomic_write(path, write: Callable[[str], None]) -> None:
     os.close(fd)
     try:
         write(tmp)
+        with_umask_mode(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -1,7 +1,7 @@
 """The ``amplify-jax`` command line.
 
     amplify-jax epsilon   --mechanism poisson-gaussian --sigma S --q Q --steps T --delta D [--json]
-    amplify-jax rdp       --mechanism poisson-gaussian --sigma S --q Q --orders 1.5,2,32 [--json]
+    amplify-jax rdp       --mechanism poisson-gaussian --sigma S --q Q --steps T --orders 1.5,2,32 [--json]
     amplify-jax calibrate --mechanism poisson-gaussian --target-epsilon 1,3,8 --q Q --steps T --delta D [--json]
     amplify-jax bounds    [--json]
     amplify-jax evaluate  ID --PARAM VALUES ... [--json | --csv]
@@ -102,10 +102,14 @@ def _mechanism_params(args):
     needed = MECH_FLAGS[args.mechanism]
     for flag in ("sigma", "q", "scale", "eps0", "k"):
         if getattr(args, flag, None) is not None and flag not in needed:
-            raise ValueError(f"Expected no --{flag} for --mechanism {args.mechanism} (it takes {', '.join(needed)}).")
+            raise ValueError(f"Expected no --{flag} for --mechanism {args.mechanism} (it takes "
+                             f"{', '.join('--' + n for n in needed)}).")
     for flag in needed:
-        if flag not in ("steps", "k") and getattr(args, flag, None) is None:
-            raise ValueError(f"Expected --{flag} for --mechanism {args.mechanism}.")
+        if getattr(args, flag, None) is None:
+            if flag == "k":  # binary randomized response unless told: the one default, shown in the table
+                args.k = "2"
+                continue
+            raise ValueError(f"Expected --{flag} for --mechanism {args.mechanism} ({MECH_HELP[flag][0]}).")
     return [f for f in needed]
 
 
@@ -127,6 +131,7 @@ def _check_registered(mechanism, values: dict):
 def cmd_epsilon(args):
     from .accountants import epsilon
 
+    _require(args, "steps", "delta")
     params = _mechanism_params(args)
     vals = _numeric(args, params + ["delta"])
     _check_registered(args.mechanism, vals)
@@ -151,6 +156,7 @@ def cmd_epsilon(args):
 def cmd_rdp(args):
     from . import rdp as R
 
+    _require(args, "steps", "orders")
     params = [p for p in _mechanism_params(args) if p != "steps"]
     from .bounds import Orders  # the registry's domain of orders (alpha in (1, 1e6])
 
@@ -158,7 +164,7 @@ def cmd_rdp(args):
     vals = _numeric(args, params + ["steps"])
     _check_registered(args.mechanism, vals)
     grid = _grid(vals)
-    steps = grid.pop("steps", np.array(1.0))
+    steps = grid.pop("steps")
     if args.mechanism == "poisson-gaussian":
         curve = R.poisson_subsampled_gaussian_rdp(orders, q=grid["q"], sigma=grid["sigma"])
     elif args.mechanism == "gaussian":
@@ -175,7 +181,7 @@ def cmd_rdp(args):
     if args.json:
         print(_dumps({"rdp": total.tolist(), "orders": orders.tolist()}))
         return
-    names = list(grid) + (["steps"] if np.ndim(steps) else [])
+    names = list(grid) + ["steps"]  # every parameter that produced the row
     cols = [np.broadcast_to(grid[n] if n in grid else steps, (total.shape[0],)) for n in names]
     print("  ".join(f"{n:>12}" for n in names) + "  " + "  ".join(f"{f'rdp@{o:g}':>14}" for o in orders))
     for i in range(total.shape[0]):
@@ -188,9 +194,12 @@ def cmd_calibrate(args):
 
     if args.mechanism not in ("poisson-gaussian", "gaussian"):
         raise ValueError(f"Expected --mechanism poisson-gaussian or gaussian for calibrate, got {args.mechanism!r}.")
+    _require(args, "target_epsilon", "steps", "delta")
     names = ["target_epsilon"] + (["q"] if args.mechanism == "poisson-gaussian" else []) + ["steps", "delta"]
+    if args.mechanism == "gaussian" and args.q is not None:
+        raise ValueError("Expected no --q for calibrate --mechanism gaussian (it takes --steps and --delta).")
     if args.mechanism == "poisson-gaussian" and args.q is None:
-        raise ValueError("Expected --q for --mechanism poisson-gaussian.")
+        raise ValueError(f"Expected --q for --mechanism poisson-gaussian ({MECH_HELP['q'][0]}).")
     _check_registered(args.mechanism, {k: v for k, v in _numeric(args, names).items() if k != "target_epsilon"})
     from .bounds import TARGET_DOMAINS  # the registry's inversions take the same targets
 
@@ -207,7 +216,7 @@ def cmd_calibrate(args):
         print(_dumps({"sigma": sigma.tolist(), "epsilon": np.asarray(res.epsilon).tolist(),
                           "status": [STATUS_NAMES[int(s)] for s in status]}))
         return
-    cols = {"target_epsilon": _grid(_numeric(args, names))["target_epsilon"], "sigma": sigma,
+    cols = {**_grid(_numeric(args, names)), "sigma": sigma,  # every input of each row, then the answer
             "epsilon": np.asarray(res.epsilon), "status": np.array([STATUS_NAMES[int(s)] for s in status])}
     _emit(args, {}, cols)
     if np.any(status == 1):
@@ -385,29 +394,59 @@ def cmd_explore(args):
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """A parser whose errors are one ValueError line (exit status 2 through main), not usage text."""
+    """A parser whose errors are one ValueError line (exit status 2 through main), not usage text; a flag's
+    help may say ``<domain>``, filled from the registry when the help is shown (not at every start)."""
 
     def error(self, message):
         raise ValueError(message)
+
+    def format_help(self):
+        for action in self._actions:
+            if action.help and "<domain>" in action.help:
+                action.help = action.help.replace("<domain>", _domains()[action.dest])
+        return super().format_help()
+
+
+def _underscored(text: str) -> str:
+    """A name as the registry spells it: ``sigma-cor`` and ``sigma_cor`` are the same name."""
+    return text.strip().replace("-", "_")
 
 
 def _bound_parser(bound, *, invert: bool):
     from .bounds import Choice, Graph, Orders
 
-    p = _OneLineParser(prog=f"amplify-jax {'invert' if invert else 'evaluate'} {bound.id}", add_help=True)
+    p = _OneLineParser(prog=f"amplify-jax {'invert' if invert else 'evaluate'} {bound.id}", add_help=True,
+                       description=f"{bound.summary} ({bound.paper}; {bound.theorem}). Answers {bound.answer}. "
+                                   "Numbers: a value, a list 1,3,8 or a range start:stop:count (log:start:stop:count "
+                                   "geometric); several lists make a grid. Flags may be written with - or _.")
     for prm in bound.params:
+        if invert and prm.name in bound.solvable:
+            need = "required unless it is --solve-for" if prm.required else f"default {prm.default}"
+        else:
+            need = "required" if prm.required else f"default {prm.default}"
         kind = ("a graph spec or file" if isinstance(prm.domain, Graph) else
-                "a choice" if isinstance(prm.domain, Choice) else
-                "a list of orders" if isinstance(prm.domain, Orders) else "values")
+                "a name (- or _ alike)" if isinstance(prm.domain, Choice) else
+                "a list of orders" if isinstance(prm.domain, Orders) else "a number, list or range")
         p.add_argument(prm.flag, dest=prm.name, default=None, metavar="X",
-                       help=f"{prm.doc} ({prm.domain.describe()}; {kind})")
+                       help=f"{prm.doc}: {prm.domain.describe()}; {kind}; {need}")
     if invert:
-        p.add_argument("--solve-for", dest="solve_for", required=True, choices=list(bound.solvable))
-        p.add_argument("--target-epsilon", dest="target_epsilon", default=None, metavar="X")
-        p.add_argument("--target-delta", dest="target_delta", default=None, metavar="X")
-        p.add_argument("--lo", default=None, type=float)
-        p.add_argument("--hi", default=None, type=float)
-        p.add_argument("--rtol", default=1e-6, type=float)
+        fixed = "delta" if bound.answer == "epsilon" else "epsilon"
+        p.add_argument("--solve-for", dest="solve_for", required=True, type=_underscored,
+                       choices=list(bound.solvable), metavar="PARAM",
+                       help=f"the parameter to solve for: one of {', '.join(bound.solvable)} (- or _ alike); required")
+        p.add_argument("--target-epsilon", dest="target_epsilon", default=None, metavar="X",
+                       help="the eps to meet, in nats (natural log), > 0; " + (
+                           "required" if bound.answer == "epsilon" else f"or give --{fixed} (the eps of the pair)"))
+        p.add_argument("--target-delta", dest="target_delta", default=None, metavar="X",
+                       help="the delta to meet, in (0, 1); " + (
+                           "required" if bound.answer == "delta" else f"or give --{fixed} (the delta of the pair)"))
+        p.add_argument("--lo", default=None, type=float, metavar="X",
+                       help="the low end of the search bracket, in the parameter's domain (default: its declared "
+                            "search range)")
+        p.add_argument("--hi", default=None, type=float, metavar="X",
+                       help="the high end of the search bracket, > --lo (default: its declared search range)")
+        p.add_argument("--rtol", default=1e-6, type=float, metavar="X",
+                       help="relative width of the final bracket, in [1e-15, 0.5] (default 1e-6)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help=f"one JSON object on stdout, a list per key ({JSON_NONFINITE})")
     out.add_argument("--csv", action="store_true", help="CSV on stdout, one row per grid point")
@@ -416,7 +455,7 @@ def _bound_parser(bound, *, invert: bool):
 
 def _bound_inputs(bound, ns, names):
     """Flags -> keyword arguments: numbers on a Cartesian grid (flat, row-major), others as given."""
-    from .bounds import Orders
+    from .bounds import Choice, Orders
 
     numeric, other = {}, {}
     for name in names:
@@ -428,6 +467,9 @@ def _bound_inputs(bound, ns, names):
             numeric[name] = parse_values("--" + name.replace("_", "-"), text)
         elif isinstance(dom, Orders):
             other[name] = parse_values("--orders", text)
+        elif isinstance(dom, Choice):  # a choice may be written with - or _ (closed-form, closed_form)
+            same = [c for c in dom.values if _underscored(c) == _underscored(text)]
+            other[name] = same[0] if same else text
         else:
             other[name] = text
     return _grid(numeric), other
@@ -470,12 +512,36 @@ def _print_result(ns, result, columns: dict):
     _emit(ns, {}, table)
 
 
-def _split_id(rest, command):
-    if not rest or rest[0].startswith("-"):
-        raise ValueError(f"Expected a bound id after '{command}' (see amplify-jax bounds), got {' '.join(rest)!r}.")
+def _split_id(args, command):
+    if args.id is None:
+        raise ValueError(f"Expected a bound id after '{command}' (see amplify-jax bounds), got "
+                         f"{' '.join(args.rest)!r}.")
     from . import bounds
 
-    return bounds.get(rest[0]), rest[1:]
+    return bounds.get(args.id), args.rest
+
+
+def _required_flags(bound, ns, names):
+    """A missing required parameter: the flag it is given by, in one line (before any computation)."""
+    for name in names:
+        prm = bound.param(name)
+        if prm.required and getattr(ns, name, None) is None:
+            raise ValueError(f"Expected {prm.flag} for {bound.id} ({prm.doc}: {prm.domain.describe()}).")
+
+
+def _as_flags(exc: ValueError, bound) -> ValueError:
+    """The Python API's message, with the parameters named by their flags (lo -> --lo, sigma_cor -> --sigma-cor)."""
+    import re
+
+    names = {p.name: p.flag for p in bound.params}
+    names.update(lo="--lo", hi="--hi", rtol="--rtol", solve_for="--solve-for", target_epsilon="--target-epsilon",
+                 target_delta="--target-delta")
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    words = "|".join(sorted(map(re.escape, names), key=len, reverse=True))
+    # a name before "=" (its value), the subject of "Expected NAME ...", and lo / hi wherever they stand
+    text = re.sub(r"(?<![\w\-'\"])(" + words + r")(?==)", lambda m: names[m.group(1)], text)
+    text = re.sub(r"(?<=^Expected )(" + words + r")(?=[\s,.;:)<>])", lambda m: names[m.group(1)], text)
+    return ValueError(re.sub(r"(?<![\w\-'\"])(lo|hi)(?=[\s,.;:)<>]|$)", lambda m: names[m.group(1)], text))
 
 
 def cmd_bounds(args):
@@ -500,39 +566,139 @@ def cmd_bounds(args):
 def cmd_evaluate(args):
     from . import bounds
 
-    bound, rest = _split_id(args.rest, "evaluate")
+    bound, rest = _split_id(args, "evaluate")
     ns = _bound_parser(bound, invert=False).parse_args(rest)
-    grid, other = _bound_inputs(bound, ns, [p.name for p in bound.params])
-    res = bounds.evaluate(bound.id, **grid, **other)
-    _print_result(ns, res, {**grid, **other, **{k: v for k, v in res.outputs.items() if k != "status"}})
+    _required_flags(bound, ns, [p.name for p in bound.params])
+    try:
+        grid, other = _bound_inputs(bound, ns, [p.name for p in bound.params])
+        res = bounds.evaluate(bound.id, **grid, **other)
+    except ValueError as exc:
+        raise _as_flags(exc, bound) from None
+    _print_result(ns, res, {**grid, **other, **_defaults(bound, res, grid, other),
+                            **{k: v for k, v in res.outputs.items() if k != "status"}})
 
 
 def cmd_invert(args):
     from . import bounds
 
-    bound, rest = _split_id(args.rest, "invert")
+    bound, rest = _split_id(args, "invert")
     ns = _bound_parser(bound, invert=True).parse_args(rest)
     names = [p.name for p in bound.params if p.name != ns.solve_for] + ["target_epsilon", "target_delta"]
     if getattr(ns, ns.solve_for, None) is not None:
         raise ValueError(f"Expected no {bound.param(ns.solve_for).flag}: it is the parameter solved for.")
-    grid, other = _bound_inputs(bound, ns, names)
-    res = bounds.invert(bound.id, solve_for=ns.solve_for, lo=ns.lo, hi=ns.hi, rtol=ns.rtol, **grid, **other)
-    _print_result(ns, res, {**grid, **other, **{k: v for k, v in res.outputs.items() if k != "status"}})
+    target, fixed = ("target_epsilon", "delta") if bound.answer == "epsilon" else ("target_delta", "epsilon")
+    if getattr(ns, target) is None:
+        raise ValueError(f"Expected --{target.replace('_', '-')} for {bound.id}, which answers {bound.answer}.")
+    declared = [p.name for p in bound.params]
+    if (fixed in declared and bound.param(fixed).required and getattr(ns, fixed, None) is None
+            and getattr(ns, "target_" + fixed) is None):
+        raise ValueError(f"Expected --{fixed} (or --target-{fixed}) for {bound.id}.")
+    _required_flags(bound, ns, [n for n in names if n in declared and n != fixed])
+    prm = bound.param(ns.solve_for)
+    for flag, v in (("--lo", ns.lo), ("--hi", ns.hi)):
+        if v is not None:
+            prm.domain.check(flag, v)
+    if ns.lo is not None and ns.hi is not None and not ns.lo < ns.hi:
+        raise ValueError(f"Expected --lo < --hi, got --lo {ns.lo:g} --hi {ns.hi:g}.")
+    try:
+        grid, other = _bound_inputs(bound, ns, names)
+        res = bounds.invert(bound.id, solve_for=ns.solve_for, lo=ns.lo, hi=ns.hi, rtol=ns.rtol, **grid, **other)
+    except ValueError as exc:
+        raise _as_flags(exc, bound) from None
+    _print_result(ns, res, {**grid, **other, **_defaults(bound, res, grid, other),
+                            **{k: v for k, v in res.outputs.items() if k != "status"}})
 
 
-def _add_numeric(p, *names):
+def _defaults(bound, res, grid, other) -> dict:
+    """The parameters not typed, at the values that produced the result (a default, or the fixed one of the
+    pair given as a target), so that each row shows every parameter behind it."""
+    out = {}
+    for name, v in res.params.items():
+        if name in grid or name in other or name not in [p.name for p in bound.params]:
+            continue
+        if isinstance(v, str) or (isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.ndim == 0):
+            out[name] = v if isinstance(v, str) else v.reshape(1)
+    return out
+
+
+def _domains() -> dict:
+    """Each mechanism flag's domain as the registry declares it (the bounds of the accounting layer)."""
+    from . import bounds
+    from .bounds import TARGET_DOMAINS, Orders
+    from .bounds import _accounting  # noqa: F401 - registers dpsgd, gaussian, laplace, randomized-response
+
+    dpsgd, laplace, rr = bounds.get("dpsgd"), bounds.get("laplace"), bounds.get("randomized-response")
+    out = {n: dpsgd.param(n).domain.describe() for n in ("sigma", "q", "steps", "delta")}
+    out.update(scale=laplace.param("scale").domain.describe(), eps0=rr.param("eps0").domain.describe(),
+               k=rr.param("k").domain.describe(), orders=Orders().describe(),
+               target_epsilon=TARGET_DOMAINS["target_epsilon"].describe())
+    return out
+
+
+#: flag -> (what it is, its unit): the help of the mechanism commands and their "missing" messages
+MECH_HELP = {
+    "sigma": ("the noise multiplier", "unitless: Gaussian noise std / L2 sensitivity"),
+    "q": ("the Poisson sampling rate", "a probability per step"),
+    "steps": ("the number of steps (compositions)", "a count"),
+    "scale": ("the Laplace scale", "unitless: scale b / L1 sensitivity"),
+    "eps0": ("the local eps of one randomized response", "nats"),
+    "k": ("the number of categories of randomized response", "a count"),
+    "delta": ("the delta of the (eps, delta)-DP answer", "a probability"),
+    "target_epsilon": ("the eps to meet", "nats, natural log"),
+    "orders": ("the Rényi orders alpha", "unitless"),
+}
+VALUES = "a number, a list 1,3,8 or a range start:stop:count (log:start:stop:count geometric)"
+
+
+def _add_numeric(p, *names, need=None):
     for n in names:
-        p.add_argument("--" + n.replace("_", "-"), dest=n, default=None, metavar="X")
+        what, unit = MECH_HELP[n]
+        where = need(n) if need else "required, no default"
+        p.add_argument("--" + n.replace("_", "-"), dest=n, default=None, metavar="X",
+                       help=f"{what} ({unit}): <domain>; {VALUES}; {where}")
+
+
+def _require(args, *names):
+    """The flags a command cannot answer without (no default: a forgotten --steps must not count one step),
+    checked after parsing so that an unknown flag is named first; one line naming the first one missing."""
+    for n in names:
+        if getattr(args, n, None) is None:
+            what, unit = MECH_HELP[n]
+            raise ValueError(f"Expected --{n.replace('_', '-')} for {args.command}: {what} ({unit}); it has no "
+                             f"default (amplify-jax {args.command} --help).")
+
+
+def _dashed(text: str) -> str:
+    """A mechanism's name, written with - or _: ``poisson_gaussian`` is ``poisson-gaussian``."""
+    return text.strip().replace("_", "-")
 
 
 def build_parser():
-    p = _OneLineParser(prog="amplify-jax", description="Differential-privacy amplification bounds, in JAX.")
+    from . import __version__
+
+    p = _OneLineParser(prog="amplify-jax", description="Differential-privacy amplification bounds, in JAX. "
+                       "Every flag may be written with - or _; a negative value may follow its flag (--lo -3).")
+    p.add_argument("--version", action="version", version=f"amplify-jax {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def mech(sp):
-        sp.add_argument("--mechanism", default="poisson-gaussian", choices=sorted(MECH_FLAGS))
-        _add_numeric(sp, "sigma", "q", "steps", "scale", "eps0", "k")
-        sp.add_argument("--method", default="balle2020", choices=["balle2020", "mironov"])
+    def takes(n):
+        mechs = [m for m, flags in MECH_FLAGS.items() if n in flags]
+        if n == "k":
+            return "--mechanism randomized-response only; default 2 (binary)"
+        return f"required with --mechanism {' or '.join(mechs)}; no default"
+
+    def mech(sp, *, calibrate=False):
+        sp.add_argument("--mechanism", default="poisson-gaussian", type=_dashed, choices=sorted(MECH_FLAGS),
+                        help="the mechanism composed over --steps: poisson-gaussian (DP-SGD: Gaussian noise on a "
+                             "Poisson sample), gaussian, laplace, randomized-response (default poisson-gaussian)")
+        if calibrate:
+            _add_numeric(sp, "q", need=lambda n: "required with --mechanism poisson-gaussian; no default")
+        else:
+            _add_numeric(sp, "sigma", "q", "scale", "eps0", "k", need=takes)
+        _add_numeric(sp, "steps")
+        sp.add_argument("--method", default="balle2020", type=_dashed, choices=["balle2020", "mironov"],
+                        help="the RDP-to-(eps, delta) conversion: balle2020 (Balle et al. 2020, Thm 21; tighter; "
+                             "the default) or mironov (Mironov 2017, Prop. 3)")
         sp.add_argument("--json", action="store_true", help=f"one JSON object on stdout ({JSON_NONFINITE})")
 
     def accountant(sp):
@@ -540,22 +706,27 @@ def build_parser():
                         help="rdp: Rényi DP at the optimal order (default); pld: the tight privacy-loss "
                              "distribution (prints epsilon and its lower bound epsilon_lower)")
 
-    e = sub.add_parser("epsilon", help="eps at delta with the optimal order")
+    e = sub.add_parser("epsilon", help="eps at delta with the optimal order",
+                       description="eps of a mechanism composed over --steps, at --delta; one row per grid point.")
     mech(e)
     accountant(e)
     _add_numeric(e, "delta")
     e.set_defaults(func=cmd_epsilon)
 
-    r = sub.add_parser("rdp", help="the RDP curve at given orders")
+    r = sub.add_parser("rdp", help="the RDP curve at given orders",
+                       description="The Rényi-DP curve of a mechanism composed over --steps, at --orders.")
     mech(r)
-    r.add_argument("--orders", required=True)
+    _add_numeric(r, "orders")
     r.set_defaults(func=cmd_rdp)
 
-    c = sub.add_parser("calibrate", help="minimal sigma for target eps")
-    mech(c)
+    c = sub.add_parser("calibrate", help="minimal sigma for target eps",
+                       description="The smallest noise multiplier sigma whose eps at --delta over --steps is at "
+                                   "most --target-epsilon (the feasible end of the search, re-checked).")
+    mech(c, calibrate=True)
     accountant(c)
     _add_numeric(c, "target_epsilon", "delta")
-    c.add_argument("--rtol", type=float, default=1e-6)
+    c.add_argument("--rtol", type=float, default=1e-6, metavar="X",
+                   help="relative width of the final bracket in sigma, in [1e-15, 0.5] (default 1e-6)")
     c.set_defaults(func=cmd_calibrate)
 
     b = sub.add_parser("bounds", help="list every registered bound (id, paper, theorem, parameters)")
@@ -563,13 +734,20 @@ def build_parser():
     b.set_defaults(func=cmd_bounds)
 
     ev = sub.add_parser("evaluate", help="evaluate a registered bound: evaluate ID --PARAM VALUES ... [--json|--csv]",
-                        add_help=False)
-    ev.add_argument("rest", nargs=argparse.REMAINDER)
+                        description="Evaluate the registered bound ID (amplify-jax bounds lists them) at the "
+                                    "values of its flags; amplify-jax evaluate ID --help lists ID's flags, with "
+                                    "their domains and defaults.")
+    ev.add_argument("id", nargs="?", metavar="ID", help="a registered bound (amplify-jax bounds)")
+    ev.add_argument("rest", nargs=argparse.REMAINDER, metavar="--PARAM VALUES",
+                    help="the bound's parameters (amplify-jax evaluate ID --help), --json or --csv")
     ev.set_defaults(func=cmd_evaluate)
 
     iv = sub.add_parser("invert", help="solve a bound for a parameter: invert ID --solve-for P --target-epsilon X ...",
-                        add_help=False)
-    iv.add_argument("rest", nargs=argparse.REMAINDER)
+                        description="Solve the registered bound ID for one monotone parameter (--solve-for) at a "
+                                    "target eps or delta; amplify-jax invert ID --help lists ID's flags.")
+    iv.add_argument("id", nargs="?", metavar="ID", help="a registered bound (amplify-jax bounds)")
+    iv.add_argument("rest", nargs=argparse.REMAINDER, metavar="--PARAM VALUES",
+                    help="--solve-for PARAM, --target-epsilon or --target-delta, the other parameters, --lo, --hi")
     iv.set_defaults(func=cmd_invert)
 
     s = sub.add_parser("sweep", help="evaluate a grid from a TOML file (resumable)")
@@ -623,12 +801,16 @@ def _negative_value(text: str) -> bool:
 
 def join_negative_values(argv: list[str]) -> list[str]:
     """``--flag -inf`` -> ``--flag=-inf`` (argparse reads a word starting with "-" as an option unless it is a
-    plain negative number like -3): every flag followed by a negative number, list or range, up to ``--``."""
+    plain negative number like -3): every flag followed by a negative number, list or range, up to ``--``.
+    Flags are also spelled with dashes (``--target_epsilon`` -> ``--target-epsilon``): - and _ alike."""
     out, i = [], 0
     while i < len(argv):
         word = argv[i]
         if word == "--":
             return out + list(argv[i:])
+        if word.startswith("--"):
+            name, eq, value = word.partition("=")
+            word = name.replace("_", "-") + eq + value
         if (word.startswith("--") and "=" not in word and i + 1 < len(argv)
                 and _negative_value(argv[i + 1])):
             out.append(f"{word}={argv[i + 1]}")

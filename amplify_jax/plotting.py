@@ -43,6 +43,9 @@ def save(fig, path) -> Path:
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=130, bbox_inches="tight")
+        from ._io import with_umask_mode
+
+        with_umask_mode(tmp)  # mkstemp's 0600 -> what open() would give (0666 & ~umask)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

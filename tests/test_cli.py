@@ -49,7 +49,8 @@ def test_epsilon_table(run):
 
 
 def test_rdp_json(run):
-    out = run("rdp", "--mechanism", "poisson-gaussian", "--sigma", "1", "--q", "0.1", "--orders", "1.5,2,32", "--json")
+    out = run("rdp", "--mechanism", "poisson-gaussian", "--sigma", "1", "--q", "0.1", "--steps", "1", "--orders",
+              "1.5,2,32", "--json")
     assert out.returncode == 0, out.stderr
     rdp = json.loads(out.stdout)["rdp"]
     assert len(rdp) == 1 and len(rdp[0]) == 3
@@ -73,7 +74,7 @@ def test_calibrate_json(run):
         (["epsilon", "--sigma", "1", "--q", "1.5", "--steps", "10", "--delta", "1e-5"], "q=1.5"),
         (["epsilon", "--sigma", "1", "--q", "0.1", "--steps", "10", "--delta", "2"], "delta=2.0"),
         (["epsilon", "--sigma", "a:b", "--q", "0.1", "--steps", "10", "--delta", "1e-5"], "--sigma"),
-        (["rdp", "--sigma", "1", "--q", "0.1", "--orders", "0.5,2"], "orders=0.5"),
+        (["rdp", "--sigma", "1", "--q", "0.1", "--steps", "1", "--orders", "0.5,2"], "orders=0.5"),
     ],
 )
 def test_errors_one_line_nonzero(run, args, needle):
@@ -288,3 +289,170 @@ def test_negative_values_may_follow_their_flag(capsys):
     code, out, err = _main(capsys, "invert", "shuffle.fmt-closed-form", "--solve-for", "n", "--target-epsilon",
                            "0.5", "--eps0", "1", "--delta", "1e-6", "--lo", "-inf", "--hi", "100")
     assert code == 2 and "lo=-inf" in err and "expected one argument" not in err, err
+
+
+# ----------------------------------------------------------------------------------------------------------
+# a command line that cannot be misused (issue 27, item 1): in this process, no kernel runs
+
+#: every flag each mechanism command needs, as a user types them (valid values)
+MECH_COMMANDS = {
+    ("epsilon", "poisson-gaussian"): {"--sigma": "1.1", "--q": "0.01", "--steps": "100", "--delta": "1e-5"},
+    ("epsilon", "gaussian"): {"--sigma": "2", "--steps": "10", "--delta": "1e-5"},
+    ("epsilon", "laplace"): {"--scale": "2", "--steps": "10", "--delta": "1e-5"},
+    ("epsilon", "randomized-response"): {"--eps0": "1", "--steps": "10", "--delta": "1e-5"},
+    ("rdp", "poisson-gaussian"): {"--sigma": "1", "--q": "0.1", "--steps": "1", "--orders": "2,8"},
+    ("rdp", "gaussian"): {"--sigma": "2", "--steps": "1", "--orders": "2,8"},
+    ("rdp", "laplace"): {"--scale": "2", "--steps": "1", "--orders": "2,8"},
+    ("rdp", "randomized-response"): {"--eps0": "1", "--steps": "1", "--orders": "2,8"},
+    ("calibrate", "poisson-gaussian"): {"--target-epsilon": "1", "--q": "0.01", "--steps": "100", "--delta": "1e-5"},
+    ("calibrate", "gaussian"): {"--target-epsilon": "1", "--steps": "100", "--delta": "1e-5"},
+}
+
+
+def _flag_text(v):
+    return ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
+
+
+def _required_cases():
+    from amplify_jax import bounds
+
+    for (cmd, mech), flags in MECH_COMMANDS.items():
+        for flag in flags:
+            rest = [w for k, v in flags.items() if k != flag for w in (k, v)]
+            yield pytest.param([cmd, "--mechanism", mech, *rest], flag, id=f"{cmd}-{mech}-no{flag}")
+    for b in bounds.list():
+        flags = {b.param(k).flag: _flag_text(v) for k, v in b.example.items()}
+        for flag in [f for f in flags if next(p for p in b.params if p.flag == f).required]:
+            rest = [w for k, v in flags.items() if k != flag for w in (k, v)]
+            yield pytest.param(["evaluate", b.id, *rest], flag, id=f"evaluate-{b.id}-no{flag}")
+        if not b.solvable:
+            continue
+        solve = b.solvable[0]
+        target = "--target-epsilon" if b.answer == "epsilon" else "--target-delta"
+        inv = {"--solve-for": solve, target: "1" if b.answer == "epsilon" else "1e-6",
+               **{k: v for k, v in flags.items() if k != b.param(solve).flag}}
+        for flag in [f for f in inv if not f.startswith("--") or f in ("--solve-for", target)
+                     or next(p for p in b.params if p.flag == f).required]:
+            rest = [w for k, v in inv.items() if k != flag for w in (k, v)]
+            yield pytest.param(["invert", b.id, *rest], flag, id=f"invert-{b.id}-no{flag}")
+    yield pytest.param(["sweep"], "grid", id="sweep-nogrid")
+    yield pytest.param(["evaluate"], "bound id", id="evaluate-noid")
+    yield pytest.param(["invert"], "bound id", id="invert-noid")
+
+
+@pytest.mark.parametrize("argv, flag", list(_required_cases()))
+def test_every_required_flag_removed_is_one_line_naming_it(argv, flag, capsys):
+    """Each command with one required flag left out: exit 2, one line on stderr naming that flag, nothing on
+    stdout, no traceback (epsilon without --delta ended in KeyError; calibrate without a target said nan; a
+    missing --steps silently counted one step)."""
+    from amplify_jax.cli import main
+
+    capsys.readouterr()
+    code = main(argv)
+    out = capsys.readouterr()
+    lines = out.err.strip().splitlines()
+    assert code == 2 and out.out == "" and len(lines) == 1, (argv, code, out.err)
+    assert flag in lines[0] and "Traceback" not in out.err, (argv, lines)
+
+
+def test_no_default_for_steps_delta_or_target(capsys):
+    from amplify_jax.cli import main
+
+    for argv, flag in ((["calibrate", "--target-epsilon", "1", "--q", "0.01", "--delta", "1e-5"], "--steps"),
+                       (["epsilon", "--sigma", "1", "--q", "0.01", "--delta", "1e-5"], "--steps"),
+                       (["epsilon", "--sigma", "1", "--q", "0.01", "--steps", "10000"], "--delta"),
+                       (["calibrate", "--q", "0.01", "--steps", "100", "--delta", "1e-5"], "--target-epsilon"),
+                       (["rdp", "--sigma", "1", "--q", "0.1", "--orders", "2"], "--steps")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert flag in err and "nan" not in err and "KeyError" not in err, err
+
+
+@pytest.mark.parametrize("argv", [["evaluate", "--help"], ["invert", "--help"], ["epsilon", "--help"],
+                                  ["rdp", "--help"], ["calibrate", "--help"], ["evaluate", "dpsgd", "--help"],
+                                  ["invert", "secrdp.step", "-h"], ["--version"], ["--help"]])
+def test_help_on_every_command_and_version(argv, capsys):
+    from amplify_jax import __version__
+    from amplify_jax.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    out = capsys.readouterr()
+    assert done.value.code == 0 and out.err == "", out.err
+    if argv == ["--version"]:
+        assert out.out.strip() == f"amplify-jax {__version__}"
+
+
+def test_mechanism_flags_describe_unit_domain_and_default(capsys):
+    """Every flag of epsilon / rdp / calibrate has a help line with its unit, its domain (the registry's) and
+    whether it has a default."""
+    from amplify_jax.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices
+    for cmd in ("epsilon", "rdp", "calibrate"):
+        assert "<domain>" not in sub[cmd].format_help()  # the registry's domains, filled when help is shown
+        for action in sub[cmd]._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            text = action.help or ""
+            assert len(text) > 20, (cmd, action.option_strings)
+            if action.dest in ("sigma", "q", "steps", "scale", "eps0", "k", "delta", "target_epsilon", "orders"):
+                assert "(" in text and ":" in text, (cmd, action.dest, text)  # (unit): domain
+                assert "default" in text, (cmd, action.dest, text)  # "no default" or "default 2"
+    steps = next(a for a in sub["epsilon"]._actions if a.dest == "steps")
+    assert "integers 1..1e+09" in steps.help and "required, no default" in steps.help
+
+
+def test_names_with_dash_or_underscore(capsys):
+    from amplify_jax.cli import join_negative_values, main
+
+    assert join_negative_values(["--target_epsilon", "1", "--sigma_cor=-2", "--x_y", "-1"]) == \
+        ["--target-epsilon", "1", "--sigma-cor=-2", "--x-y=-1"]
+    base = ["invert", "secrdp.step", "--target-epsilon", "1", "--graph", "ring:8", "--sigma_unc", "1", "--clip",
+            "1", "--steps", "10", "--delta", "1e-5", "--adversary", "eavesdropper", "--lo", "5", "--hi", "1"]
+    for spelled in ("sigma-cor", "sigma_cor"):  # both reach the range check (no "invalid choice")
+        assert main(base + ["--solve-for", spelled]) == 2
+        err = capsys.readouterr().err
+        assert "Expected --lo < --hi, got --lo 5 --hi 1." in err, err
+    assert main(["epsilon", "--mechanism", "poisson_gaussian", "--sigma", "1", "--steps", "10", "--delta",
+                 "1e-5"]) == 2
+    assert "Expected --q for --mechanism poisson-gaussian" in capsys.readouterr().err
+
+
+def test_range_errors_name_the_flags(capsys):
+    from amplify_jax.cli import main
+
+    base = ["invert", "shuffle.fmt-closed-form", "--solve-for", "n", "--target-epsilon", "0.5", "--eps0", "1",
+            "--delta", "1e-6"]
+    for extra, needle in ((["--lo", "5", "--hi", "1"], "Expected --lo < --hi, got --lo 5 --hi 1."),
+                          (["--lo", "-inf"], "--lo=-inf"), (["--hi", "0.5"], "--hi=0.5"),
+                          (["--lo", "0"], "--lo=0")):
+        assert main(base + extra) == 2
+        err = capsys.readouterr().err
+        assert needle in err and "sigma_range" not in err, err
+    assert main(["invert", "dpsgd", "--accountant", "pld", "--solve-for", "sigma", "--target-epsilon", "1", "--q",
+                 "0.01", "--steps", "10", "--delta", "1e-5", "--lo", "0.01", "--hi", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "--lo=0.01" in err and "sigma_range" not in err, err
+
+
+def test_outputs_follow_the_umask(tmp_path):
+    import os
+
+    from amplify_jax._io import atomic_write, umask
+    from amplify_jax.plotting import figure, save
+
+    old = os.umask(0o027)
+    try:
+        assert umask() == 0o027
+        atomic_write(tmp_path / "a.csv", lambda t: open(t, "w").write("x\n"))
+        fig, _ = figure()
+        save(fig, tmp_path / "a.png")
+        os.umask(0o002)
+        atomic_write(tmp_path / "b.csv", lambda t: open(t, "w").write("x\n"))
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.csv").stat().st_mode & 0o777 == 0o640  # group reads, as the umask says (was 0600)
+    assert (tmp_path / "a.png").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "b.csv").stat().st_mode & 0o777 == 0o664

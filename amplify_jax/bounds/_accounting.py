@@ -40,6 +40,10 @@ def _dpsgd(sigma, q, steps, delta, accountant="rdp"):
 
 def _dpsgd_sigma(target, lo, hi, rtol, *, q, steps, delta, accountant="rdp"):
     lo_, hi_ = float(np.min(lo)), float(np.max(hi))
+    a, z = P.SIGMA_RANGE
+    if accountant == "pld" and not a <= lo_ < hi_ <= z:  # the PLD's own sigma range, named by invert's arguments
+        raise ValueError(f"Expected lo and hi in [{a:g}, {z:g}] with accountant='pld' (the sigma range of the PLD "
+                         f"accountant), got lo={lo_:g}, hi={hi_:g}.")
     cal = A.dpsgd_calibrate_sigma(target_epsilon=target, q=q, steps=steps, delta=delta, rtol=rtol,
                                   sigma_range=(lo_, hi_), accountant=accountant)
     return cal.sigma, cal.epsilon, cal.status
