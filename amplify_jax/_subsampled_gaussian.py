@@ -79,6 +79,10 @@ __all__ = [
     "fractional_panels_needed",
     "choose_n_panels",
     "DEFAULT_N_PANELS",
+    "AUTO",
+    "AUTO_MARGIN",
+    "AUTO_CAP",
+    "MESH_PANELS",
 ]
 
 _GL_NODES = 12  # Gauss-Legendre nodes per panel
@@ -368,7 +372,8 @@ def log_a_minus_one_fractional(q, sigma, alpha, *, n_panels=DEFAULT_N_PANELS):
     :func:`log_a_minus_one_fractional_auto` does.  The value is rounded up by a relative 1e-11.
     """
     res, need = log_a_minus_one_fractional_and_need(q, sigma, alpha, n_panels=n_panels)
-    return jnp.where(need <= n_panels, res, _log_a_minus_one_unsampled(sigma, alpha))
+    enough = need + AUTO_MARGIN <= AUTO_CAP if isinstance(n_panels, str) else need <= n_panels
+    return jnp.where(enough, res, _log_a_minus_one_unsampled(sigma, alpha))
 
 
 def _log_a_minus_one_unsampled(sigma, alpha):
@@ -379,49 +384,100 @@ def _log_a_minus_one_unsampled(sigma, alpha):
     return jnp.where(big, e + jnp.log1p(-jnp.exp(-jnp.where(big, e, 30.0))), jnp.log(jnp.expm1(jnp.where(big, 30.0, e))))
 
 
-def _layout(kp, a, b, n_panels):
-    """Nodes z (..., n_panels, 12) and panel half-widths hw (..., n_panels) of the composite Gauss-Legendre rule
-    on the windows [a_i, b_i] (stacked on a leading axis of 3), and the panels the windows need.
+#: ``n_panels=AUTO``: each point takes its own panel count, its need (``fractional_panels_needed``) plus
+#: ``AUTO_MARGIN``, summed panel by panel in a loop as long as the batch's largest count (an array, not a
+#: compile-time constant: one compiled program serves every input, and a point's value does not depend on the
+#: other points of its batch).  Needs above ``AUTO_CAP`` (none found over the domain of the module docstring)
+#: fall back to the sound q = 1 value.
+AUTO = "auto"
+AUTO_MARGIN = 2
+AUTO_CAP = 4096
+#: Panels of the shared search meshes (``bracket_nodes``) under ``AUTO`` (a static array size; points whose
+#: bracket needs more are searched on exact evaluations, see ``BracketNodes.need``).
+MESH_PANELS = 32
 
-    ``n_panels`` panels are allocated among the non-empty windows in proportion to their mesh length (the
-    closed-form integral of the mesh density, which depends on sigma and the kink z0 only, not on alpha).
-    """
-    M, pa, z0e, (W, dstar, psistar) = _resolution(kp, a, b)
-    # allocate n_panels among the three windows in proportion to M (>= 1 each when non-empty)
+
+class _Alloc(NamedTuple):
+    """How a point's panels are spread over its (up to three) windows: counts and first panel per window
+    (stacked on a leading axis of 3), the windows' mesh coordinates, and the point's total count ``n``."""
+
+    counts: jnp.ndarray
+    starts: jnp.ndarray
+    M: jnp.ndarray
+    pa: jnp.ndarray
+    z0e: jnp.ndarray
+    mesh: tuple
+    b: jnp.ndarray
+    n: jnp.ndarray
+
+
+def _allocate(kp, a, b, n_panels, cap=AUTO_CAP):
+    """(_Alloc, need): ``n_panels`` panels (an int, or ``AUTO``: need + AUTO_MARGIN, at most ``cap``) allocated
+    among the non-empty windows in proportion to their mesh length (the closed-form integral of the mesh
+    density, which depends on sigma and the kink z0 only, not on alpha); need: the panels the windows need."""
+    M, pa, z0e, mesh = _resolution(kp, a, b)
     nonempty = M > 0
     E = jnp.sum(nonempty, axis=0)
     Mtot = jnp.sum(M, axis=0)
-    base = nonempty + jnp.floor((n_panels - E) * M / jnp.where(Mtot > 0, Mtot, 1.0)).astype(E.dtype)
-    left = n_panels - jnp.sum(base, axis=0)
+    need = jnp.ceil(Mtot) + jnp.maximum(E - 1, 0)
+    n = jnp.minimum(need + AUTO_MARGIN, cap).astype(E.dtype) if isinstance(n_panels, str) else n_panels
+    # (>= 1 each when non-empty)
+    base = nonempty + jnp.floor((n - E) * M / jnp.where(Mtot > 0, Mtot, 1.0)).astype(E.dtype)
+    left = n - jnp.sum(base, axis=0)
     imax = jnp.argmax(M, axis=0)
     counts = base + jnp.where(jnp.arange(3).reshape((3,) + (1,) * imax.ndim) == imax, left, 0)
     starts = jnp.cumsum(counts, axis=0) - counts
-    # panel j -> window idx, local index
-    j = jnp.arange(n_panels).reshape((1,) * imax.ndim + (n_panels,))
-    st = jnp.moveaxis(starts, 0, -1)[..., None, :]  # (..., 1, 3)
-    idx = jnp.sum(j[..., None] >= st, axis=-1) - 1  # (..., n)
+    return _Alloc(counts, starts, M, pa, z0e, mesh, b, jnp.broadcast_to(n, imax.shape)), need
+
+
+def _panels(al, kp, j):
+    """Nodes z (..., P, 12) and half-widths hw (..., P) of the panels ``j`` (integers, shape (1, ..., 1, P),
+    the batch's rank plus a trailing axis of P panels) of the composite Gauss-Legendre rule.  Panels at or past
+    a point's count repeat its last panel with hw = 0 (they add nothing, and their nodes stay in a window)."""
+    W, dstar, psistar = al.mesh
+    st = jnp.moveaxis(al.starts, 0, -1)[..., None, :]  # (..., 1, 3)
+    idx = jnp.sum(j[..., None] >= st, axis=-1) - 1  # (..., P): panel j -> its window
     idx = jnp.clip(idx, 0, 2)
 
-    def pick(arr):  # arr: (3, ...) -> (..., n)
+    def pick(arr):  # arr: (3, ...) -> (..., P)
         return jnp.take_along_axis(jnp.moveaxis(arr, 0, -1), idx, axis=-1)
 
-    cnt = pick(counts).astype(jnp.float64)
-    jl = j - pick(starts)
-    Mi, pai, z0i = pick(M), pick(pa), pick(z0e)
+    cnt = pick(al.counts).astype(jnp.float64)
+    jl = jnp.minimum(j - pick(al.starts), jnp.maximum(cnt - 1.0, 0.0))  # local index, clamped to the last panel
+    Mi, pai, z0i = pick(al.M), pick(al.pa), pick(al.z0e)
     cnt_s = jnp.maximum(cnt, 1.0)
     p0 = pai + Mi * (jl / cnt_s)
     p1 = pai + Mi * ((jl + 1.0) / cnt_s)
     ex = lambda v_: v_[..., None]  # noqa: E731
     zl = z0i + _psi_inv(p0, _View(kp, trail=1), ex(W), ex(dstar), ex(psistar))
     zr = z0i + _psi_inv(p1, _View(kp, trail=1), ex(W), ex(dstar), ex(psistar))
-    hw = jnp.where(cnt > 0, 0.5 * (zr - zl), 0.0)
     # the last panel of a window ends exactly at b
-    zr_exact = jnp.where(jl + 1.0 == cnt, pick(b), zr)
-    hw = jnp.where(cnt > 0, 0.5 * (zr_exact - zl), 0.0)
+    zr_exact = jnp.where(jl + 1.0 == cnt, pick(al.b), zr)
+    hw = jnp.where((cnt > 0) & (j < al.n[..., None]), 0.5 * (zr_exact - zl), 0.0)
     mid = zl + hw
-    z = mid[..., None] + hw[..., None] * jnp.asarray(_GL_X)  # (..., n, m)
-    need = jnp.ceil(Mtot) + jnp.maximum(E - 1, 0)
-    return z, hw, need
+    z = mid[..., None] + hw[..., None] * jnp.asarray(_GL_X)  # (..., P, m)
+    return z, hw
+
+
+def _panel_index(al, n_static=None, j=None):
+    """Panel indices for :func:`_panels`: all of ``n_static`` at once, or the single (traced) panel ``j``."""
+    lead = (1,) * al.n.ndim
+    if j is None:
+        return jnp.arange(n_static).reshape(lead + (n_static,))
+    return jnp.reshape(j, lead + (1,))
+
+
+def _quadrature(kp, a, b, n_panels, node_sum):
+    """(sum over the nodes of ``node_sum(z, hw)``, need): every panel at once for a static ``n_panels``; under
+    ``AUTO`` one panel per step of a loop as long as the batch's largest count (each point adds its own)."""
+    al, need = _allocate(kp, a, b, n_panels)
+    if not isinstance(n_panels, str):
+        return node_sum(*_panels(al, kp, _panel_index(al, n_static=n_panels))), need
+
+    def step(j, acc):
+        return acc + node_sum(*_panels(al, kp, _panel_index(al, j=j)))
+
+    return lax.fori_loop(0, jnp.max(al.n), step, jnp.zeros(al.n.shape)), need
 
 
 def _node_sum(val, expo, ref, hw):
@@ -435,9 +491,14 @@ def _node_sum(val, expo, ref, hw):
 def log_a_minus_one_fractional_and_need(q, sigma, alpha, *, n_panels=DEFAULT_N_PANELS):
     """(log(A_alpha - 1) computed with ``n_panels`` panels, the panels needed for its accuracy) at each point.
 
-    Where need > n_panels the first value is computed on coarser panels and not certified.
+    Where need > n_panels the first value is computed on coarser panels and not certified.  ``n_panels=AUTO``:
+    each point on its own need plus ``AUTO_MARGIN`` panels (certified up to ``AUTO_CAP``; no compile-time panel
+    count, so one program serves every input; forward-mode differentiable only, the loop's length is data).
     """
-    if n_panels < 3:
+    if isinstance(n_panels, str):
+        if n_panels != AUTO:
+            raise ValueError(f"Expected n_panels to be an integer >= 3 or {AUTO!r}, got n_panels={n_panels!r}.")
+    elif n_panels < 3:
         raise ValueError(f"Expected n_panels={n_panels} >= 3.")
     q, sigma, alpha = jnp.broadcast_arrays(*(jnp.asarray(x, dtype=jnp.float64) for x in (q, sigma, alpha)))
     pos_q = q > 0
@@ -446,10 +507,12 @@ def log_a_minus_one_fractional_and_need(q, sigma, alpha, *, n_panels=DEFAULT_N_P
     # changes the integral by less than its error, so gradients flow through the integrand only
     sg = lax.stop_gradient
     kp, a, b, ref = _plan(sg(qs), sg(sigma), sg(alpha))
-    z, hw, need = _layout(kp, a, b, n_panels)
-    k = _Consts(qs, sigma, alpha)
-    val, expo = _integrand_parts(z, _View(k, trail=2))
-    total = _node_sum(val, expo, ref, hw)
+    k = _View(_Consts(qs, sigma, alpha), trail=2)
+
+    def node_sum(z, hw):
+        return _node_sum(*_integrand_parts(z, k), ref, hw)
+
+    total, need = _quadrature(kp, a, b, n_panels, node_sum)
     res = ref + jnp.log(total) - jnp.log(sigma) - _HALF_LOG_2PI + jnp.where(alpha > 1024.0, _SAFETY_HIGH_ORDER, _SAFETY)
     # and one ulp up, for the values where 1e-11 is below an ulp (outside the gradient: nextafter has no JVP)
     res0 = lax.stop_gradient(res)
@@ -473,10 +536,14 @@ class BracketNodes(NamedTuple):
     log_norm: jnp.ndarray  #: log(sigma) + log(2 pi) / 2
     pos_q: jnp.ndarray
     need: jnp.ndarray  #: panels the hull windows need (the mesh is as fine as the exact one's where <= n_panels)
+    count: jnp.ndarray | None = None  #: under AUTO, each point's panel count (the panels past it add nothing)
 
 
 def bracket_nodes(q, sigma, lo, hi, *, n_panels=DEFAULT_N_PANELS):
     """Quadrature nodes shared by every order in [lo, hi], for :func:`bracket_log_a_minus_one`.
+
+    ``n_panels=AUTO``: arrays of ``MESH_PANELS`` panels, each point using its need plus ``AUTO_MARGIN`` of them
+    (at most all); a point whose ``need`` exceeds ``MESH_PANELS`` is for its caller to evaluate otherwise.
 
     The windows are the hulls of the windows of the two end orders (made disjoint), laid out with the
     alpha-free mesh density of :func:`log_a_minus_one_fractional`.  The order-free part of the integrand
@@ -496,8 +563,27 @@ def bracket_nodes(q, sigma, lo, hi, *, n_panels=DEFAULT_N_PANELS):
     a2 = jnp.maximum(ah[2], b1)
     b2 = jnp.maximum(bh[2], a2)
     k = _Consts(qs, sigma, lo)  # the mesh and the node parts do not depend on alpha
-    z, hw, need = _layout(k, jnp.stack([ah[0], ah[1], a2]), jnp.stack([b0, b1, b2]), n_panels)
-    l, t, gz = _node_parts(z, _View(k, trail=2))
+    auto = isinstance(n_panels, str)
+    al, need = _allocate(k, jnp.stack([ah[0], ah[1], a2]), jnp.stack([b0, b1, b2]), n_panels, cap=MESH_PANELS)
+    kv = _View(k, trail=2)
+    if not auto:
+        z, hw = _panels(al, k, _panel_index(al, n_static=n_panels))
+        l, t, gz = _node_parts(z, kv)
+    else:  # MESH_PANELS slots, filled as far as the batch's largest count (the others repeat panel 0, hw = 0)
+        z0, hw0 = _panels(al, k, _panel_index(al, j=0))
+        first = _node_parts(z0, kv)
+        full = lambda x: jnp.repeat(x, MESH_PANELS, axis=-2)  # noqa: E731
+        hw_init = lax.dynamic_update_slice_in_dim(jnp.zeros(hw0.shape[:-1] + (MESH_PANELS,)), hw0, 0, axis=-1)
+        init = (full(first[0]), full(first[1]), full(first[2]), hw_init)
+
+        def fill(j, c):
+            zj, hwj = _panels(al, k, _panel_index(al, j=j))
+            parts = _node_parts(zj, kv)
+            put = lambda x, v: lax.dynamic_update_slice_in_dim(x, v, j, axis=-2)  # noqa: E731
+            return (put(c[0], parts[0]), put(c[1], parts[1]), put(c[2], parts[2]),
+                    lax.dynamic_update_slice_in_dim(c[3], hwj, j, axis=-1))
+
+        l, t, gz, hw = lax.fori_loop(1, jnp.max(al.n), fill, init)
     ref_lo = jnp.max(lo[..., None, None] * l + gz, axis=(-2, -1))
     ref_hi = jnp.max(hi[..., None, None] * l + gz, axis=(-2, -1))
     # max_nodes(alpha l + gz) is a maximum of functions affine in alpha: convex, below its chord, which exceeds
@@ -505,7 +591,7 @@ def bracket_nodes(q, sigma, lo, hi, *, n_panels=DEFAULT_N_PANELS):
     slack = (jnp.max(l, axis=(-2, -1)) - jnp.min(l, axis=(-2, -1))) * (hi - lo) / 4.0
     return BracketNodes(l=l, t=t, gz=gz, hw=hw, log_q=jnp.log(qs), lo=lo, hi=hi, ref_lo=ref_lo, ref_hi=ref_hi,
                         chord_ok=slack <= _CHORD_SLACK, log_norm=jnp.log(sigma) + _HALF_LOG_2PI, pos_q=pos_q,
-                        need=jnp.where(pos_q, need, 0.0))
+                        need=jnp.where(pos_q, need, 0.0), count=al.n if auto else None)
 
 
 def bracket_log_a_minus_one(nodes: BracketNodes, alpha):
@@ -527,8 +613,17 @@ def bracket_log_a_minus_one(nodes: BracketNodes, alpha):
 
     g = lax.cond(jnp.all(nd.chord_ok), chord, lambda _: jnp.max(a3 * nd.l + nd.gz, axis=(-2, -1)), None)
     ref = jnp.maximum(g, nd.log_q + jnp.log(alpha))
-    val, expo = _order_parts(nd.l, nd.t, nd.gz, (alpha - 1.0)[..., None, None])
-    total = _node_sum(val, expo, ref, nd.hw)
+    am1 = (alpha - 1.0)[..., None, None]
+    if nd.count is None:
+        total = _node_sum(*_order_parts(nd.l, nd.t, nd.gz, am1), ref, nd.hw)
+    else:  # AUTO: panel by panel, as far as the batch's largest count
+
+        def step(j, acc):
+            sl = lambda x: lax.dynamic_slice_in_dim(x, j, 1, axis=-2)  # noqa: E731
+            hw = lax.dynamic_slice_in_dim(nd.hw, j, 1, axis=-1)
+            return acc + _node_sum(*_order_parts(sl(nd.l), sl(nd.t), sl(nd.gz), am1), ref, hw)
+
+        total = lax.fori_loop(0, jnp.max(nd.count), step, jnp.zeros(ref.shape))
     res = jnp.where(total > 0.0, ref + jnp.log(jnp.where(total > 0.0, total, 1.0)) - nd.log_norm, jnp.inf)
     return jnp.where(nd.pos_q, res, -jnp.inf)
 

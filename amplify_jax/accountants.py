@@ -19,12 +19,14 @@ from typing import NamedTuple
 import numpy as np
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from . import _host
 from . import _validate as V
 from .calibrate import INFEASIBLE, invert_monotone_kernel
 from .conversions import METHODS, EpsilonResult, refine_order, rdp_epsilon_terms
-from .numerics import SMALL_SLAB, float64_jit, run_in_slabs, x64_scope
+from ._subsampled_gaussian import AUTO, MESH_PANELS
+from .numerics import float64_jit, run_in_slabs, x64_scope
 from .rdp import DEFAULT_ORDERS, MAX_ORDER, SGMCurve, raise_tiny_rate
 
 __all__ = ["MECHANISMS", "DEFAULT_SIGMA_RANGE", "Calibration", "SGMCurve", "dpsgd_epsilon", "dpsgd_calibrate_sigma",
@@ -43,18 +45,25 @@ class _SGMAtOrder:
     def __init__(self, n_panels):
         self.n_panels = n_panels
 
+    def _key(self):
+        return ("sgm", self.n_panels)
+
     def __hash__(self):
-        return hash(("sgm", self.n_panels))
+        return hash(self._key())
 
     def __eq__(self, other):
         return isinstance(other, _SGMAtOrder) and other.n_panels == self.n_panels
 
     @property
     def panels(self):
-        """The panel count of its quadrature (the default where none was fixed)."""
-        from ._subsampled_gaussian import DEFAULT_N_PANELS
+        """The panel count of its quadrature: each point's own (``AUTO``) where none was fixed."""
+        return AUTO if self.n_panels is None else self.n_panels
 
-        return DEFAULT_N_PANELS if self.n_panels is None else self.n_panels
+    @property
+    def mesh_limit(self):
+        """Most panels a shared search mesh holds (``bracket_nodes``): brackets needing more are searched on
+        exact evaluations."""
+        return MESH_PANELS if self.n_panels is None else self.n_panels
 
     def __call__(self, alpha, q, sigma, steps):
         from ._subsampled_gaussian import log_a_minus_one_fractional
@@ -112,11 +121,6 @@ def _n_panels(sigma, orders, q=None):
     return choose_n_panels(s, a, qq, alpha_probe=ORDER_PROBE_SIZE, alpha_exhaustive=False)
 
 
-#: Panels of a batch of at most SMALL_SLAB points (more panels is only more accurate): the panel count 85% of
-#: the points of the default domain need, so one compiled program answers most single questions.
-SMALL_BATCH_PANELS = 12
-
-
 #: Log-spaced orders added to the panel probe (about 3.3% apart over [1.01, 4096]; the margin of
 #: ``choose_n_panels`` covers the need between them), and the probe's fixed size (the grid's orders and these,
 #: or quantiles of them beyond it).
@@ -124,10 +128,9 @@ ORDER_PROBE = 256
 ORDER_PROBE_SIZE = 448
 
 
-#: Flat budgets (per batch point, on average) of the fractional grid orders evaluated exactly after pruning:
-#: the candidates of the whole batch are gathered into the smallest budget that holds them; more candidates
-#: than the largest -> the whole grid.
-COMPACT_BUDGETS = (6, 12, 24)
+#: Fractional grid orders per batch point evaluated exactly in one step of the pruned grid search: the
+#: candidates of the whole batch are gathered into one flat list and evaluated in blocks of this many per point.
+COMPACT_BLOCK = 6
 #: Most evaluations of Brent's continuous order search in dpsgd_epsilon (conversions.refine_order), started
 #: from the best grid order; it stops when every point has converged.  The result is never above the grid's
 #: best whatever the number of steps.
@@ -235,9 +238,9 @@ def _grid_best_pruned(curve, sigma, q, steps, log_delta, method):
     and (alpha - 1) D_alpha is convex, so the integer orders give certified lower bounds on eps at every
     fractional order (the conversion is increasing in the RDP).  Only fractional orders whose lower bound is
     below the best integer order's eps can be the grid's best: those (point, order) pairs of the whole batch
-    are gathered into one flat batch, of the smallest of ``COMPACT_BUDGETS`` (per point) that holds them, and
-    evaluated exactly.  With more candidates than the largest budget, the whole grid is evaluated instead
-    (``lax.switch``), so the result always equals the full grid's minimum.
+    are gathered into one flat list and evaluated exactly in blocks of ``COMPACT_BLOCK`` pairs per point,
+    in a loop as long as the list (one copy of the quadrature in the program, however many candidates), so
+    the result always equals the full grid's minimum.
     """
     from ._subsampled_gaussian import log_a_minus_one_fractional
 
@@ -246,13 +249,10 @@ def _grid_best_pruned(curve, sigma, q, steps, log_delta, method):
     int_idx = np.nonzero(orders == np.round(orders))[0]
     frac_idx = np.nonzero(orders != np.round(orders))[0]
 
-    def full(_=None):
+    if frac_idx.size == 0 or int_idx.size == 0:
         e = rdp_epsilon_terms(alpha, steps[..., None] * curve(q, sigma), log_delta[..., None], method)
         i = jnp.argmin(e, axis=-1)
         return jnp.take_along_axis(e, i[..., None], -1)[..., 0], i
-
-    if frac_idx.size == 0 or int_idx.size == 0:
-        return full()
     lb, best_int, j = _fractional_lower_bounds(curve, sigma, q, steps, log_delta, method)
     cand = lb < best_int[..., None]
     total = jnp.sum(cand)
@@ -260,39 +260,39 @@ def _grid_best_pruned(curve, sigma, q, steps, log_delta, method):
     kw = {} if curve.n_panels is None else {"n_panels": curve.n_panels}
     batch = int(np.prod(cand.shape[:-1], dtype=np.int64))
     n_frac = frac_idx.size
+    block = max(8, COMPACT_BLOCK * batch)
+    n_blocks = -(-(batch * n_frac) // block)
+    # every candidate pair (point, order) first, padded to whole blocks
+    flat_all = jnp.nonzero(cand.reshape(-1), size=n_blocks * block, fill_value=0)[0]
 
-    def compacted(budget):
-        """Exact eps at the candidate (point, order) pairs only, gathered into one flat batch of ``budget``."""
+    def g(x, pt):
+        return jnp.broadcast_to(x, cand.shape[:-1]).reshape(-1)[pt]
 
-        def run(_):
-            flat = jnp.nonzero(cand.reshape(-1), size=budget, fill_value=0)[0]
-            valid = jnp.arange(budget) < total
-            pt, jj = flat // n_frac, flat % n_frac
-            g = lambda x: jnp.broadcast_to(x, cand.shape[:-1]).reshape(-1)[pt]  # noqa: E731
-            a_c = frac_alpha[jj]
-            r_c = g(steps) * jnp.logaddexp(0.0, log_a_minus_one_fractional(g(q), g(sigma), a_c, **kw)) / (a_c - 1.0)
-            e_c = jnp.where(valid, rdp_epsilon_terms(a_c, r_c, g(log_delta), method), jnp.inf)
-            seg = jnp.where(valid, pt, batch)  # padding goes to a dropped segment
-            best_c = jax.ops.segment_min(e_c, seg, num_segments=batch + 1)[:batch]
-            is_best = valid & (e_c == best_c[pt])
-            j_c = jax.ops.segment_max(jnp.where(is_best, jj, -1), seg, num_segments=batch + 1)[:batch]
-            best_c = best_c.reshape(cand.shape[:-1])
-            j_c = j_c.reshape(cand.shape[:-1])
-            use = best_c < best_int
-            best = jnp.where(use, best_c, best_int)
-            idx = jnp.where(use, jnp.asarray(frac_idx)[jnp.maximum(j_c, 0)], jnp.asarray(int_idx)[j])
-            return best, idx
+    def run_block(k, carry):
+        best_c, j_c = carry
+        flat = lax.dynamic_slice_in_dim(flat_all, k * block, block)
+        valid = k * block + jnp.arange(block) < total
+        pt, jj = flat // n_frac, flat % n_frac
+        a_c = frac_alpha[jj]
+        r_c = (g(steps, pt) * jnp.logaddexp(0.0, log_a_minus_one_fractional(g(q, pt), g(sigma, pt), a_c, **kw))
+               / (a_c - 1.0))
+        e_c = jnp.where(valid, rdp_epsilon_terms(a_c, r_c, g(log_delta, pt), method), jnp.inf)
+        seg = jnp.where(valid, pt, batch)  # padding goes to a dropped segment
+        best_b = jax.ops.segment_min(e_c, seg, num_segments=batch + 1)[:batch]
+        is_best = valid & (e_c == best_b[pt])
+        j_b = jax.ops.segment_max(jnp.where(is_best, jj, -1), seg, num_segments=batch + 1)[:batch]
+        # the smallest eps so far; among equal ones the highest order (as one flat pass would choose)
+        take = (best_b < best_c) | ((best_b == best_c) & (j_b > j_c))
+        return jnp.where(take, best_b, best_c), jnp.where(take, j_b, j_c)
 
-        return run
-
-    def whole_grid(_):
-        best, i = full()
-        return best, i.astype(jnp.asarray(int_idx).dtype)
-
-    # the smallest flat budget that holds every candidate; beyond the largest, the whole grid
-    budgets = [max(8, b * batch) for b in COMPACT_BUDGETS if b * batch < n_frac * batch]
-    branch = jnp.sum(jnp.asarray([total > b for b in budgets], dtype=jnp.int32)) if budgets else jnp.int32(0)
-    return jax.lax.switch(branch, [compacted(b) for b in budgets] + [whole_grid], None)
+    init = (jnp.full((batch,), jnp.inf), jnp.full((batch,), -1, dtype=flat_all.dtype))
+    best_c, j_c = lax.fori_loop(0, (total + block - 1) // block, run_block, init)
+    best_c = best_c.reshape(cand.shape[:-1])
+    j_c = j_c.reshape(cand.shape[:-1])
+    use = best_c < best_int
+    best = jnp.where(use, best_c, best_int)
+    idx = jnp.where(use, jnp.asarray(frac_idx)[jnp.maximum(j_c, 0)], jnp.asarray(int_idx)[j])
+    return best, idx
 
 
 def _dpsgd_eps_kernel(curve, at_order, sigma, q, steps, log_delta, method, refine, n_iter=REFINE_STEPS):
@@ -341,7 +341,7 @@ def _mesh_args(at_order, q, sigma, steps, lo, hi):
     from ._subsampled_gaussian import bracket_nodes
 
     nodes = bracket_nodes(q, sigma, lo, hi, n_panels=at_order.panels)
-    return nodes, steps, q, sigma, nodes.need > at_order.panels
+    return nodes, steps, q, sigma, nodes.need > at_order.mesh_limit
 
 
 def _search_on_mesh(at_order, start_eps, start_alpha, lo, hi, mesh_args, log_delta, method, n_iter):
@@ -426,7 +426,7 @@ def _dpsgd_eps_shared(curve, at_order, sigma, q, steps, log_delta, method, n_ite
     return eps.reshape(shape), a.reshape(shape)
 
 
-@float64_jit(static_argnames=("curve", "at_order", "method", "refine"))
+@float64_jit(static_argnames=("curve", "at_order", "method", "refine"), persist=True)
 def _dpsgd_eps_jit(sigma, q, steps, log_delta, curve, at_order, method, refine):
     return _dpsgd_eps_kernel(curve, at_order, sigma, q, steps, log_delta, method, refine)
 
@@ -470,13 +470,9 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
     s, qq, t, d, shape = _check_dpsgd(sigma, q, steps, delta)
     V.one_of("method", method, METHODS)
     a = _sorted_orders(orders)
-    if n_panels is None:  # a small batch (a question, not a grid) takes at least SMALL_BATCH_PANELS: one program
-        n_panels = _n_panels(s, a, qq)
-        n_panels = max(n_panels, SMALL_BATCH_PANELS) if np.size(s) * np.size(qq) <= SMALL_SLAB else n_panels
-    else:
-        n_panels = _check_n_panels(n_panels)
+    n_panels = None if n_panels is None else _check_n_panels(n_panels)  # None: each point's own (AUTO)
     devices = _check_devices(devices)
-    curve = SGMCurve(a, n_panels)
+    curve = SGMCurve(a, AUTO if n_panels is None else n_panels)
     at_order, refine = _SGMAtOrder(n_panels), bool(optimize_order)
     eps, order = run_in_slabs(lambda *b: _dpsgd_eps_jit(*b, curve, at_order, method, refine), shape,
                               s, qq, t, np.log(d), devices=devices)
@@ -489,8 +485,11 @@ class _DPSGDGridEps:
     def __init__(self, curve, method):
         self.curve, self.method = curve, method
 
+    def _key(self):
+        return (self.curve, self.method)
+
     def __hash__(self):
-        return hash((self.curve, self.method))
+        return hash(self._key())
 
     def __eq__(self, other):
         return isinstance(other, _DPSGDGridEps) and (self.curve, self.method) == (other.curve, other.method)
@@ -564,8 +563,9 @@ class _CalibrationPlan:
     def __init__(self, orders, n_panels, method):
         a = np.sort(np.asarray(orders, dtype=np.float64))
         co = _coarse_orders(a)
-        self.coarse = _DPSGDGridEps(SGMCurve(co, n_panels), method)
-        self.curve = SGMCurve(a, n_panels)
+        panels = AUTO if n_panels is None else n_panels
+        self.coarse = _DPSGDGridEps(SGMCurve(co, panels), method)
+        self.curve = SGMCurve(a, panels)
         self.at_order = _SGMAtOrder(n_panels)
         self.local = _DPSGDLocalEps(co, self.at_order, method)
         self.method = method
@@ -649,7 +649,7 @@ def _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol):
     return jnp.where(infeasible, sig, st4.value), st4.achieved, status
 
 
-@float64_jit(static_argnames=("plan", "rtol_static"))
+@float64_jit(static_argnames=("plan", "rtol_static"), persist=True)
 def _calibrate_jit(target, q, steps, log_delta, lo, hi, plan, rtol_static):
     return _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol_static)
 
@@ -693,7 +693,7 @@ def dpsgd_calibrate_sigma(
     r = V.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
     shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
     a = _sorted_orders(orders)
-    n_panels = _calibration_n_panels(a, (lo, hi), qq) if n_panels is None else _check_n_panels(n_panels)
+    n_panels = None if n_panels is None else _check_n_panels(n_panels)  # None: each point's own (AUTO)
     devices = _check_devices(devices)
     plan = _CalibrationPlan(a, n_panels, method)
     value, eps, status = run_in_slabs(lambda *b: _calibrate_jit(*b, plan, r), shape, e, qq, t, np.log(d), lo, hi,

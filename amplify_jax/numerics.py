@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import math
 from typing import Callable
 
@@ -28,8 +29,10 @@ __all__ = [
     "float64_jit",
     "x64_scope",
     "run_in_slabs",
-    "SMALL_SLAB",
     "SLAB",
+    "SLAB_BY_PLATFORM",
+    "ACCELERATOR_SLAB",
+    "slab_size",
     "log_comb",
     "bennett_phi",
     "BENNETT_PHI_REL_ERROR",
@@ -58,50 +61,86 @@ def x64_scope():
         yield
 
 
-def float64_jit(fun: Callable | None = None, *, static_argnames=()):
+def float64_jit(fun: Callable | None = None, *, static_argnames=(), persist: bool = False):
     """``jax.jit`` a kernel and run every call of it under :func:`x64_scope`.
 
     The compiled function is cached per x64 state by JAX, so calls from code running with the global
     ``jax_enable_x64`` flag off still trace and run in float64.  Only shape-fixing arguments should be
-    listed in ``static_argnames``.
+    listed in ``static_argnames``.  ``persist=True`` (a front door's kernel, called on concrete arrays): the
+    program is exported once per machine and reused by later processes without tracing it
+    (:func:`amplify_jax._cache.persisted`; the same program, the same values).
     """
     if fun is None:
-        return functools.partial(float64_jit, static_argnames=static_argnames)
+        return functools.partial(float64_jit, static_argnames=static_argnames, persist=persist)
     jitted = jax.jit(fun, static_argnames=static_argnames)
+    signature = inspect.signature(fun)
+
+    def run_persisted(args, kwargs):
+        bound = signature.bind(*args, **kwargs)
+        static = {k: v for k, v in bound.arguments.items() if k in static_argnames}
+        dynamic = tuple(v for k, v in bound.arguments.items() if k not in static_argnames)
+        if any(isinstance(a, jax.core.Tracer) or len(getattr(getattr(a, "sharding", None), "device_set", ())) > 1
+               for a in dynamic):  # traced, or laid out over several devices: the plain jit
+            return None
+        from ._cache import persisted
+
+        return persisted(f"{fun.__module__}.{fun.__qualname__}", fun_jit_static, static, dynamic)
+
+    def fun_jit_static(*dynamic, **static):
+        return jitted(*dynamic, **static)
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
         with jax.enable_x64(True):
+            if persist:
+                out = run_persisted(args, kwargs)
+                if out is not None:
+                    return out
             return jitted(*args, **kwargs)
 
     wrapper.jitted = jitted  # the raw jitted function, for use inside other float64 kernels
     return wrapper
 
 
-#: Batches of at most SMALL_SLAB points run as one slab of that size, larger ones as slabs of SLAB points
-#: (times the number of devices): two compiled shapes serve every batch size, where padding to powers of two
-#: compiled a program per power (6-10 s each for the DP-SGD kernels on a 2-core CPU).
-SMALL_SLAB, SLAB = 8, 256
+#: Points of one slab on each platform: every batch runs as slabs of this one size (times the number of devices),
+#: so one compiled program serves every batch size (two sizes, 8 and 256, compiled two programs; powers of two,
+#: one program per power: 4-10 s each for the DP-SGD kernels on a 2-core CPU).  An accelerator takes larger
+#: slabs: fewer launches for a large grid, and a single question is as fast there as a slab of one.
+SLAB_BY_PLATFORM = {"cpu": 256}
+#: The slab of platforms not in SLAB_BY_PLATFORM (GPU, TPU).
+ACCELERATOR_SLAB = 4096
+SLAB = SLAB_BY_PLATFORM["cpu"]
 
 
-def run_in_slabs(kernel: Callable, shape: tuple, *arrays, devices=None, small: int = SMALL_SLAB,
-                 large: int = SLAB):
-    """Run a per-point ``kernel`` over a batch in fixed-size slabs; returns its outputs in ``shape``.
+def slab_size(devices=None) -> int:
+    """Points per slab (per device) on ``devices`` (default: JAX's default backend)."""
+    platform = devices[0].platform if devices else jax.default_backend()
+    return SLAB_BY_PLATFORM.get(platform, ACCELERATOR_SLAB)
+
+
+def run_in_slabs(kernel: Callable, shape: tuple, *arrays, devices=None, slab: int | None = None):
+    """Run a per-point ``kernel`` over a batch in slabs of one fixed size; returns its outputs in ``shape``.
 
     The ``arrays`` are broadcast to ``shape``, flattened and padded with edge values to whole slabs (a valid
     point repeated, so padding never evaluates a kernel outside its domain); ``kernel`` takes one slab of each
-    and returns a tuple of arrays whose leading axis is the slab.  Slabs are dispatched before any result is
-    read (asynchronous), so the device never waits on the host between slabs.  ``devices``: each slab is
-    laid out over a 1-D mesh of them (slab sizes times their number).  Returns float64 / int ``jax.Array``
-    values of ``shape`` (plus any trailing axes of the kernel's outputs).
+    and returns a tuple of arrays whose leading axis is the slab.  Every slab has ``slab`` points (default
+    :func:`slab_size` of the platform) times the number of ``devices``, so a kernel compiles once whatever the
+    batch; slabs are dispatched before any result is read (asynchronous), so the device never waits on the host
+    between slabs.  Inputs reach the device with ``jax.device_put`` and outputs are gathered on the host, so no
+    program is compiled for a batch's shape.  ``devices``: each slab is laid out over a 1-D mesh of them (by
+default every local accelerator where JAX has several, else JAX's default device; a CPU's host "devices"
+share its cores, so a CPU batch is not split).
+    Returns float64 / int ``jax.Array`` values of ``shape`` (plus any trailing axes of the kernel's outputs).
     """
     n = int(np.prod(shape, dtype=np.int64))
     if _host.inside():  # the host twin (amplify_jax._host): NumPy takes the batch as it is, no slabs
         flat = [np.broadcast_to(np.asarray(a, dtype=np.float64), shape).ravel() for a in arrays]
         return tuple(np.asarray(o).reshape(shape + np.shape(o)[1:]) for o in kernel(*flat))
+    if devices is None and jax.default_backend() != "cpu" and jax.local_device_count() > 1:
+        devices = tuple(jax.local_devices())  # several accelerators: every slab spans them all
     width = 1 if devices is None else len(devices)
-    size = (small if n <= small else large) * width
-    put = jnp.asarray
+    size = (slab_size(devices) if slab is None else int(slab)) * width
+    put = jax.device_put
     if devices is not None:
         mesh = jax.sharding.Mesh(np.asarray(devices, dtype=object), ("points",))
         sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("points"))
@@ -114,7 +153,7 @@ def run_in_slabs(kernel: Callable, shape: tuple, *arrays, devices=None, small: i
     with x64_scope():
         outs = [kernel(*(put(f[k * size:(k + 1) * size]) for f in flat)) for k in range(n_slabs)]
         parts = [np.concatenate([np.asarray(o[i]) for o in outs]) for i in range(len(outs[0]))]
-        return tuple(jnp.asarray(p[:n].reshape(shape + p.shape[1:])) for p in parts)
+        return tuple(jax.device_put(p[:n].reshape(shape + p.shape[1:])) for p in parts)
 
 
 _HALF_LOG_2PI = 0.9189385332046728

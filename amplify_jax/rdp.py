@@ -21,9 +21,9 @@ import numpy as np
 import jax.numpy as jnp
 
 from . import _validate as V
-from ._subsampled_gaussian import (log_a_minus_one_fractional, log_a_minus_one_fractional_auto,
+from ._subsampled_gaussian import (AUTO, log_a_minus_one_fractional, log_a_minus_one_fractional_auto,
                                    log_a_minus_one_integer_grid)
-from .numerics import float64_jit, log_binom_pmf, log_comb_table, log_expm1, logsumexp, x64_scope
+from .numerics import float64_jit, log_binom_pmf, log_comb_table, log_expm1, logsumexp, run_in_slabs, x64_scope
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -315,7 +315,7 @@ class SGMCurve:
         return jnp.logaddexp(0.0, self.log_a_minus_one(q, sigma)) / (alpha - 1.0) * (1.0 + _QUAD_ULPS * _EPS)
 
 
-@float64_jit(static_argnames=("curve",))
+@float64_jit(static_argnames=("curve",), persist=True)
 def _sgm_curve_kernel(q, sigma, curve):
     return curve(q, sigma)
 
@@ -350,20 +350,10 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
     qq = raise_tiny_rate(V.probability("q", q))
     s = V.between("sigma", sigma, *SIGMA_RANGE)
     shape = V.broadcastable(q=qq, sigma=s)
-    qb, sb = np.broadcast_arrays(qq, s)
-    is_int = a == np.round(a)
-    with x64_scope():
-        out = jnp.zeros(shape + a.shape, dtype=jnp.float64)
-        ia = np.nonzero(is_int)[0]
-        if ia.size:
-            out = out.at[..., ia].set(_sgm_curve_kernel(jnp.asarray(qb), jnp.asarray(sb), SGMCurve(a[ia])))
-        fa = np.nonzero(~is_int)[0]
-        if fa.size:
-            # panel count chosen for these inputs and verified (re-run with more panels where needed)
-            log_am1 = log_a_minus_one_fractional_auto(qb[..., None], sb[..., None], a[fa])
-            out = out.at[..., fa].set(jnp.logaddexp(0.0, log_am1) / (jnp.asarray(a[fa]) - 1.0)
-                                      * (1.0 + _QUAD_ULPS * _EPS))  # rounded up, as SGMCurve
-        return out
+    # one compiled program per orders grid, whatever the batch: fixed slabs (numerics.run_in_slabs), and every
+    # fractional order on its own need of quadrature panels (_subsampled_gaussian.AUTO, certified per point)
+    curve = SGMCurve(a, AUTO)
+    return run_in_slabs(lambda q_, s_: (_sgm_curve_kernel(q_, s_, curve),), shape, qq, s)[0]
 
 
 # ----------------------------------------------------------------------------------------------------------

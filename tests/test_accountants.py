@@ -62,9 +62,8 @@ def test_infeasible_target_is_reported_not_nan():
 
 @functools.lru_cache(maxsize=None)
 def _monotone_panels():
-    """dpsgd_n_panels of test_monotone's whole domain (every sigma and q it draws, times 1.05): one compiled
-    program for every example (the one of test_published_epsilons's 16-panel question)."""
-    return aj.accountants.dpsgd_n_panels(sigma=np.geomspace(0.6, 8.0 * 1.05, 24), q=np.geomspace(1e-3, 0.21, 12))
+    """The default: each point's own panel count (one compiled program for every example and every test)."""
+    return None
 
 
 @given(s=st.floats(0.6, 8.0), q=st.floats(1e-3, 0.2), t=st.integers(1, 10_000), d=st.floats(1e-9, 1e-3))
@@ -80,15 +79,14 @@ def test_monotone(s, q, t, d):
     assert e[3] >= e[0] * (1 - 1e-12)
 
 
-#: The pruning and order-search tests below evaluate the default grid with SMALL_BATCH_PANELS (12) panels, in
-#: batches of SMALL_SLAB (8) points: the public accountant's program for single questions (its default, compiled
-#: by other tests too), and one program of the grid's best (optimize_order=False) shared by all of them.  Each
-#: point below needs at most 12 panels on its own (dpsgd_n_panels of the point alone: 8 or 12).
-_PANELS = 12
+#: The pruning and order-search tests below evaluate the default grid with the default panel counts (each point
+#: its own, ``_subsampled_gaussian.AUTO``): the public accountant's one program (compiled by other tests too),
+#: and one program of the grid's best (optimize_order=False) shared by all of them.
+_PANELS = None
 _SIG8 = np.geomspace(0.4, 6.0, 8)
 #: (q, steps, delta), 8 sigmas each: their totals of candidates (fractional orders evaluated exactly after the
-#: pruning) fall in every flat budget of COMPACT_BUDGETS (48, 96, 192: 43, 73, 86, 114 candidates; checked in
-#: test_every_pruning_branch_equals_full_grid)
+#: pruning: 43, 73, 86, 114) take 1, 2 and 3 blocks of COMPACT_BLOCK (6) per point (48 pairs) of the pruned
+#: search (checked in test_every_pruning_branch_equals_full_grid)
 _PRUNING_CASES = [(0.001, 1e5, 1e-9), (0.01, 1e4, 1e-5), (0.3, 20.0, 1e-3), (0.1, 1e3, 1e-5)]
 
 
@@ -113,20 +111,21 @@ def test_pruned_grid_equals_full_grid():
 
 
 def test_every_pruning_branch_equals_full_grid(monkeypatch):
-    """Each flat budget of the compacted evaluation is taken by a case of test_pruned_grid_equals_full_grid (so
-    the program checked there ran every branch), and the whole-grid fallback gives the full grid's minimum."""
+    """The cases of test_pruned_grid_equals_full_grid take one, two and three blocks of the pruned search's loop
+    (so the program checked there ran each), and a block as small as one pair per point gives the full grid's
+    minimum too (many steps of the loop)."""
     import jax
     import jax.numpy as jnp
 
     from amplify_jax import accountants as A
-    from amplify_jax.numerics import SMALL_SLAB, x64_scope
+    from amplify_jax._subsampled_gaussian import AUTO
+    from amplify_jax.numerics import x64_scope
     from amplify_jax.rdp import DEFAULT_ORDERS, SGMCurve
 
     orders = np.sort(np.asarray(DEFAULT_ORDERS))
-    n_frac = int(np.sum(orders != np.round(orders)))
-    budgets = [b * SMALL_SLAB for b in A.COMPACT_BUDGETS if b < n_frac]  # as _grid_best_pruned lays them out
-    curve = SGMCurve(orders, _PANELS)
-    monkeypatch.setattr(A, "COMPACT_BUDGETS", ())  # traced below: the whole grid, whatever the candidates
+    block = A.COMPACT_BLOCK * _SIG8.size  # as _grid_best_pruned lays them out
+    curve = SGMCurve(orders, AUTO)
+    monkeypatch.setattr(A, "COMPACT_BLOCK", 1)  # traced below: blocks of 8 pairs, up to 15 steps
     f = jax.jit(lambda *a: (A._grid_best_pruned(curve, *a, "balle2020"), A._pruned_candidates(curve, *a)))
     taken = set()
     with x64_scope():
@@ -134,11 +133,11 @@ def test_every_pruning_branch_equals_full_grid(monkeypatch):
             (best, idx), n_cand = f(jnp.asarray(_SIG8), *(jnp.full(_SIG8.shape, x) for x in (q, steps, np.log(delta))))
             total = int(np.sum(np.asarray(n_cand)))
             assert total > 0  # the case exercises the exact evaluation of candidates
-            taken.add(sum(total > b for b in budgets))  # the branch the public program takes for this batch
+            taken.add(-(-total // block))  # the blocks of the default block size for this batch
             ref = _reference_grid(orders, _SIG8, q, steps, delta)
             np.testing.assert_allclose(np.asarray(best), np.asarray(ref.epsilon), rtol=1e-9)
             np.testing.assert_array_equal(orders[np.asarray(idx)], np.asarray(ref.order))
-    assert taken == set(range(len(budgets))), (taken, budgets)
+    assert taken == {1, 2, 3}, taken
 
 
 def test_order_search_on_shared_mesh_equals_exact_search():

@@ -46,3 +46,37 @@ def test_opt_out_and_the_users_directory(tmp_path):
     mine = tmp_path / "mine"
     got = _probe(tmp_path / "ours", mine)
     assert got["dir"] == str(mine) and not (tmp_path / "ours").exists()
+
+
+_EXPORT_PROBE = """
+import json, os
+os.environ["AMPLIFY_JAX_HOST"] = "off"
+import jax
+traces = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda name, d, **kw: traces.append(name) if name == "/jax/core/compile/jaxpr_trace_duration" else None)
+import amplify_jax as aj
+v = aj.poisson_subsampled_gaussian_rdp([1.5, 2.0, 3.0], q=0.01, sigma=1.2)
+print(json.dumps({"rdp": [float(x) for x in v], "traces": len(traces)}))
+"""
+
+
+def test_front_door_program_exported_once_and_reused(tmp_path):
+    """A front door's kernel is exported once per machine (jax.export, amplify_jax/_cache.persisted): the next
+    process loads it instead of tracing the kernel, and answers the same values bit for bit."""
+    env = {**os.environ, "AMPLIFY_JAX_CACHE": str(tmp_path / "c")}
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", _EXPORT_PROBE], capture_output=True, text=True, env=env,
+                             timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    first = run()
+    files = list((tmp_path / "c" / "export").iterdir())
+    assert len(files) == 1 and files[0].name.startswith("amplify_jax.rdp._sgm_curve_kernel-")
+    second = run()
+    assert second["rdp"] == first["rdp"]
+    assert second["traces"] < first["traces"]  # the kernel was not traced again
+    env["AMPLIFY_JAX_CACHE"] = "off"
+    assert run()["rdp"] == first["rdp"]  # without the cache: the same program through the plain jit

@@ -54,9 +54,8 @@ def test_dpsgd_epsilon_on_host_equals_compiled(host, monkeypatch, p):
 @given(sigma=st.floats(0.3, 30.0), log_q=st.floats(-5.0, 0.0), steps=st.integers(1, 100_000),
        log_delta=st.floats(-12.0, -3.0))
 def test_random_points_on_host_equal_compiled(sigma, log_q, steps, log_delta):
-    # one compiled program for every example: a fixed panel count (a point needing more gets the same valid,
-    # looser bound on both paths)
-    kw = dict(sigma=sigma, q=10.0 ** log_q, steps=float(steps), delta=10.0 ** log_delta, n_panels=A.SMALL_BATCH_PANELS)
+    # one compiled program for every example (each point takes its own panel count on both paths)
+    kw = dict(sigma=sigma, q=10.0 ** log_q, steps=float(steps), delta=10.0 ** log_delta)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_host, "_spent", {})
         compiled, on_host = _both(mp, aj.dpsgd_epsilon, **kw)

@@ -113,17 +113,20 @@ def _padded(bound: Bound, vals: dict, batch: _Batch) -> dict:
 
 
 def _in_chunks(batch: _Batch, run, arrays: dict) -> dict:
-    """``run(**chunk of arrays)`` -> dict of outputs, over the batch's chunks, concatenated (values that are not
-    arrays of the chunk's length, such as a scalar status, are broadcast to it first)."""
+    """``run(**arrays)`` -> dict of outputs, over the batch's chunks (one call where there is one), concatenated
+    (an output without the chunk's leading axis, such as a scalar status, is broadcast to it first)."""
+    slices = batch.slices()
+    if len(slices) == 1:
+        return run(**arrays)
     parts = []
-    for sl in batch.slices():
-        out = run(**{k: (v[sl] if isinstance(v, np.ndarray) and v.shape[:1] == (batch.size,) else v)
+    for sl in slices:
+        out = run(**{k: v[sl] if isinstance(v, np.ndarray) and v.shape[:1] == (batch.size,) else v
                      for k, v in arrays.items()})
-        parts.append({k: np.broadcast_to(np.asarray(v), (batch.chunk,) + np.shape(v)[1:])
-                      if np.ndim(v) and np.shape(v)[0] == batch.chunk else np.broadcast_to(np.asarray(v), (batch.chunk,))
-                      for k, v in out.items()})
-    if len(parts) == 1:
-        return parts[0]
+        part = {}
+        for k, v in out.items():
+            v = np.asarray(v)
+            part[k] = v if v.shape[:1] == (batch.chunk,) else np.broadcast_to(v, (batch.chunk,) + v.shape)
+        parts.append(part)
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
@@ -216,20 +219,26 @@ def invert(id: str, /, *, solve_for: str, target_epsilon=None, target_delta=None
     if hosted is not None:
         return Result(bound, solve_for, hosted.outputs, {tname: target, **vals})
     batch = _Batch(shape)
-    kvals, t, lo_p, hi_p = _padded(bound, vals, batch), batch.pad(target), batch.pad(lo_), batch.pad(hi_)
-    if solve_for in bound.solvers:
-        value, achieved, status = bound.solvers[solve_for](t, lo_p, hi_p, float(rtol), **kvals)
-    else:
+
+    def solve(_t, _lo, _hi, **kvals):
+        if solve_for in bound.solvers:
+            value, achieved, status = bound.solvers[solve_for](_t, _lo, _hi, float(rtol), **kvals)
+            return {"value": value, "achieved": achieved, "status": status}
+
         def fn(y):
             out = bound.kernel(**kvals, **{solve_for: y + offset})
             v = np.array(np.broadcast_to(np.asarray(out[bound.answer], dtype=np.float64), y.shape))
             v[np.isnan(v)] = np.inf  # no number: treated as not meeting the target
             return v
 
-        inv = invert_monotone_host(fn, t, lo=lo_p - offset, hi=hi_p - offset,
+        inv = invert_monotone_host(fn, _t, lo=_lo - offset, hi=_hi - offset,
                                    feasible="above" if p.monotone == DECREASING else "below", rtol=rtol,
                                    integer=integer, method="bisection" if integer else "illinois")
-        value, achieved, status = np.asarray(inv.value) + offset, inv.achieved, inv.status
+        return {"value": np.asarray(inv.value) + offset, "achieved": inv.achieved, "status": inv.status}
+
+    res = _in_chunks(batch, solve, {"_t": batch.pad(target), "_lo": batch.pad(lo_), "_hi": batch.pad(hi_),
+                                    **_padded(bound, vals, batch)})
+    value, achieved, status = res["value"], res["achieved"], res["status"]
     outputs = {solve_for: batch.unpad(value, (), np.float64), bound.answer: batch.unpad(achieved, (), np.float64),
                "status": batch.unpad(status, (), np.int32)}
     return Result(bound, solve_for, outputs, {tname: target, **vals})

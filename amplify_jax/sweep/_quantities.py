@@ -1,6 +1,6 @@
-"""The DP-SGD quantities of the original sweeps: the public accountants, called on each chunk with the
-quadrature's panel count sized once for the whole grid (so every chunk compiles once and a point's answer is
-the one a call on the whole grid gives)."""
+"""The DP-SGD quantities of the original sweeps: the public accountants, called on each chunk (every point
+takes its own quadrature panel count: every chunk runs one compiled program, and a point's answer is the one a
+call on the whole grid gives)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Callable
 import numpy as np
 
 from .. import _validate as V
-from ..accountants import DEFAULT_SIGMA_RANGE, dpsgd_calibrate_sigma, dpsgd_epsilon, dpsgd_n_panels
+from ..accountants import DEFAULT_SIGMA_RANGE, dpsgd_calibrate_sigma, dpsgd_epsilon
+from ..rdp import MAX_ORDER
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -36,8 +37,18 @@ def _count(name, values):
     return V.integer(name, values, minimum=0).astype(np.float64)
 
 
+def _check_orders(opts):
+    if opts.get("orders") is not None:
+        V.orders("orders", opts["orders"], maximum=MAX_ORDER)
+
+
 def _epsilon_panels(axes, opts):
-    return dpsgd_n_panels(sigma=axes["sigma"], q=axes["q"], orders=opts.get("orders"))
+    """None: every point takes its own quadrature panel count (one compiled program for every chunk, and a
+    point's answer does not depend on its chunk); the grid and the orders are validated first."""
+    V.positive("sigma", axes["sigma"])
+    V.probability("q", axes["q"])
+    _check_orders(opts)
+    return None
 
 
 def _pld(opts) -> bool:
@@ -54,8 +65,14 @@ def _epsilon(points, opts, n_panels, devices):
 
 
 def _calibrate_panels(axes, opts):
-    return dpsgd_n_panels(sigma_range=opts.get("sigma_range", DEFAULT_SIGMA_RANGE), q=axes["q"],
-                          orders=opts.get("orders"))
+    """None, as :func:`_epsilon_panels`; the grid, the orders and the sigma range are validated first."""
+    sigma_range = opts.get("sigma_range", DEFAULT_SIGMA_RANGE)
+    lo, hi = (float(x) for x in sigma_range)
+    if not (0 < lo < hi):
+        raise ValueError(f"Expected 0 < sigma_range[0] < sigma_range[1], got sigma_range={sigma_range!r}.")
+    V.probability("q", axes["q"])
+    _check_orders(opts)
+    return None
 
 
 def _calibrate(points, opts, n_panels, devices):
