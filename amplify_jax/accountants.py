@@ -614,8 +614,9 @@ def _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol):
        accountant's (a subset of its orders, no refinement), so its answer sigma_1 is feasible for the full
        accountant.
     2. Illinois steps, to ``rtol``, with the local accountant: Brent's search between the coarse grid's
-       neighbours of its best order at sigma_1; bracketed by sigma_1 and (1 - LOCAL_BRACKET) sigma_1 where
-       the local accountant is infeasible there, else the range's lower end.
+       neighbours of its best order at sigma_1; on [the range's lower end, sigma_1], whose first inner point
+       is (1 - LOCAL_BRACKET) sigma_1 (``guess``: where the local accountant is infeasible there, the bracket
+       is [that point, sigma_1] after one evaluation).
     3. The re-check with the full accountant (:func:`dpsgd_epsilon`'s kernel).  Where it exceeds the target
        (the two searches ended ~1e-12 apart, or the full accountant's order search found less than the local
        one), Illinois steps with the full accountant itself between that sigma and sigma_1 (feasible by
@@ -628,12 +629,11 @@ def _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol):
     _, center = _grid_best_pruned(plan.coarse.curve, s1, q, steps, log_delta, method)
     center = center.astype(jnp.float64)
     near = s1 * (1.0 - LOCAL_BRACKET)
-    e_near = plan.local(near, q, steps, log_delta, center)
-    lo3 = jnp.where(e_near > target, near, lo)
     # aim a hair below the target: the local and the full searches end ~1e-14 apart, and a re-check that
-    # fails by that much would cost the fix-up below for the whole batch
-    st3 = invert_monotone_kernel(plan.local, target * (1.0 - LOCAL_MARGIN), (q, steps, log_delta, center), lo3,
-                                 s1, above=True, rtol=rtol, integer=False, illinois=True)
+    # fails by that much would cost the fix-up below for the whole batch.  The search's first inner point is
+    # ``near``: where it is infeasible the bracket is [near, s1] at once (the local accountant traced once)
+    st3 = invert_monotone_kernel(plan.local, target * (1.0 - LOCAL_MARGIN), (q, steps, log_delta, center), lo,
+                                 s1, above=True, rtol=rtol, integer=False, illinois=True, guess=near)
 
     def full_eps(sig, q_, steps_, log_delta_):
         return _dpsgd_eps_kernel(plan.curve, plan.at_order, sig, q_, steps_, log_delta_, method, True)[0]

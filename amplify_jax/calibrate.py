@@ -66,7 +66,7 @@ class Inversion(NamedTuple):
 
 
 def invert_monotone_kernel(fn, target, args, lo, hi, *, above: bool, rtol, integer: bool, max_iter: int = 200,
-                           illinois: bool = False, near_first: bool = False):
+                           illinois: bool = False, near_first: bool = False, guess=None):
     """Pure jnp body of :func:`invert_monotone` (for use inside other kernels; all arrays broadcast).
 
     ``above=True``: feasible set [x*, hi], returns x*; ``above=False``: feasible set [lo, x*], returns x*.
@@ -83,6 +83,10 @@ def invert_monotone_kernel(fn, target, args, lo, hi, *, above: bool, rtol, integ
     feasible stop there (their answer, at one evaluation of ``fn``; the far end, more private, is then feasible
     by monotonicity); the others go on as above.  For a re-check whose failures are searched in the same loop,
     so that ``fn`` is traced once for both.
+
+    ``guess`` (continuous x, an array broadcasting with target): the first point evaluated inside the bracket,
+    where it lies strictly inside (a step that splits the bracket there instead of at its midpoint; a good
+    guess near the answer narrows it at once, and costs no extra trace of ``fn``).
     """
     target, lo, hi = jnp.broadcast_arrays(jnp.asarray(target, jnp.float64), jnp.asarray(lo, jnp.float64),
                                           jnp.asarray(hi, jnp.float64))
@@ -92,8 +96,10 @@ def invert_monotone_kernel(fn, target, args, lo, hi, *, above: bool, rtol, integ
     def cond(s):
         return (s[0] < max_iter + 2) & jnp.any(s[5])
 
+    guess = None if guess is None else jnp.broadcast_to(jnp.asarray(guess, jnp.float64), target.shape)
+
     def body(s):
-        x = _propose(s, target, far, near, integer=integer, illinois=illinois, near_first=near_first)
+        x = _propose(s, target, far, near, integer=integer, illinois=illinois, near_first=near_first, guess=guess)
         return _absorb(s, x, fn(x, *args), target, far, near, rtol=rtol, integer=integer, near_first=near_first)
 
     final = jax.lax.while_loop(cond, body, _search_init(target, far, near))
@@ -123,9 +129,9 @@ def _search_init(target, far, near):
             jnp.full_like(target, jnp.inf), jnp.zeros(target.shape, jnp.int32), jnp.full_like(target, jnp.inf))
 
 
-def _propose(s, target, far, near, *, integer, illinois, near_first=False):
+def _propose(s, target, far, near, *, integer, illinois, near_first=False, guess=None):
     """The next point to evaluate: the two ends of the range first (far then near, or near then far), then the
-    bracket's (safeguarded) midpoint."""
+    bracket's (safeguarded) midpoint; ``guess`` instead of the first midpoint where it lies inside the bracket."""
     it, feas, infeas, f_feas, f_ends, active, f_inf, side, width0 = s
     mid = jnp.sqrt(feas * infeas)
     if illinois:
@@ -151,6 +157,9 @@ def _propose(s, target, far, near, *, integer, illinois, near_first=False):
         mid = jnp.where(feas > infeas, jnp.floor(mid), jnp.ceil(mid))
         mid = jnp.where(mid == feas, jnp.where(feas > infeas, feas - 1.0, feas + 1.0), mid)
         mid = jnp.where(mid == infeas, jnp.where(feas > infeas, infeas + 1.0, infeas - 1.0), mid)
+    if guess is not None:
+        inside = (guess - feas) * (guess - infeas) < 0.0
+        mid = jnp.where((it == 2) & inside, guess, mid)
     first, second = (near, far) if near_first else (far, near)
     return jnp.where(it == 0, first, jnp.where(it == 1, second, mid))
 
