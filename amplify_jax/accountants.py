@@ -5,11 +5,11 @@ Poisson-subsampled Gaussian of Mironov, Talwar, Zhang 2019, composed over ``step
 the optimal order, :mod:`amplify_jax.conversions`).  ``epsilon`` / ``calibrate_sigma`` dispatch on a
 mechanism name for the command line and the sweeps (see :data:`MECHANISMS`).
 
-Everything broadcasts over the numeric parameters; the orders grid and the number of quadrature panels
-(shape-fixing) are the only static inputs, so new targets or parameters do not recompile.  The panel count is
-chosen for the inputs of each call; :func:`dpsgd_n_panels` gives it for a whole grid, to be passed as
-``n_panels=`` when the grid is evaluated in parts (a sweep's chunks), and ``devices=`` lays a batch out over
-several devices.
+Everything broadcasts over the numeric parameters; the orders grid is the only static input.  Batches run
+in slabs of one fixed size (:func:`amplify_jax.numerics.run_in_slabs`) and each point takes its own number of
+quadrature panels (:data:`amplify_jax._subsampled_gaussian.AUTO`: its need plus a margin, in a loop), so one
+compiled program answers every grid size, sigma range, rate, delta and target, and a point's answer does not
+depend on its batch.  ``devices=`` lays a batch out over several devices.
 """
 
 from __future__ import annotations
@@ -452,12 +452,11 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
     minimum, exactly; with the continuous search it is that minimum or below (the search ranks orders on a
     shared quadrature mesh that agrees with the exact values to ~1e-11, see ``_dpsgd_eps_shared``).
 
-    ``n_panels`` (static, an integer >= 3): the quadrature panel count of the fractional orders; by default
-    :func:`dpsgd_n_panels` of these inputs.  Pass that of a whole grid to evaluate the grid in parts that
-    compile once and answer as the whole grid's call would (a point given fewer panels than it needs gets a
-    valid but looser bound).  ``devices``: lay the batch out over these devices (a 1-D ``jax.sharding`` mesh,
-    one program partitioned over them; equal to one device's answer up to rounding, ~1 ulp); by default
-    JAX's default device.
+    ``n_panels``: None (the default), every point on its own need of quadrature panels plus a margin (one
+    compiled program for every input); or a static integer >= 3 for every point (a program per count; a point
+    needing more gets a valid but looser bound).  ``devices``: lay the batch out over these devices (a 1-D
+    ``jax.sharding`` mesh, one program partitioned over them; equal to one device's answer up to rounding,
+    ~1 ulp); by default every local accelerator where JAX has several, else JAX's default device.
 
     ``accountant="pld"``: the tight PLD accountant instead (:func:`amplify_jax.pld.dpsgd_epsilon`: (epsilon,
     epsilon_lower, status)); the RDP options (orders, method, optimize_order, n_panels, devices) do not apply.
@@ -587,12 +586,11 @@ def _calibration_n_panels(orders, sigma_range, q_values=None):
 
 
 def dpsgd_n_panels(*, q=None, orders=None, sigma=None, sigma_range=None) -> int:
-    """The static quadrature panel count that :func:`dpsgd_epsilon` (given ``sigma``) or
-    :func:`dpsgd_calibrate_sigma` (given ``sigma_range``) chooses for these values, every combination of them.
+    """A static quadrature panel count that covers every combination of these values for :func:`dpsgd_epsilon`
+    (given ``sigma``) or :func:`dpsgd_calibrate_sigma` (given ``sigma_range``): the probed need plus a margin.
 
-    Those calls choose it for their own inputs.  Computed once for a whole grid and passed as their
-    ``n_panels``, it lets the grid be evaluated in parts (a sweep's chunks) that share one compiled program and
-    answer as one call on the whole grid would.  ``sigma``, ``q``: the values to be evaluated (any shapes; q
+    Those calls need none by default (each point takes its own count, one program for every input); pass this
+    as their ``n_panels`` to fix one count for a whole grid (a program per count).  ``sigma``, ``q``: the values to be evaluated (any shapes; q
     omitted: a grid over [1e-8, 1]); ``orders``: the orders grid (default ``rdp.DEFAULT_ORDERS``); validated
     as those calls validate them.  Exactly one of ``sigma`` and ``sigma_range`` is given.
     """
@@ -672,8 +670,8 @@ def dpsgd_calibrate_sigma(
     INFEASIBLE (sigma = the range's upper end), never NaN; with the default range, such targets are searched
     again in ranges growing 32-fold up to ``SIGMA_LIMIT`` first (a range given by the caller is kept).
 
-    ``n_panels`` (static, an integer >= 3): the quadrature panel count; by default :func:`dpsgd_n_panels` of
-    ``sigma_range`` and q (see there, and :func:`dpsgd_epsilon` for ``devices``); ``sigma_range``: by default
+    ``n_panels``, ``devices``: as :func:`dpsgd_epsilon` (by default each point's own panel count: one compiled
+    program for every input); ``sigma_range``: by default
     ``DEFAULT_SIGMA_RANGE``.  ``accountant="pld"``: on the PLD (:func:`amplify_jax.pld.dpsgd_calibrate_sigma`).
     """
     if _pld_selected(accountant, orders=orders, method=method, n_panels=n_panels, devices=devices):

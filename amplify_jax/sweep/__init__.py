@@ -43,9 +43,9 @@ parameters and write an N-D labelled ``xarray`` Dataset to ``OUTPUT/results.zarr
 "poisson-gaussian"``) call :func:`amplify_jax.accountants.dpsgd_epsilon` /
 :func:`~amplify_jax.accountants.dpsgd_calibrate_sigma` on each chunk of a grid of (sigma or target_epsilon, q,
 steps, delta), so the grid and the options of the ``[sweep]`` table (``orders``, ``method``; for calibrate also
-``rtol``, ``sigma_range``) are checked as those calls check them, with the quadrature's panel count sized once
-for the whole grid (:func:`~amplify_jax.accountants.dpsgd_n_panels`, passed as ``n_panels``: one compiled
-program, the whole grid's answers) and each chunk laid out over a 1-D ``Mesh`` of the local devices
+``rtol``, ``sigma_range``) are checked as those calls check them (every point takes its own quadrature panel
+count: one compiled program for every chunk, the whole grid's answers) and each chunk laid out over a 1-D
+``Mesh`` of the local devices
 (``devices=``).  Each chunk goes to ``OUTPUT/parts/part-XXXXXXXX.npz`` (temporary file + atomic rename; a
 restart skips the parts present after checking ``OUTPUT/spec.json``); the parts are merged into
 ``OUTPUT/results.csv`` and ``OUTPUT/results.parquet``.  With ``--distributed`` host h takes the chunks
