@@ -528,3 +528,5 @@ def compose(curves, steps=1):
             term = jnp.asarray(t)[..., None] * c
             total = term if total is None else total + term
     return total
+
+from ._rdp_accountant import __getattr__  # noqa: E402,F401  rdp.Accountant, built on first use (PEP 562)

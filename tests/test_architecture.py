@@ -21,16 +21,17 @@ PKG = ROOT / "amplify_jax"
 LAYERS = {
     "numerics": 0, "_validate": 0, "status": 0, "graphs": 0, "_compat": 0, "_io": 0, "_cache": 0, "_host": 0,
     "rdp": 1, "_subsampled_gaussian": 1, "conversions": 1, "calibrate": 1, "accountants": 1, "approx_dp": 1,
-    "pld": 1,
+    "pld": 1, "_rdp_accountant": 1, "_rdp_conversions": 1, "dp_events": 0,
     "bounds": 2,
     "shuffle": 3, "traffic": 3, "checkin": 3, "network": 3, "secrdp": 3,
-    "cli": 4, "sweep": 4, "plotting": 4, "_grid": 4, "internal": 4, "explore": 4,
+    "cli": 4, "sweep": 4, "plotting": 4, "_grid": 4, "internal": 4, "explore": 4, "integrations": 4,
 }
 #: units whose private names every layer may use (the core's validation helpers)
 CORE_PRIVATE_OK = {"_validate", "_compat", "_io", "_cache", "_host"}
 #: modules that form one package for the private-name rule (the accounting layer, to become one subpackage)
 GROUPS = {"rdp": "accounting", "_subsampled_gaussian": "accounting", "conversions": "accounting",
-          "calibrate": "accounting", "accountants": "accounting",
+          "calibrate": "accounting", "accountants": "accounting", "_rdp_accountant": "accounting",
+          "_rdp_conversions": "accounting",
           "cli": "front", "sweep": "front", "plotting": "front", "_grid": "front"}
 
 
@@ -110,11 +111,19 @@ def test_no_private_names_across_packages():
     assert not found, f"private names taken across packages: {sorted(found)}"
 
 
+#: Import edges resolved on first use, not at import (PEP 562), left out of the cycle check: rdp.Accountant is
+#: built by amplify_jax._rdp_accountant when first asked for (so that importing amplify_jax does not import
+#: dp_accounting), and that module reads rdp's curves.  It goes when rdp becomes a package (rdp/_accountant.py).
+LAZY_EDGES = {("amplify_jax.rdp", "amplify_jax._rdp_accountant")}
+
+
 def _cycles():
     graph = {}
     for importer, target, _ in _imports():
         if target == "amplify_jax" or importer == "amplify_jax":
             continue  # the package root imports everything by design; nothing imports it
+        if (importer, target) in LAZY_EDGES:
+            continue
         mod = target
         while mod not in MODULES and "." in mod:
             mod = mod.rsplit(".", 1)[0]

@@ -1,0 +1,144 @@
+"""dp_accounting's event vocabulary, for use without dp_accounting installed.
+
+Small frozen dataclasses with the names, fields and field order of ``dp_accounting.dp_event`` (dp-accounting
+0.6), so that code written against dp_accounting runs unchanged on :class:`amplify_jax.rdp.Accountant` with
+``from amplify_jax import dp_events as dp_event``.  The accountant reads events by their class name and
+attributes, so dp_accounting's own events, these and any look-alike are accepted alike; importing this module
+never imports dp_accounting.  A field holding a number may hold a NumPy array instead: the accountant answers
+for every point of the grid (see :class:`amplify_jax.rdp.Accountant`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = [
+    "NeighboringRelation",
+    "UnsupportedEventError",
+    "DpEvent",
+    "NoOpDpEvent",
+    "NonPrivateDpEvent",
+    "UnsupportedDpEvent",
+    "GaussianDpEvent",
+    "LaplaceDpEvent",
+    "RandomizedResponseDpEvent",
+    "ZCDpEvent",
+    "SelfComposedDpEvent",
+    "ComposedDpEvent",
+    "PoissonSampledDpEvent",
+    "SampledWithoutReplacementDpEvent",
+    "SingleEpochTreeAggregationDpEvent",
+    "RepeatAndSelectDpEvent",
+]
+
+
+class NeighboringRelation(enum.Enum):
+    """dp_accounting's neighbouring relations (the accountant compares them by name)."""
+
+    ADD_OR_REMOVE_ONE = 1
+    REPLACE_ONE = 2
+    REPLACE_SPECIAL = 3  # a record replaced by a special (e.g. zero) record: Kairouz et al. 2021, Def. 1.1
+
+
+class UnsupportedEventError(Exception):
+    """An event the accountant cannot account (dp_accounting's exception of the same name where installed)."""
+
+
+class DpEvent:
+    """Base of the events below (dp_accounting's ``DpEvent``)."""
+
+
+@dataclass(frozen=True)
+class NoOpDpEvent(DpEvent):
+    """Nothing is released: costs nothing."""
+
+
+@dataclass(frozen=True)
+class NonPrivateDpEvent(DpEvent):
+    """A release with no privacy guarantee: eps = inf."""
+
+
+@dataclass(frozen=True)
+class UnsupportedDpEvent(DpEvent):
+    """A release no accountant supports."""
+
+
+@dataclass(frozen=True)
+class GaussianDpEvent(DpEvent):
+    """Gaussian noise of standard deviation ``noise_multiplier`` times the l2 sensitivity."""
+
+    noise_multiplier: float
+
+
+@dataclass(frozen=True)
+class LaplaceDpEvent(DpEvent):
+    """Laplace noise of scale ``noise_multiplier`` times the l1 sensitivity."""
+
+    noise_multiplier: float
+
+
+@dataclass(frozen=True)
+class RandomizedResponseDpEvent(DpEvent):
+    """k-ary randomized response: the true bucket w.p. 1 - p, a uniform one of ``num_buckets`` w.p. p."""
+
+    noise_parameter: float
+    num_buckets: int
+
+
+@dataclass(frozen=True)
+class ZCDpEvent(DpEvent):
+    """A mechanism that is (xi, rho)-zCDP: D_alpha <= xi + rho alpha (Bun and Steinke 2016, Def. 1.1)."""
+
+    rho: float
+    xi: float = 0.0
+
+
+@dataclass(frozen=True)
+class SelfComposedDpEvent(DpEvent):
+    """``event`` composed ``count`` times (adaptively)."""
+
+    event: object
+    count: int
+
+
+@dataclass(frozen=True)
+class ComposedDpEvent(DpEvent):
+    """The events composed in turn (adaptively)."""
+
+    events: tuple
+
+
+@dataclass(frozen=True)
+class PoissonSampledDpEvent(DpEvent):
+    """``event`` run on a Poisson sample: each record kept independently w.p. ``sampling_probability``."""
+
+    sampling_probability: float
+    event: object
+
+
+@dataclass(frozen=True)
+class SampledWithoutReplacementDpEvent(DpEvent):
+    """``event`` run on ``sample_size`` records drawn without replacement from ``source_dataset_size``."""
+
+    source_dataset_size: int
+    sample_size: int
+    event: object
+
+
+@dataclass(frozen=True)
+class SingleEpochTreeAggregationDpEvent(DpEvent):
+    """Tree aggregation over one epoch (each record at most once across the trees of ``step_counts`` steps)."""
+
+    noise_multiplier: float
+    step_counts: object
+
+
+@dataclass(frozen=True)
+class RepeatAndSelectDpEvent(DpEvent):
+    """``event`` run a random number of times (mean ``mean``; ``shape`` 0 logarithmic, 1 geometric, inf
+    Poisson, else truncated negative binomial) and the best run released (Papernot and Steinke 2022)."""
+
+    event: object
+    mean: float
+    shape: float
