@@ -146,3 +146,21 @@ def test_bad_queries_and_orders():
         acc.get_delta(-1.0)
     with pytest.raises(ValueError, match="orders"):
         Accountant(orders=[0.5, 2.0])
+
+
+def test_readme_section_runs():
+    """README's "Use it from dp_accounting / Opacus" code blocks run, and say what they print."""
+    import re
+    from pathlib import Path
+
+    pytest.importorskip("dp_accounting")
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = text.split("## Use it from dp_accounting / Opacus", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 2
+    ns = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), ns)
+    assert ns["eps"].shape == (2, 3) and np.all(np.isfinite(ns["eps"]))
+    assert 1.35 < ns["sigma"] < 1.36
+    assert ns["accountant"].get_epsilon(delta=1e-5) == pytest.approx(7.32911117143, rel=1e-9)
