@@ -19,6 +19,7 @@ right, is below it where its fractional-order series is loose, and above it wher
 
 from __future__ import annotations
 
+import numbers
 from collections import OrderedDict
 from copy import deepcopy
 
@@ -40,7 +41,7 @@ class _Core:
         """One optimisation step with this noise multiplier and Poisson sampling rate."""
         for name, x, lo, hi in (("noise_multiplier", noise_multiplier, 0.0, float("inf")),
                                 ("sample_rate", sample_rate, 0.0, 1.0)):
-            if not (isinstance(x, (int, float)) and lo <= float(x) <= hi):
+            if isinstance(x, bool) or not (isinstance(x, numbers.Real) and lo <= float(x) <= hi):
                 raise ValueError(f"Expected {name} in [{lo:g}, {hi:g}], got {name}={x!r}.")
         if self.history and self.history[-1][:2] == (noise_multiplier, sample_rate):
             nm, sr, steps = self.history.pop()
