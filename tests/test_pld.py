@@ -1,6 +1,6 @@
 """PLD accountant (amplify_jax.pld): closed forms, published values, dp_accounting, soundness of both sides.
 
-Batches are kept at 1 or <= 8 points so the compiled kernels (one per bucket size) are shared by the tests.
+Every batch runs as chunks of one shape, so the compiled kernels (one per grid size) are shared by the tests.
 """
 
 import numpy as np
@@ -125,6 +125,34 @@ def test_answer_does_not_depend_on_the_batch():
     batch = pld.dpsgd_epsilon(sigma=[5.24, 2.0, 1.0], q=[0.269, 0.001, 0.01], steps=[1194, 100, 1000],
                               delta=[2.5e-7, 1e-10, 1e-5]).epsilon
     assert float(alone) == float(batch[1])
+
+
+def test_one_program_for_every_batch_and_target():
+    """Issue 25: batch sizes 1, 3, 8, 9 and 17, new sigmas, rates, steps and deltas, the calibration's batches
+    (its search runs on the host and evaluates the points still searching) and the accountant's query counts
+    all run through the same compiled program per grid size: at most one compilation here (none where an
+    earlier test compiled it), where each new batch size compiled the kernel or small programs again."""
+    import jax
+
+    events, on = [], [True]
+
+    def listen(event, duration, **_):
+        if on[0] and event == "/jax/core/compile/backend_compile_duration":
+            events.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        for m in (1, 3, 8, 9, 17):
+            r = pld.dpsgd_epsilon(sigma=np.geomspace(1.0, 3.0, m), q=0.01 + m * 1e-4, steps=100 + m, delta=1e-5 / m,
+                                  grid_size=512)
+            assert r.epsilon.shape == (m,) and np.all(np.asarray(r.status) == 0)
+        for m in (1, 5):
+            c = pld.dpsgd_calibrate_sigma(target_epsilon=np.linspace(1.0, 3.0, m), q=0.01, steps=100, delta=1e-5,
+                                          grid_size=512, rtol=1e-3)
+            assert np.all(np.asarray(c.status) == 0)
+    finally:
+        on[0] = False
+    assert len(events) <= 1, events
 
 
 @settings(max_examples=8, deadline=None)

@@ -205,6 +205,15 @@ def _delta_kernel(a, q, counts, eps, coarsen, kinds, n):
     return up, jnp.minimum(lo, up), jnp.minimum(bare, up)
 
 
+#: The least number of query values of one compiled call of the accountant's kernels (``Accountant._run``).
+_QUERY_BUCKET = 8
+
+
+def _query_bucket(k: int) -> int:
+    """The padded number of query values: the least power of two >= k, at least ``_QUERY_BUCKET``."""
+    return max(_QUERY_BUCKET, 1 << max(int(k) - 1, 0).bit_length())
+
+
 class Accountant:
     """A PLD accountant for compositions of different events (dp_accounting's ``PLDAccountant`` interface:
     ``compose``, ``get_epsilon``, ``get_delta``), plus ``epsilon`` / ``delta`` with the lower bound.
@@ -222,22 +231,25 @@ class Accountant:
     def _run(self, kernel, a, q, c, x, kinds, rtol):
         """(up, lo) of ``kernel`` at the query values x: on the one grid, or the automatic grid's passes
         (``_results.auto_check``: the error estimate at every query value, the finer grid for all where one
-        asks)."""
-        n = self._n
+        asks).  The query values are padded (with the last one) to a power of two, at least
+        ``_QUERY_BUCKET``: a few compiled shapes serve every number of them (the padding leaves the window's
+        tail, set by the smallest delta, as it is)."""
+        n, k = self._n, x.size
+        x = np.pad(x, (0, _query_bucket(k) - k), mode="edge")
         with x64_scope():
             first = [np.array(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, n)]
             if not self._auto:
-                return first[0], first[1]
+                return first[0][:k], first[1][:k]
 
             def batch(a_, q_, c_, x_, kinds_, n_, coarsen=1.0):  # auto_check's calling convention
                 return kernel(a_, q_, c_, x_, coarsen, kinds_, n_)
 
-            sizes, up, lo = auto_check(batch, kinds, (a, q, c, x), first, x.size, (), rtol)
+            sizes, up, lo = auto_check(batch, kinds, (a, q, c, x), first, k, (), rtol)
             size = int(np.max(sizes))
             if size:
                 uf, lf, _ = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, size))
                 up, lo = np.minimum(up, uf), np.maximum(lo, lf)
-            return up, lo
+            return up[:k], lo[:k]
 
     def compose(self, event, count: int = 1) -> "Accountant":
         """Add ``event`` composed ``count`` times; returns the accountant (calls chain)."""

@@ -61,7 +61,7 @@ import numpy as np
 
 from ._discretize import discretize, discretize_mirrored, merged, merged_mirrored
 
-__all__ = ["Composed", "compose", "compose_mirrored", "delta_at", "epsilon_at", "WINDOW_GRID", "LAMBDAS", "FFT_C"]
+__all__ = ["Composed", "compose", "compose_mirrored", "delta_at", "epsilon_at", "epsilon_at_sides", "SIDES", "WINDOW_GRID", "LAMBDAS", "FFT_C"]
 
 _EPS = float(np.finfo(np.float64).eps)
 WINDOW_GRID = 512
@@ -501,20 +501,51 @@ def epsilon_at(c: Composed, delta, which="pess", roundoff=True):
     delta (issue 13: a scan over every point cost more than the rest of the query).  The masses are read
     clipped at 0 (the inverse FFT leaves some at -1e-18): each moves toward the exact composed mass, which
     is >= 0, so the round-off bound of ``compose`` still covers them, and d_k is monotone."""
-    p = c.pess if which == "pess" else c.opt
+    pess = which == "pess"
+    sign, r = _roundoff_weight(c, which, roundoff)
+    return _epsilon_core(c, c.pess if pess else c.opt, _extra(c, which), sign * r, pess, delta)
+
+
+#: The three values a query answers (``sides``): the pessimistic one, the optimistic one, and the
+#: pessimistic one without the round-off term (the automatic grid's error estimate).
+SIDES = ("pess", "opt", "bare")
+
+
+def epsilon_at_sides(cs, delta):
+    """``epsilon_at`` of every Composed in ``cs`` (the relations of one point, all of one grid size) at
+    each delta (m,), for the three ``SIDES``: an array (len(cs), 3, m).  One copy of the query in the
+    compiled program, vmapped over relations and sides (issue 25: six copies, one per relation and side,
+    were ~40% of the DP-SGD kernel's compilation); each element computes what ``epsilon_at`` computes."""
+    stacked = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *[tuple(c) for c in cs])
+    cb = Composed(*stacked)
+
+    def per_relation(*c):
+        c = Composed(*c)
+        p = jnp.stack([c.pess, c.opt, c.pess])
+        extra = jnp.stack([_extra(c, "pess"), _extra(c, "opt"), _extra(c, "pess")])
+        sr = jnp.stack([c.r2[0], -c.r2[1], 0.0 * c.r2[0]])
+        pess = jnp.array([True, False, True])
+        return jax.vmap(lambda p_, e_, s_, w_: _epsilon_core(c, p_, e_, s_, w_, delta))(p, extra, sr, pess)
+
+    return jax.vmap(per_relation)(*cb)
+
+
+def _epsilon_core(c: Composed, p, fixed, sr, pess, delta):
+    """``epsilon_at``'s computation from data: masses p (the side's), its fixed error terms ``fixed``
+    (``_extra``), its signed round-off estimate sr (+r pessimistic, -r optimistic, 0 without it) and
+    ``pess`` (a boolean: which side's rules)."""
     n = p.shape[0]
     h = c.h
-    sign, r = _roundoff_weight(c, which, roundoff)
+
     # the error terms at each grid point k: the fixed ones and the round-off r W_k (W_{-1} = W_0 + r: the
     # weights' norm at l_0 - h, bounded by the triangle inequality); at k = n they are the fixed ones
     # weights at every k on the pessimistic side, where they keep d_k non-increasing; the optimistic side
     # subtracts the largest, W_{-1}, at every k: subtracting a W_k that shrinks with k would make d_k
     # non-monotone, and the blocked search below could then skip a first crossing (a lower value too high)
     wt = _weights_norm_table(h, n)
-    fixed = _extra(c, which)
     wk = jnp.concatenate([wt[:1] + 1.0, wt, jnp.zeros(1)])  # index k + 1, k = -1 .. n - 1 (and n)
-    ext = fixed + sign * r * (wk if which == "pess" else jnp.full_like(wk, wk[0]))
-    extra = fixed + sign * r * wk[0]  # the largest (in magnitude), for _broken
+    ext = fixed + sr * jnp.where(pess, wk, wk[0])
+    extra = fixed + sr * wk[0]  # the largest (in magnitude), for _broken
     bs = min(_EPS_BLOCK, n)
     nb = n // bs
     blocks = jnp.maximum(p, 0.0).reshape(nb, bs)
@@ -552,15 +583,13 @@ def epsilon_at(c: Composed, delta, which="pess", roundoff=True):
         e = base + jnp.log(jnp.maximum(ratio, 1e-300))
         e = jnp.where(ratio > 0, e, -jnp.inf)
         # the solve's rounding, toward the safe side (up for the pessimistic value, down for the optimistic)
-        e = e + (1e-12 if which == "pess" else -1e-12) * (1.0 + jnp.abs(e))
+        e = e + jnp.where(pess, 1e-12, -1e-12) * (1.0 + jnp.abs(e))
         e = jnp.minimum(e, lk)  # the grid point k is feasible
         e = jnp.where(first, e, jnp.maximum(e, base))  # and l_{k-1} is not
         return e, any_ok
 
     e, any_ok = jax.vmap(one)(delta)
     bad = _broken(c, p, extra)
-    if which == "pess":
-        e = jnp.maximum(e, 0.0)
-        return jnp.where(any_ok & ~bad, e, jnp.inf)
-    e = jnp.where(any_ok, e, c.start + h * (n - 1)) - c.eta
-    return jnp.where(bad, 0.0, jnp.maximum(e, 0.0))
+    upper = jnp.where(any_ok & ~bad, jnp.maximum(e, 0.0), jnp.inf)
+    lower = jnp.where(bad, 0.0, jnp.maximum(jnp.where(any_ok, e, c.start + h * (n - 1)) - c.eta, 0.0))
+    return jnp.where(pess, upper, lower)

@@ -13,15 +13,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from ..calibrate import invert_monotone_host
-from ..numerics import x64_scope
 from ..status import Status
-from ._grid import DEFAULT_GRID_SIZE, check_grid_size, flat_padded, unpad
+from ._grid import DEFAULT_GRID_SIZE, check_grid_size, flatten, unpad
 from ._queries import eps_batch
+from ._search import bisect_log
 from ._results import SIGMA_RANGE, PldDelta, PldEpsilon, answer, auto_check, check_parameter, never_looks
 
 __all__ = ["PldCalibration", "dpsgd_epsilon", "dpsgd_delta", "dpsgd_calibrate_sigma"]
@@ -81,9 +79,10 @@ def dpsgd_calibrate_sigma(*, target_epsilon, q, steps, delta, rtol=1e-6, sigma_r
     """Minimal noise multiplier sigma with the PLD's eps (:func:`dpsgd_epsilon`) <= ``target_epsilon``.
 
     Batched; the search is the inversion layer's (``calibrate.invert_monotone_host``: bisection in log
-    sigma to ``rtol``, the feasible end returned and re-checked).  Targets no sigma in ``sigma_range`` meets
-    get status ``infeasible`` (sigma = the range's top); returns (sigma, epsilon at sigma, status).
-    ``grid_size`` None (the automatic grid, see :func:`dpsgd_epsilon`): the search runs on
+    sigma to ``rtol``, the feasible end returned and re-checked), run on the host in NumPy over the points
+    still searching (``_search.bisect_log``: no program compiled for the batch's shape).  Targets no sigma in
+    ``sigma_range`` meets get status ``infeasible`` (sigma = the range's top); returns (sigma, epsilon at
+    sigma, status).  ``grid_size`` None (the automatic grid, see :func:`dpsgd_epsilon`): the search runs on
     ``DEFAULT_GRID_SIZE`` points, then, where the grid's check at the sigma found asks for it, again on
     ``AUTO_MAX_GRID_SIZE`` points (``epsilon`` is then that grid's value).  Where q = 0
     or steps = 0 eps is 0 at every sigma: the range's lower end, status ``at_limit``."""
@@ -98,20 +97,21 @@ def dpsgd_calibrate_sigma(*, target_epsilon, q, steps, delta, rtol=1e-6, sigma_r
                          f"got {tuple(sigma_range)!r}")
     shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
     n = check_grid_size(grid_size, shape)
-    with x64_scope():
-        (be, bq, bt, bd), m = flat_padded(shape, e, qq, t, d)
-        idle = np.asarray(never_looks(np.shape(bq), bq, bt))  # q = 0 or no step: eps = 0 at every sigma
+    (be, bq, bt, bd), m = flatten(shape, e, qq, t, d)
+    idle = np.asarray(never_looks(shape, qq, t)).reshape(-1)  # q = 0 or no step: eps = 0 at every sigma
 
-        def eps_of(sig):
-            if idle.all():  # nothing to compute (no kernel runs)
-                return np.zeros(np.shape(idle))
-            return np.where(idle, 0.0, np.asarray(_eps_batch(jnp.asarray(sig), bq, bt, bd, n)[0]))
+    def eps_of(sig, idx):
+        out = np.zeros(idx.shape)
+        run = idx[~idle[idx]]  # nothing to compute where the mechanism never looks (no kernel runs)
+        if run.size:
+            out[~idle[idx]] = _eps_batch(sig[~idle[idx]], bq[run], bt[run], bd[run], n)[0]
+        return out
 
-        inv = invert_monotone_host(eps_of, be, lo=lo, hi=hi, feasible="above", rtol=rtol)
-        sig, ach, st = (np.array(x) for x in (inv.value, inv.achieved, inv.status))
-        if grid_size is None:
-            sig, ach, st = _refine_calibration(sig, ach, st, (be, bq, bt, bd), idle, m, shape, lo, rtol)
-        return PldCalibration(unpad(sig, m, shape), unpad(ach, m, shape), unpad(st, m, shape))
+    inv = bisect_log(eps_of, be, lo, hi, float(rtol))
+    sig, ach, st = (np.array(x) for x in (inv.value, inv.achieved, inv.status))
+    if grid_size is None:
+        sig, ach, st = _refine_calibration(sig, ach, st, (be, bq, bt, bd), idle, m, shape, lo, rtol)
+    return PldCalibration(unpad(sig, m, shape), unpad(ach, m, shape), unpad(st, m, shape))
 
 
 def _refine_calibration(sig, ach, st, flat, idle, m, shape, lo, rtol):
@@ -124,20 +124,21 @@ def _refine_calibration(sig, ach, st, flat, idle, m, shape, lo, rtol):
     ok = (st == int(Status.OK)) & ~idle
     if not ok.any():
         return sig, ach, st
-    flat_s = (jnp.asarray(sig), bq, bt, bd)
+    live = np.flatnonzero(ok)  # the check runs where the search found a sigma
+    flat_s = (sig[live], bq[live], bt[live], bd[live])
     first = _eps_batch(*flat_s, DEFAULT_GRID_SIZE)
-    sizes, _, _ = auto_check(eps_batch, "gaussian", flat_s, first, m, shape)
-    sizes = np.where(ok, sizes, 0)
+    sizes = np.zeros(sig.shape, dtype=np.int64)
+    sizes[live], _, _ = auto_check(eps_batch, "gaussian", flat_s, first, live.size, (live.size,))
     for size in np.unique(sizes[sizes > 0]):
         idx = np.flatnonzero(sizes == size)
-        (t, q, s_, d, top), k = flat_padded((idx.size,), be[idx], bq[idx], bt[idx], bd[idx], sig[idx])
 
-        def eps_of(x, q=q, s_=s_, d=d, size=int(size)):
-            return np.asarray(_eps_batch(jnp.asarray(x), q, s_, d, size)[0])
+        def eps_of(x, sub, idx=idx, size=int(size)):
+            j = idx[sub]
+            return _eps_batch(x, bq[j], bt[j], bd[j], size)[0]
 
-        inv = invert_monotone_host(eps_of, t, lo=lo, hi=top, feasible="above", rtol=rtol)
-        good = np.asarray(inv.status)[:k] == int(Status.OK)
-        new = np.asarray(inv.value)[:k]
+        inv = bisect_log(eps_of, be[idx], lo, sig[idx], float(rtol))
+        good = inv.status == int(Status.OK)
+        new = inv.value
         pick = good & (new <= sig[idx])
-        sig[idx[pick]], ach[idx[pick]] = new[pick], np.asarray(inv.achieved)[:k][pick]
+        sig[idx[pick]], ach[idx[pick]] = new[pick], inv.achieved[pick]
     return sig, ach, st

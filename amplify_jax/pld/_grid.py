@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["DEFAULT_GRID_SIZE", "MAX_GRID_SIZE", "MEMORY_LIMIT", "AUTO_MAX_GRID_SIZE", "AUTO_RTOL", "AUTO_RTOL_DELTA",
-           "check_grid_size", "auto_refined_size", "flat_padded", "unpad", "bytes_per_point", "memory_limit"]
+           "check_grid_size", "auto_refined_size", "flatten", "unpad", "bytes_per_point", "memory_limit", "chunk_size",
+           "points_at_once", "CHUNK", "ACCELERATOR_CHUNK"]
 
 #: Grid points of one composition (a power of two): the first pass of the automatic grid (``grid_size=None``)
 #: and the accountant object's default.  Alone it is within 1e-3 of dp_accounting at 143 of 168 random DP-SGD
@@ -27,12 +28,22 @@ AUTO_MAX_GRID_SIZE = 1 << 17
 MAX_GRID_SIZE = 1 << 24
 #: Refuse a request whose working memory would exceed this (bytes), or half the memory available now.
 MEMORY_LIMIT = 8 * 1024**3
-#: Points composed at once inside a compiled call (the slab ``_queries`` vmaps over), which bounds the
-#: working memory.  8: on the 2-core CPU of benchmarks/bench_pld.py, since the kernels stopped being bound
-#: by transcendental functions (issue 13), 1.4-1.7x faster per point than 4 or 12 (alternating runs, 48
-#: points at 2^14: 3.0-3.6 ms against 5.2-5.4 and 5.2-5.6), 6 about as fast.  (Before, with ~40
-#: transcendental evaluations per grid point, 4 had been 1.7x faster than 8.)
+#: Points of one compiled call on a CPU (the chunk, ``_queries._run``), composed side by side (vmapped):
+#: every batch runs as chunks of this one shape, a single point included (padded), so the kernels compile
+#: once per grid size whatever the batch (issue 25: slabs of 1 and of 8 points were two programs, 8-17 s
+#: each on the 2-core CPU of the benchmarks).  8: on that CPU 1.7x faster per point than one point at a time
+#: (1.5 against 2.6 ms a point at 2^14, alternating runs of 256 points in one process; one point at a time
+#: in a loop of 8 or 16 per call was as slow), 1.4-1.7x faster than vmapped slabs of 4 or 12 (issue 13).
+#: A single point then costs a chunk (~8 times one point's work, ~15 ms at 2^14).
 CHUNK = 8
+#: Points of one call on an accelerator (GPU, TPU), where ``points_at_once`` compositions run side by side
+#: and a loop inside the call runs over the groups of real points (the padding of a chunk costs nothing).
+ACCELERATOR_CHUNK = 256
+#: At most this many points side by side on an accelerator.
+ACCELERATOR_GROUP = 64
+#: Working memory the points composed side by side may take together (bytes): fewer of them on a larger
+#: grid (on a CPU: 8 up to 2^17 points, 1 from 2^20), so a single point on a large grid still runs alone.
+GROUP_BYTES = 2 * 1024**3
 
 
 def bytes_per_point(n: int) -> int:
@@ -52,13 +63,40 @@ def memory_limit() -> int:
     return int(min(MEMORY_LIMIT, avail // 2))
 
 
+
+def _platform() -> str:
+    """JAX's default backend ("cpu" on the host twin, ``amplify_jax._host``, whose NumPy stand-in has none)."""
+    import jax
+
+    backend = getattr(jax, "default_backend", None)
+    return "cpu" if backend is None else backend()
+
+
+def points_at_once(n: int) -> int:
+    """Points composed side by side (vmapped) in a compiled call at grid size n: the largest power of two
+    up to ``CHUNK`` (a CPU) or ``ACCELERATOR_GROUP`` whose working memory (:func:`bytes_per_point`) fits
+    ``GROUP_BYTES`` (at least 1).  A function of n (and of the platform) only: it adds no compilation."""
+    g = CHUNK if _platform() == "cpu" else ACCELERATOR_GROUP
+    while g > 1 and g * bytes_per_point(n) > GROUP_BYTES:
+        g //= 2
+    return g
+
+
+def chunk_size(n: int) -> int:
+    """Points of one compiled call at grid size n: on a CPU the points composed side by side (one group, a
+    batch padded to whole chunks), on an accelerator ``ACCELERATOR_CHUNK`` (groups of real points looped
+    over inside the call)."""
+    return points_at_once(n) if _platform() == "cpu" else ACCELERATOR_CHUNK
+
+
 def check_grid_size(grid_size, shape) -> int:
-    """The static grid size: a power of two in [2^8, 2^24]; refuses one whose working memory (CHUNK points
-    at once) would exceed :func:`memory_limit`, before allocating, with a message naming it."""
+    """The static grid size: a power of two in [2^8, 2^24]; refuses one whose working memory
+    (:func:`points_at_once` points side by side, a single point padded to them) would exceed
+    :func:`memory_limit`, before allocating, with a message naming it."""
     n = DEFAULT_GRID_SIZE if grid_size is None else grid_size
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 256 or n > MAX_GRID_SIZE or n & (n - 1):
         raise ValueError(f"grid_size must be a power of two in [256, {MAX_GRID_SIZE}], got {grid_size!r}")
-    need = bytes_per_point(n) * min(CHUNK, max(int(np.prod(shape, dtype=np.int64)), 1))
+    need = bytes_per_point(n) * points_at_once(n)
     limit = memory_limit()
     if need > limit:
         raise ValueError(f"grid_size={n} needs about {need / 1024**3:.1f} GiB of working memory "
@@ -77,25 +115,16 @@ def auto_refined_size(err, value, shape, rtol=AUTO_RTOL) -> np.ndarray:
     value = np.asarray(value, dtype=np.float64)
     fine = np.isfinite(value) & np.isfinite(err) & (err <= rtol * np.abs(value))
     top = AUTO_MAX_GRID_SIZE
-    while top > DEFAULT_GRID_SIZE and bytes_per_point(top) * min(CHUNK, max(int(np.prod(shape)), 1)) > memory_limit():
+    while top > DEFAULT_GRID_SIZE and bytes_per_point(top) * points_at_once(top) > memory_limit():
         top //= 2
     return np.where(fine | (top <= DEFAULT_GRID_SIZE), 0, top).astype(np.int64)
 
 
-def _bucket(n: int) -> int:
-    return 1 if n <= 1 else CHUNK * int(np.ceil(n / CHUNK))
-
-
-def flat_padded(shape, *arrays):
-    """Broadcast to ``shape``, flatten, pad with the last value to 1 or a multiple of ``CHUNK`` (the kernels
-    run in slabs of CHUNK points)."""
+def flatten(shape, *arrays):
+    """Each array broadcast to ``shape`` and flattened (float64 NumPy), and the number of points.  The
+    kernels take any length (``_queries._run`` cuts it into chunks of one shape)."""
     m = int(np.prod(shape, dtype=np.int64))
-    size = _bucket(m)
-    out = []
-    for a in arrays:
-        f = np.broadcast_to(np.asarray(a, dtype=np.float64), shape).reshape(-1)
-        out.append(np.concatenate([f, np.repeat(f[-1:], size - m)]) if m else np.zeros(size))
-    return out, m
+    return [np.broadcast_to(np.asarray(a, dtype=np.float64), shape).reshape(-1) for a in arrays], m
 
 
 def unpad(x, m, shape):

@@ -8,18 +8,20 @@ any eps0-DP mechanism), each Poisson-subsampled at rate q (q = 1: not subsampled
 answers the worse, as dp_accounting's PLD accountant does (a symmetric pair once: both are the same; the
 Gaussian's two relations on mirrored grids of one step, ``_compose.compose_mirrored``); values come as
 (pessimistic, optimistic).  Values reach the compiled kernels as arrays: a
-new parameter, rate, count, target or batch size does not recompile (batches run in slabs of ``CHUNK``
-points, one compiled shape); only a new grid size does.
+new parameter, rate, count, target or batch size does not recompile (batches run in chunks of one fixed
+shape, the number of real points in a chunk an array argument, ``_run``); only a new grid size does.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from .. import _host
 from ..numerics import float64_jit
-from ._compose import compose, compose_mirrored, delta_at, epsilon_at
-from ._grid import CHUNK
+from ._compose import compose, compose_mirrored, delta_at, epsilon_at_sides
+from ._grid import chunk_size, points_at_once
 from ._mechanisms import ADD, REMOVE, RELATIONS, DiscreteLoss, GaussianLoss, LaplaceLoss, WorGaussianLoss
 
 __all__ = ["KINDS", "SYMMETRIC_KINDS", "TAIL_FRACTION", "DELTA_QUERY_TAIL", "event", "eps_batch", "delta_batch"]
@@ -83,9 +85,7 @@ def _eps_log_tail(delta):
 def _eps_point(kind, a, q, steps, delta, coarsen, n):
     d = delta[None]
     cs = _composed(kind, a, q, steps, _eps_log_tail(delta), n, coarsen)
-    up = jnp.max(jnp.stack([epsilon_at(c, d)[0] for c in cs]))
-    lo = jnp.max(jnp.stack([epsilon_at(c, d, "opt")[0] for c in cs]))
-    bare = jnp.max(jnp.stack([epsilon_at(c, d, roundoff=False)[0] for c in cs]))
+    up, lo, bare = jnp.max(epsilon_at_sides(cs, d)[:, :, 0], axis=0)  # the worse relation, each side
     return up, jnp.minimum(lo, up), jnp.minimum(bare, up)
 
 
@@ -98,34 +98,66 @@ def _delta_point(kind, a, q, steps, eps, coarsen, n):
     return up, jnp.minimum(lo, up), jnp.minimum(bare, up)
 
 
-@float64_jit(static_argnames=("kind", "n"))
-def _eps_slab(a, q, steps, delta, coarsen, kind, n):
-    return jax.vmap(lambda *x: _eps_point(kind, *x, n))(a, q, steps, delta, coarsen)
-
-
-@float64_jit(static_argnames=("kind", "n"))
-def _delta_slab(a, q, steps, eps, coarsen, kind, n):
-    return jax.vmap(lambda *x: _delta_point(kind, *x, n))(a, q, steps, eps, coarsen)
-
-
-def _slabs(kernel, arrays, kind, n):
-    """Run ``kernel`` over slabs of CHUNK points (one compiled shape for every batch; 1 for one point)."""
+def _chunk(point, arrays, count, group):
+    """``point`` (a function of one point's scalars, returning a tuple of scalars) over the first ``count``
+    points of the chunk ``arrays`` ((C,) each), ``group`` points at a time (vmapped), in a
+    ``lax.while_loop`` whose trip count is the array ``count``: the groups past it (the chunk's padding) are
+    not computed and come out nan.  One compiled program serves every batch (``_run``).  On a CPU the
+    chunk is one group (``_grid.chunk_size``): one pass of the loop."""
     size = arrays[0].shape[0]
-    step = 1 if size == 1 else CHUNK
-    outs = [kernel(*(x[i:i + step] for x in arrays), kind, n) for i in range(0, size, step)]
-    return tuple(jnp.concatenate([o[j] for o in outs]) for j in range(len(outs[0])))
+    f = jax.vmap(point)
+
+    def body(g, outs):
+        xs = [jax.lax.dynamic_slice_in_dim(x, g * group, group) for x in arrays]
+        return tuple(jax.lax.dynamic_update_slice_in_dim(o, y, g * group, 0) for o, y in zip(outs, f(*xs)))
+
+    outs = tuple(jnp.full((size,), jnp.nan, dtype=jnp.float64) for _ in range(3))
+    return jax.lax.fori_loop(0, (count + group - 1) // group, body, outs)
+
+
+@float64_jit(static_argnames=("kind", "n", "group"))
+def _eps_chunk(a, q, steps, delta, coarsen, count, kind, n, group):
+    return _chunk(lambda *x: _eps_point(kind, *x, n), (a, q, steps, delta, coarsen), count, group)
+
+
+@float64_jit(static_argnames=("kind", "n", "group"))
+def _delta_chunk(a, q, steps, eps, coarsen, count, kind, n, group):
+    return _chunk(lambda *x: _delta_point(kind, *x, n), (a, q, steps, eps, coarsen), count, group)
+
+
+def _run(kernel, arrays, kind, n):
+    """``kernel`` over flat NumPy arrays of any length m, as chunks of ``chunk_size()`` points (the last one
+    padded with its last point, which the kernel skips): one compiled shape for every batch, and nothing on
+    the host side that JAX compiles (inputs go in as NumPy arrays, outputs come back as NumPy arrays, are
+    cut and joined in NumPy; on the host twin, one chunk of the batch's own size).  Returns three float64
+    NumPy arrays (m,)."""
+    m = arrays[0].shape[0]
+    size, group = chunk_size(n), points_at_once(n)
+    if _host.inside():  # the host twin (NumPy, ``amplify_jax._host``): the batch as it is, no padding
+        size = group = max(m, 1)
+    outs = []
+    for i in range(0, m, size):
+        k = min(size, m - i)
+        part = [np.pad(x[i:i + k], (0, size - k), mode="edge") for x in arrays]
+        outs.append(kernel(*part, np.int32(k), kind, n, group))  # dispatched before any is read
+    parts = [[np.asarray(o[j])[:min(size, m - i * size)] for i, o in enumerate(outs)] for j in range(3)]
+    return tuple(np.concatenate(p) if p else np.zeros(0) for p in parts)
+
+
+def _flat(arrays, coarsen):
+    arrays = [np.asarray(x, dtype=np.float64).reshape(-1) for x in arrays]
+    c = np.broadcast_to(np.asarray(coarsen, dtype=np.float64), arrays[0].shape)
+    return [*arrays, np.ascontiguousarray(c)]
 
 
 def eps_batch(a, q, steps, delta, kind, n, coarsen=1.0):
-    """(eps, eps_lower, eps_bare) per point of flat arrays (a, q, steps, delta), whose length is 1 or a
-    multiple of CHUNK (``_grid.flat_padded``); compiled once per (kind, n) and slab size.  ``coarsen`` (a
-    value, >= 1; scalar or per point) multiplies each point's grid step (``_compose.compose``).  eps_bare is
-    eps without the FFT round-off term (not a bound; the automatic grid's error estimate uses it)."""
-    c = jnp.broadcast_to(jnp.asarray(coarsen, dtype=jnp.float64), jnp.shape(a))
-    return _slabs(_eps_slab, (a, q, steps, delta, c), kind, n)
+    """(eps, eps_lower, eps_bare) per point of flat arrays (a, q, steps, delta) of any length (NumPy in, NumPy
+    out); compiled once per (kind, n) (``_run``).  ``coarsen`` (a value, >= 1; scalar or per point)
+    multiplies each point's grid step (``_compose.compose``).  eps_bare is eps without the FFT round-off
+    term (not a bound; the automatic grid's error estimate uses it)."""
+    return _run(_eps_chunk, _flat((a, q, steps, delta), coarsen), kind, n)
 
 
 def delta_batch(a, q, steps, eps, kind, n, coarsen=1.0):
     """(delta, delta_lower, delta_bare) per point of flat arrays (a, q, steps, eps) (see :func:`eps_batch`)."""
-    c = jnp.broadcast_to(jnp.asarray(coarsen, dtype=jnp.float64), jnp.shape(a))
-    return _slabs(_delta_slab, (a, q, steps, eps, c), kind, n)
+    return _run(_delta_chunk, _flat((a, q, steps, eps), coarsen), kind, n)

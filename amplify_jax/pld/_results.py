@@ -15,7 +15,7 @@ import numpy as np
 from .. import _validate as V
 from ..numerics import x64_scope
 from ..status import Status
-from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, auto_refined_size, check_grid_size, flat_padded, unpad
+from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, auto_refined_size, check_grid_size, flatten, unpad
 from ._queries import delta_batch, eps_batch
 
 __all__ = ["PldEpsilon", "PldDelta", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE", "check_parameter", "status_of",
@@ -85,7 +85,7 @@ def answer(query: str, kind: str, shape: tuple, grid_size, a, q, steps, x):
         return result(zero, zero, status_of(zero))
     n = check_grid_size(grid_size, shape)
     with x64_scope():
-        flat, m = flat_padded(shape, a, q, steps, x)
+        flat, m = flatten(shape, a, q, steps, x)
         first = [np.array(v, dtype=np.float64) for v in batch(*flat, kind, n)]
         up, lo = first[:2]
         if grid_size is None:
@@ -93,8 +93,7 @@ def answer(query: str, kind: str, shape: tuple, grid_size, a, q, steps, x):
             sizes, up, lo = auto_check(batch, kind, flat, first, m, shape, rtol)
             for size in np.unique(sizes[sizes > 0]):
                 idx = np.flatnonzero(sizes == size)
-                sub, _ = flat_padded((idx.size,), *(v[idx] for v in flat))
-                u, l = (np.asarray(v, dtype=np.float64)[:idx.size] for v in batch(*sub, kind, int(size))[:2])
+                u, l = (np.asarray(v, dtype=np.float64) for v in batch(*(v[idx] for v in flat), kind, int(size))[:2])
                 up[idx], lo[idx] = np.minimum(up[idx], u), np.maximum(lo[idx], l)
         up, lo = unpad(up, m, shape), unpad(lo, m, shape)
         up, lo = np.where(idle, 0.0, up), np.where(idle, 0.0, lo)
