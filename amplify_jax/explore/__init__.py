@@ -16,6 +16,31 @@ bound with a lower value beside its upper one (``shuffle.clones``' ``lower``, ``
 answer is marked on the plot (a point at (value, achieved) when the solved parameter is the x axis, otherwise a
 line at the target; SVG id ``explore-solved``) while the other parameters stay those it was solved at.
 
+Readable plots: each bound opens on its default view (the catalog's ``view``: its first monotone parameter
+as the x axis over a range around its example value; a log y axis where the answer spans more than
+:data:`~amplify_jax.explore._api.LOGY_DECADES` = 1.5 decades or is a delta: the curve's ``view.logy``); every
+axis carries at least two labelled ticks at any range (``_render.log_ticks``: decades, or 1-2-5 within a decade;
+``explore.js`` gives Plotly the same tick values, and recomputes them on zoom); titles wrap to at most three
+lines; points whose status is not ``ok`` carry a marker of their own (``_render.STATUS_MARKERS``); a curve being
+computed shows "computing… N s" (``tests/test_explore_readable.py`` renders each bound's default view and parses
+its tick labels).
+
+The page's URL parameters (``explore.js``: ``readURL`` / ``syncURL``):
+
+==================  =============================================================================================
+``token``           the launch's token (the URL the server prints); sent with every API call
+``bound``           the bound's id (default ``shuffle.clones``; an unknown id shows the default, with a message)
+``x``               the x-axis parameter (numeric, or ``orders`` for an RDP bound)
+``lo``, ``hi``      the x range (default: the catalog's ``view``)
+``points``          x values of the curve (default 200)
+``logx``, ``logy``  ``1`` / ``0``: log axes (``logy`` absent: from the values, the curve's ``view.logy``)
+``family``, ``fv``  a parameter drawn as a family of curves; its comma-separated values (default: a decade either
+                    side of the example's)
+``p.NAME``          the value of parameter ``NAME`` (a number, a graph spec, a choice, comma-separated orders)
+``solve_for``       the parameter to solve for; ``target``: the target eps (or delta)
+``pin``             a pinned curve: its curve request as JSON (repeatable, at most 6)
+==================  =============================================================================================
+
 The JSON interface (pure functions, no server needed; every answer is JSON, a bad request answers
 ``{"error": "<one line naming the parameter and the value>"}``)::
 
@@ -94,8 +119,8 @@ pld.dpsgd (sigma; q)                54 s          11.9 s      12.6 s       misse
 ==================================  ============  ==========  ===========  ===============================
 
 The misses are the kernels' own cost (the same ``bounds.evaluate`` call from Python takes the same time); the
-page says "computing" or, for a bound's first curve, "compiling" while it waits, and slider moves that arrive
-meanwhile collapse into one request.
+page says "computing" or, for a bound's first curve, "compiling" while it waits, with the seconds elapsed, counted
+every second, and slider moves that arrive meanwhile collapse into one request.
 """
 
 from ._api import DEFAULT_POINTS as DEFAULT_POINTS, MAX_CURVES as MAX_CURVES, MAX_GRAPH_USERS as MAX_GRAPH_USERS
@@ -103,9 +128,10 @@ from ._api import MAX_ORDERS as MAX_ORDERS, MAX_POINTS as MAX_POINTS
 from ._api import catalog as catalog, curve as curve, request as request, solve as solve
 from ._export import export as export
 from ._operational import tpr_bound as tpr_bound
-from ._render import render as render
+from ._render import default_view as default_view, render as render
 from ._server import ExploreServer as ExploreServer, make_server as make_server, plotly_js as plotly_js
 from ._server import serve as serve
 
 __all__ = ["DEFAULT_POINTS", "MAX_CURVES", "MAX_GRAPH_USERS", "MAX_ORDERS", "MAX_POINTS", "ExploreServer", "catalog",
-           "curve", "export", "make_server", "plotly_js", "render", "request", "serve", "solve", "tpr_bound"]
+           "curve", "default_view", "export", "make_server", "plotly_js", "render", "request", "serve", "solve",
+           "tpr_bound"]

@@ -19,8 +19,8 @@ from .. import bounds
 from ..bounds import DECREASING, INCREASING, Graph, Integer, Orders, Real
 from ..status import Status, status_names
 
-__all__ = ["MAX_POINTS", "MAX_CURVES", "MAX_ORDERS", "MAX_GRAPH_USERS", "DEFAULT_POINTS", "catalog", "curve",
-           "solve", "request"]
+__all__ = ["MAX_POINTS", "MAX_CURVES", "MAX_ORDERS", "MAX_GRAPH_USERS", "DEFAULT_POINTS", "LOGY_DECADES", "catalog",
+           "curve", "default_request", "solve", "request"]
 
 MAX_POINTS = 2000  #: points (x values x curves x Rényi orders) that one curve request may evaluate
 MAX_CURVES = 12  #: values of the family parameter in one request
@@ -30,6 +30,7 @@ DEFAULT_POINTS = 200  #: x values of a curve when only its range is given
 LOG_DECADES = 3  #: a slider or axis spanning at least 10**3 is log-scaled
 SLIDER_DECADES = 6  #: a log slider reaches at most 10**6 either side of the parameter's example value
 X_RANGE_DECADES = 2  #: the default x axis of a log-scaled parameter: 10**2 either side of its example value
+LOGY_DECADES = 1.5  #: a curve whose positive values span more than 10**1.5 is drawn on a log y axis by default
 
 #: the papers' subpackages, in the order the page lists them, with the words the page groups them under
 FAMILIES = {
@@ -306,6 +307,38 @@ def cite(paper: str, theorem: str) -> str:
     return short
 
 
+def _default_view(b, params, axes) -> dict:
+    """The page's first view of a bound: the x axis (its first monotone parameter that is not the other half of
+    the (eps, delta) pair, else its first axis) over that parameter's ``x_range`` (Rényi orders: 2..256, log);
+    the y scale is chosen from the values (the curve's ``view``)."""
+    info = {q["name"]: q for q in params}
+    x = next((n for n in axes if n in info and info[n].get("monotone") and n != _PAIR[b.answer]), axes[0])
+    if x == "orders":
+        return {"x": x, "lo": 2.0, "hi": 256.0, "logx": True}
+    return {"x": x, "lo": info[x]["x_range"][0], "hi": info[x]["x_range"][1], "logx": bool(info[x]["log"])}
+
+
+def default_request(bound_id, points=None) -> dict:
+    """The curve request of a bound's default view (what the page asks for first): ``request("curve", it)``
+    draws it; its answer's ``view`` says the y scale."""
+    b = bounds.get(bound_id)
+    info = _bound_info(b)
+    v = info["view"]
+    req = {"bound": b.id, "x": v["x"], "lo": v["lo"], "hi": v["hi"], "log": v["logx"]}
+    if points is not None:
+        req["points"] = points
+    return req
+
+
+def _y_view(answer: str, y: np.ndarray) -> dict:
+    """The default y scale of a curve: log where its positive finite values span more than
+    :data:`LOGY_DECADES` decades, or where the answer is a delta (a probability read by its exponent)."""
+    pos = y[np.isfinite(y) & (y > 0)]
+    decades = float(np.log10(pos.max() / pos.min())) if pos.size else None
+    logy = pos.size > 0 and (answer == "delta" or decades > LOGY_DECADES)
+    return {"logy": bool(logy), "y_decades": None if decades is None else round(decades, 3)}
+
+
 def _bound_info(b) -> dict:
     params = [_param_info(b, p) for p in b.params]
     axes = [q["name"] for q in params if q["kind"] in ("real", "integer")]
@@ -315,7 +348,7 @@ def _bound_info(b) -> dict:
             "summary": b.summary, "notes": b.notes, "answer": b.answer, "symbol": _SYMBOL[b.answer], "side": b.side,
             "outputs": list(b.outputs), "solvable": list(b.solvable),
             "target": None if b.answer == "rdp" else "target_" + b.answer, "pair": _PAIR[b.answer],
-            "axes": axes, "params": params, "example": _params_json(b.example)}
+            "axes": axes, "params": params, "example": _params_json(b.example), "view": _default_view(b, params, axes)}
 
 
 def catalog() -> dict:
@@ -324,7 +357,8 @@ def catalog() -> dict:
     ``{"groups": [{"family", "title", "paper", "bounds": [...]}], "limits": {...}}``.  Each bound: ``id``,
     ``answer`` (``epsilon``, ``delta`` or ``rdp``), ``side`` (``upper`` / ``lower``), ``outputs``,
     ``solvable`` (the parameters :func:`solve` can solve for), ``target`` (``target_epsilon`` or
-    ``target_delta``), ``axes`` (what can be the x axis or the family) and ``params``.  Each numeric parameter:
+    ``target_delta``), ``axes`` (what can be the x axis or the family), ``view`` (the page's first view:
+    ``{"x", "lo", "hi", "logx"}``) and ``params``.  Each numeric parameter:
     ``lo``, ``hi``, ``lo_open``, ``hi_open``, ``integer``, ``log`` (its slider spans at least 10**3),
     ``slider`` (its ends), ``x_range`` (the default x axis), ``value`` (the example's), ``monotone``
     (``increasing`` / ``decreasing`` / null), ``smaller_answer_at`` and ``more_privacy_at`` (``low`` / ``high``
@@ -421,7 +455,9 @@ def curve(bound_id, x, *, x_values=None, lo=None, hi=None, points=None, log=None
     a curve.  At most 2000 points per request (``max_points`` in the answer).
 
     Returns ``{"x": {"name", "values", "log"}, "family": ..., "series": [{"label", "value", "y", "status",
-    "outputs"}], "params", "points", "max_points", "elapsed_ms", ...}`` or ``{"error": "..."}``.
+    "outputs"}], "params", "points", "max_points", "elapsed_ms", "view": {"logy", "y_decades"}, ...}`` or
+    ``{"error": "..."}`` (``view.logy``: the default y scale, log where the values span more than
+    :data:`LOGY_DECADES` decades or the answer is a delta).
     """
     try:
         return _curve(bound_id, x, x_values, lo, hi, points, log, params, family, family_values)
@@ -523,7 +559,7 @@ def _curve(bound_id, x, x_values, lo, hi, points, log, params, family, family_va
             "x": {"name": xp.name, "values": _jsonable(xs), "log": bool(xlog)},
             "family": None if fp is None else {"name": fp.name, "values": _jsonable(fs)},
             "series": series, "params": _params_json(fixed), "points": int(total), "max_points": MAX_POINTS,
-            "status_counts": counts, "notes": notes, "elapsed_ms": round(elapsed, 3)}
+            "status_counts": counts, "notes": notes, "elapsed_ms": round(elapsed, 3), "view": _y_view(b.answer, y)}
 
 
 # ----------------------------------------------------------------------------------------------------------

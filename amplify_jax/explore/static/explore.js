@@ -11,7 +11,9 @@ const DEFAULT_BOUND = "shuffle.clones";
 let CAT = null;              // the catalog
 const BOUNDS = {};           // id -> bound info
 let B = null;                // the bound shown
-const S = { x: "", lo: "", hi: "", points: "", logx: true, logy: false, family: "", fv: "", values: {},
+// logy: true / false as chosen (the checkbox or the URL), null: the curve's default (log where its values span
+// more than 1.5 decades or the answer is a delta: the answer's view.logy)
+const S = { x: "", lo: "", hi: "", points: "", logx: true, logy: null, family: "", fv: "", values: {},
             solveFor: "", target: "" };
 let lastCurve = null, lastRequest = null, solved = null;
 let pins = [];               // {request, x, traces}
@@ -56,6 +58,80 @@ async function call(path, body) {
   try { return await r.json(); } catch (e) { return { error: `HTTP ${r.status} from the server` }; }
 }
 
+// Tick values of a log axis showing [lo, hi]: every decade inside when at least two are (thinned to at most
+// 9), else 1-2-5 (then 1..9) times the powers of ten inside, else evenly spaced round values: always at least
+// two labels (the same rule as log_ticks in explore/_render.py).
+function logTicks(lo, hi) {
+  if (!(lo > 0) || !Number.isFinite(hi)) return [1, 10];
+  if (hi < lo) [lo, hi] = [hi, lo];
+  if (hi <= lo * (1 + 1e-12)) hi = lo * 1.001;
+  const inside = (v) => v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9);
+  const a = Math.floor(Math.log10(lo)) - 1, b = Math.ceil(Math.log10(hi)) + 1;
+  const dec = [];
+  for (let k = a; k <= b; k++) if (inside(10 ** k)) dec.push(k);
+  if (dec.length >= 2) {
+    const need = Math.ceil(dec.length / 9);
+    let step = 1;
+    for (const e of [1, 10, 100, 1000]) { const m = [1, 2, 3, 5].find((m) => m * e >= need); if (m) { step = m * e; break; } }
+    let kept = dec.filter((k) => k % step === 0);
+    if (kept.length < 2) kept = dec.filter((_, i) => i % step === 0);
+    return kept.map((k) => 10 ** k);
+  }
+  for (const mults of [[1, 2, 5], [1, 2, 3, 4, 5, 6, 7, 8, 9]]) {
+    const t = [];
+    for (let k = a; k <= b; k++) for (const m of mults) { const v = +(m * 10 ** k).toPrecision(12); if (inside(v)) t.push(v); }
+    if (t.length >= 2) return t;
+  }
+  const raw = (hi - lo) / 4, p = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * p).find((d) => d >= raw) || 10 * p;
+  const t = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi * (1 + 1e-12); v += step) t.push(+v.toPrecision(12));
+  return t.length >= 2 ? t : [lo, hi];
+}
+
+function tickText(v) {      // 1e-5, 0.02, 300, 1.5e6 (as the renderer's labels)
+  const a = Math.abs(v);
+  return (a !== 0 && (a < 1e-4 || a >= 1e6) ? v.toExponential().replace(/e\+?/, "e") : String(+v.toPrecision(6)));
+}
+
+function logAxis(values, range) {   // Plotly's log axis with labelled ticks at any range (range: log10 of the ends)
+  let lo, hi;
+  if (range) { lo = 10 ** range[0]; hi = 10 ** range[1]; }
+  else {
+    const pos = values.filter((v) => typeof v === "number" && v > 0 && Number.isFinite(v));
+    if (!pos.length) return { type: "log" };
+    lo = Math.min(...pos); hi = Math.max(...pos);
+  }
+  const t = logTicks(lo, hi);
+  return { type: "log", tickmode: "array", tickvals: t, ticktext: t.map(tickText) };
+}
+
+// a title as lines of at most `width` characters, at most `lines` of them (the last shortened with "…")
+function wrapTitle(text, width = 100, lines = 3) {
+  const out = [];
+  for (const part of String(text).split("\n")) {
+    let line = "";
+    for (const w of part.split(/\s+/).filter(Boolean)) {
+      if (line && (line + " " + w).length > width) { out.push(line); line = w; }
+      else line = line ? line + " " + w : w;
+      while (line.length > width) { out.push(line.slice(0, width)); line = line.slice(width); }
+    }
+    out.push(line);
+  }
+  if (out.length > lines) { out.length = lines; out[lines - 1] = out[lines - 1].slice(0, width - 1).trimEnd() + "…"; }
+  return out;
+}
+
+// points whose status is not ok: a marker of their own (the same as STATUS_MARKERS in explore/_render.py)
+const STATUS_MARKS = {
+  fallback: ["triangle-up-open", "fallback: the theorem's conditions fail, a weaker bound that holds"],
+  infeasible: ["square-open", "infeasible: no value in the search range meets the target"],
+  at_limit: ["diamond-open", "at_limit: the whole search range meets the target"],
+  not_monotone: ["triangle-down-open", "not_monotone: the re-check failed"],
+  max_iter: ["cross-open", "max_iter: the search did not reach its tolerance"],
+  error: ["x-open", "error: the kernel gave no number"],
+};
+
 function setStatus(text, busy) { $("status").textContent = text; $("status").className = busy ? "busy" : ""; }
 function setMessage(text) { $("message").textContent = text || ""; }
 function param(name) { return B.params.find((p) => p.name === name); }
@@ -99,15 +175,19 @@ function fillBoundSelect() {
     `users. Curves drawn by ${CAT.plotting === "plotly" ? "Plotly (from the installed plotly package)" : "matplotlib (SVG)"}.`;
 }
 
-function defaults(b) {
+function defaults(b) {     // the bound's default view (the catalog's view: x axis and range; y scale from the values)
   S.values = {};
   for (const p of b.params) S.values[p.name] = Array.isArray(p.value) ? p.value.join(",") : String(p.value);
-  S.x = b.axes.find((n) => { const p = b.params.find((q) => q.name === n); return p && p.monotone && n !== b.pair; })
+  S.x = (b.view && b.view.x) || b.axes.find((n) => { const p = b.params.find((q) => q.name === n); return p && p.monotone && n !== b.pair; })
     || b.axes[0];
   S.family = ""; S.fv = ""; S.points = "";
   axisDefaults();
-  S.logy = b.answer === "delta";
+  S.logy = null;
   S.solveFor = b.solvable[0] || ""; S.target = "";
+}
+
+function logY(c) {          // the y scale drawn: as chosen, else the curve's default
+  return S.logy !== null ? S.logy : !!(c && c.view && c.view.logy);
 }
 
 function axisDefaults() {
@@ -222,7 +302,8 @@ function buildAxes() {
   fam.value = S.family;
   $("lo").value = S.lo; $("hi").value = S.hi; $("points").value = S.points;
   $("points").placeholder = String(CAT.limits.default_points);
-  $("logx").checked = S.logx; $("logy").checked = S.logy; $("family-values").value = S.fv;
+  $("logx").checked = S.logx; $("logy").checked = logY(lastCurve && lastCurve.bound === B.id ? lastCurve : null);
+  $("family-values").value = S.fv;
   const sf = $("solve-for");
   sf.replaceChildren();
   for (const n of B.solvable) { const o = document.createElement("option"); o.value = o.textContent = n; sf.appendChild(o); }
@@ -260,7 +341,8 @@ function syncURL() {
   if (S.lo) q.set("lo", S.lo);
   if (S.hi) q.set("hi", S.hi);
   if (S.points) q.set("points", S.points);
-  q.set("logx", S.logx ? "1" : "0"); q.set("logy", S.logy ? "1" : "0");
+  q.set("logx", S.logx ? "1" : "0");
+  if (S.logy !== null) q.set("logy", S.logy ? "1" : "0");
   if (S.family) { q.set("family", S.family); if (S.fv) q.set("fv", S.fv); }
   for (const p of B.params) q.set("p." + p.name, S.values[p.name]);
   if (S.solveFor) q.set("solve_for", S.solveFor);
@@ -308,7 +390,7 @@ function curveTraces(curve, prefix) {
   const out = [];
   for (const s of curve.series) {
     const label = prefix ? (curve.series.length > 1 ? `${prefix}: ${s.label}` : prefix) : s.label;
-    out.push({ label, x: curve.x.values, y: s.y, style: "solid", bound: curve.bound, cite: curve.cite });
+    out.push({ label, x: curve.x.values, y: s.y, style: "solid", bound: curve.bound, cite: curve.cite, status: s.status });
     for (const [k, v] of Object.entries(s.outputs || {})) {     // a lower value: drawn as a band under its curve
       if (/lower/.test(k) && Array.isArray(v) && typeof v[0] !== "boolean") {
         out.push({ label: `${label} (${k})`, x: curve.x.values, y: v, style: "dashed", bound: curve.bound, lowerOf: label });
@@ -331,10 +413,18 @@ async function redraw() {
   inflight = true; pending = false;
   const req = curveRequest(), id = B.id;
   const t0 = performance.now();
-  const slow = setTimeout(() => setStatus(warm.has(id) ? "computing…" :
-    `compiling the kernel of ${id} (the first curve of a bound compiles it: seconds to a minute)…`, true), 300);
+  // progress: after 300 ms, "computing… N s" (or "compiling…" for a bound's first curve), counted every second
+  const progress = () => {
+    const sec = ((performance.now() - t0) / 1000).toFixed(0);
+    setStatus(warm.has(id) ? `computing… ${sec} s` :
+      `compiling the kernel of ${id} (the first curve of a bound compiles it: seconds to a minute)… ${sec} s`, true);
+    $("plot").classList.add("computing");
+  };
+  let ticker = null;
+  const slow = setTimeout(() => { progress(); ticker = setInterval(progress, 1000); }, 300);
   const r = await call("/api/curve", req);
-  clearTimeout(slow);
+  clearTimeout(slow); clearInterval(ticker);
+  $("plot").classList.remove("computing");
   shown.error = r.error || null;
   if (r.error) {
     setMessage(r.error);
@@ -364,45 +454,88 @@ async function draw() {
   }
   $("pins").textContent = pins.length ? `${pins.length} pinned` + (hidden.length ? ` (${hidden.length} on another x axis, hidden)` : "") : "";
   const ylabel = c.symbol + (c.side === "lower" ? " (lower bound)" : "");
-  const full = `${c.bound} — ${c.theorem}`;
-  const title = full.length > 100 ? full.slice(0, 99) + "…" : full;
+  // the title: "bound — paper, theorem" over the theorem in full, wrapped (at most 3 lines; the renderer wraps too)
+  const title = `${c.bound} — ${c.cite || ""}\n${c.theorem || ""}`.slice(0, 600);
+  const logy = logY(c);
+  $("logy").checked = logy;
   const mark = solvedMark(c);
   if (window.Plotly) {
     const data = traces.map((t) => ({ x: t.x, y: t.y, name: (t.label || c.bound) + (t.cite ? ` — ${t.cite}` : ""), mode: "lines",
       line: { dash: t.style === "dashed" ? "dash" : "solid" }, connectgaps: false }));
-    const layout = { margin: { l: 60, r: 20, t: 60, b: 50 }, title: { text: title, font: { size: 12 }, x: 0.01, xanchor: "left", y: 0.98 },
-      xaxis: { title: { text: c.x.name }, type: S.logx ? "log" : "linear" },
-      yaxis: { title: { text: ylabel }, type: S.logy ? "log" : "linear" }, showlegend: traces.length > 1,
+    for (const [name, [symbol, text]] of Object.entries(STATUS_MARKS)) {   // points not ok: marked
+      const mx = [], my = [];
+      for (const t of traces) {
+        if (!t.status) continue;
+        t.status.forEach((st, i) => { if (st === name) { mx.push(t.x[i]); my.push(Number.isFinite(t.y[i]) ? t.y[i] : null); } });
+      }
+      if (my.every((v) => v === null)) continue;   // none with a finite value to mark (the notes count them)
+      data.push({ x: mx, y: my, name: text, mode: "markers", hoverinfo: "x+y+name",
+        marker: { symbol, size: 8, color: "#c0392b", line: { width: 1.5 } } });
+    }
+    const lines = wrapTitle(title);
+    const xs = traces.flatMap((t) => t.x), ys = traces.flatMap((t) => t.y);
+    const layout = { margin: { l: 70, r: 20, t: 24 + 16 * lines.length, b: 50 },
+      title: { text: lines.join("<br>"), font: { size: 12 }, x: 0.01, xanchor: "left", y: 0.98, yanchor: "top" },
+      xaxis: { title: { text: c.x.name }, ...(S.logx ? logAxis(xs) : { type: "linear" }) },
+      yaxis: { title: { text: ylabel }, ...(logy ? logAxis(ys) : { type: "linear" }) },
+      showlegend: data.length > 1,
       shapes: !mark ? [] : mark.x === undefined
         ? [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: mark.y, y1: mark.y, line: { dash: "dash", color: "#555" } }]
         : [{ type: "line", x0: mark.x, x1: mark.x, yref: "paper", y0: 0, y1: 1, line: { dash: "dot", color: "#555" } }],
       annotations: !mark ? [] : mark.x === undefined
-        ? [{ xref: "paper", x: 0, y: S.logy ? Math.log10(mark.y) : mark.y, text: mark.label, showarrow: false, xanchor: "left", yanchor: "bottom" }]
-        : [{ x: S.logx ? Math.log10(mark.x) : mark.x, y: mark.y === undefined ? 1 : (S.logy ? Math.log10(mark.y) : mark.y),
+        ? [{ xref: "paper", x: 0, y: logy ? Math.log10(mark.y) : mark.y, text: mark.label, showarrow: false, xanchor: "left", yanchor: "bottom" }]
+        : [{ x: S.logx ? Math.log10(mark.x) : mark.x, y: mark.y === undefined ? 1 : (logy ? Math.log10(mark.y) : mark.y),
              yref: mark.y === undefined ? "paper" : "y", text: mark.label, showarrow: mark.y !== undefined, xanchor: "left" }] };
-    window.Plotly.react("plot", data, layout, { responsive: true, displaylogo: false });
+    await window.Plotly.react("plot", data, layout, { responsive: true, displaylogo: false });
+    wireZoomTicks();
   } else {
-    const r = await call("/api/render", renderSpec(traces, c, ylabel, title, mark));
+    const r = await call("/api/render", renderSpec(traces, c, ylabel, title, mark, logy));
     if (r.error) setMessage(r.error); else $("plot").innerHTML = r.svg;   // the server's own SVG (matplotlib)
   }
   if (shown.request !== lastRequest) { $("export-out").hidden = true; shown.exported = null; }
-  Object.assign(shown, { request: lastRequest, bound: c.bound, x: c.x.name, symbol: c.symbol, ylabel, title, mark,
+  Object.assign(shown, { request: lastRequest, bound: c.bound, x: c.x.name, symbol: c.symbol, ylabel, title, mark, logy,
                          traces, drawn: shown.drawn + 1 });
 }
 
-function renderSpec(traces, c, ylabel, title, mark) {
+// a zoom or pan on a log axis: its ticks follow the new range (Plotly gives log axes' ranges in log10)
+let zoomWired = false;
+function wireZoomTicks() {
+  const plot = $("plot");
+  if (zoomWired || !plot.on) return;
+  zoomWired = true;
+  plot.on("plotly_relayout", (ev) => {
+    const upd = {};
+    for (const ax of ["xaxis", "yaxis"]) {
+      const a = plot.layout[ax];
+      if (!a || a.type !== "log") continue;
+      if (ev[`${ax}.range[0]`] !== undefined || ev[`${ax}.range`] !== undefined) {
+        const r = ev[`${ax}.range`] || [ev[`${ax}.range[0]`], ev[`${ax}.range[1]`]];
+        const t = logAxis(null, r);
+        upd[`${ax}.tickvals`] = t.tickvals; upd[`${ax}.ticktext`] = t.ticktext;
+      } else if (ev[`${ax}.autorange`]) {
+        const vals = plot.data.filter((d) => d.mode === "lines").flatMap((d) => (ax === "xaxis" ? d.x : d.y));
+        const t = logAxis(vals);
+        upd[`${ax}.tickvals`] = t.tickvals; upd[`${ax}.ticktext`] = t.ticktext;
+      }
+    }
+    if (Object.keys(upd).length) window.Plotly.relayout(plot, upd);
+  });
+}
+
+function renderSpec(traces, c, ylabel, title, mark, logy) {
   // a curve with a lower value (a trace with lowerOf naming it) is drawn as a band from lower to upper
   const used = new Set(), series = [];
   for (const t of traces) {
     if (t.lowerOf !== undefined) continue;
     const s = { label: t.label, x: t.x, y: t.y, style: t.style };
     if (t.cite) s.cite = t.cite;
+    if (t.status) s.status = t.status;
     const low = traces.find((u) => !used.has(u) && u.lowerOf === t.label && u.bound === t.bound && u.x === t.x);
     if (low) { used.add(low); s.lower = low.y; }
     series.push(s);
   }
   for (const t of traces) if (t.lowerOf !== undefined && !used.has(t)) series.push({ label: t.label, x: t.x, y: t.y, style: t.style });
-  return { series, xlabel: c.x.name, ylabel, title, logx: S.logx, logy: S.logy, mark };
+  return { series, xlabel: c.x.name, ylabel, title, logx: S.logx, logy: logy === undefined ? logY(c) : logy, mark };
 }
 
 // The solved answer on the plot, while the page's other parameters are those it was solved at: a point
@@ -421,7 +554,7 @@ function solvedMark(c) {
       : { x: solved.value, y: solved.achieved, label: `${v} (${solved.symbol} = ${fmt(solved.achieved, 4)})` };
   }
   const target = solved.targets["target_" + solved.answer];
-  if (target === undefined || (S.logy && !(target > 0))) return null;
+  if (target === undefined || (logY(c) && !(target > 0))) return null;
   return { y: target, label: `target ${solved.symbol} = ${fmt(target)}: ${solved.direction} ${v}` };
 }
 
@@ -528,7 +661,7 @@ function fileStem() { return `${shown.bound}-${shown.x}`.replace(/[^A-Za-z0-9._-
 
 async function exportPNG() {
   if (!lastCurve) return;
-  const r = await call("/api/render", { ...renderSpec(shown.traces, lastCurve, shown.ylabel, shown.title, shown.mark),
+  const r = await call("/api/render", { ...renderSpec(shown.traces, lastCurve, shown.ylabel, shown.title, shown.mark, shown.logy),
                                          format: "png" });
   if (r.error) { setMessage(`PNG: ${r.error}`); return; }
   download(fileStem() + ".png", "data:image/png;base64," + r.png);
@@ -657,7 +790,7 @@ function wireEvents() {
   });
   $("x").addEventListener("change", () => {
     S.x = $("x").value; if (S.family === S.x) { S.family = ""; S.fv = ""; }
-    axisDefaults(); buildAxes(); buildParams(); schedule();
+    S.logy = null; axisDefaults(); buildAxes(); buildParams(); schedule();
   });
   $("family").addEventListener("change", () => { S.family = $("family").value; S.fv = ""; buildAxes(); buildParams(); schedule(); });
   for (const k of ["lo", "hi", "points"]) $(k).addEventListener("change", () => { S[k] = $(k).value.trim(); schedule(); });
