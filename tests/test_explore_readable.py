@@ -5,8 +5,8 @@ is not ok marked.
 Each bound's default view is drawn through the server-side renderer (``explore/_render.py``, what ``/api/render``
 answers; no browser) with small curves (4 points), and the SVG's tick labels are parsed.  Every registered bound:
 ``test_default_view_of_every_bound_has_labelled_axes`` (slow: 50 s to 5 min on the 2-core machine, by load and
-compile cache); a handful of representative bounds (the default bound, the traffic scrambler, DP-SGD, SecRDP, a bound with
-fallback points) in the fast test.
+compile cache); a handful of representative bounds (the default bound, the traffic scrambler, DP-SGD, SecRDP,
+a bound with fallback points) in the fast test.
 """
 
 from __future__ import annotations
