@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["parse_values"]
+__all__ = ["parse_values", "join_negative_values"]
 
 
 def parse_values(name: str, text: str) -> np.ndarray:
@@ -34,3 +34,37 @@ def parse_values(name: str, text: str) -> np.ndarray:
         raise ValueError(
             f"Expected {name} as a number, a list like 1,3,8 or a range like 0.5:5:1000, got {name}={text!r}."
         ) from None
+
+
+def _negative_value(text: str) -> bool:
+    """Whether a word that starts with "-" is a value (a number, list or range: ``-inf``, ``-1e-3,2``, ``-3:5:10``),
+    which argparse would otherwise read as an option."""
+    if not text.startswith("-") or text.startswith("--"):
+        return False
+    try:
+        parse_values("value", text)
+    except ValueError:
+        return False
+    return True
+
+
+def join_negative_values(argv: list[str]) -> list[str]:
+    """``--flag -inf`` -> ``--flag=-inf`` (argparse reads a word starting with "-" as an option unless it is a
+    plain negative number like -3): every flag followed by a negative number, list or range, up to ``--``.
+    Flags are also spelled with dashes (``--target_epsilon`` -> ``--target-epsilon``): - and _ alike."""
+    out, i = [], 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            return out + list(argv[i:])
+        if word.startswith("--"):
+            name, eq, value = word.partition("=")
+            word = name.replace("_", "-") + eq + value
+        if (word.startswith("--") and "=" not in word and i + 1 < len(argv)
+                and _negative_value(argv[i + 1])):
+            out.append(f"{word}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out

@@ -7,6 +7,8 @@ shared cluster), not by the user alone.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import tempfile
@@ -14,7 +16,9 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["atomic_write", "umask", "with_umask_mode"]
+import numpy as np
+
+__all__ = ["atomic_write", "umask", "with_umask_mode", "dumps_strict", "JSON_NONFINITE"]
 
 _UMASK_LOCK = threading.Lock()
 
@@ -53,3 +57,31 @@ def atomic_write(path, write: Callable[[str], None]) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+#: how ``--json`` writes a value that is not a finite number: strict JSON (RFC 8259) has no NaN or Infinity, so
+#: +inf, -inf and nan are written as the strings "Infinity", "-Infinity" and "NaN" (which Python's ``float`` and
+#: JavaScript's ``Number`` read back); every other number is a JSON number.
+JSON_NONFINITE = "strict JSON: a value that is not a finite number is the string \"Infinity\", \"-Infinity\" or \"NaN\""
+
+
+def _strict(obj):
+    """``obj`` with every non-finite float replaced by its string (see :data:`JSON_NONFINITE`)."""
+    if isinstance(obj, np.ndarray):
+        obj = obj.tolist()
+    elif isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        return "NaN" if math.isnan(obj) else "Infinity" if obj > 0 else "-Infinity"
+    if isinstance(obj, dict):
+        return {k: _strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_strict(v) for v in obj]
+    return obj
+
+
+def dumps_strict(obj, **kw) -> str:
+    """Strict JSON (never a bare NaN or Infinity): the one JSON writer of the command line and the demo."""
+    return json.dumps(_strict(obj), allow_nan=False, **kw)

@@ -22,45 +22,17 @@ NaN or Infinity.  Errors: one line on stderr, exit status 2.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from ._cache import enable_compilation_cache
-from ._grid import parse_values
+from ._grid import join_negative_values, parse_values
+from ._io import JSON_NONFINITE
+from ._io import dumps_strict as _dumps
 
 __all__ = ["main", "parse_values"]
-
-
-#: how ``--json`` writes a value that is not a finite number: strict JSON (RFC 8259) has no NaN or Infinity, so
-#: +inf, -inf and nan are written as the strings "Infinity", "-Infinity" and "NaN" (which Python's ``float`` and
-#: JavaScript's ``Number`` read back); every other number is a JSON number.
-JSON_NONFINITE = "strict JSON: a value that is not a finite number is the string \"Infinity\", \"-Infinity\" or \"NaN\""
-
-
-def _strict(obj):
-    """``obj`` with every non-finite float replaced by its string (see :data:`JSON_NONFINITE`)."""
-    if isinstance(obj, np.ndarray):
-        obj = obj.tolist()
-    elif isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float):
-        if math.isfinite(obj):
-            return obj
-        return "NaN" if math.isnan(obj) else "Infinity" if obj > 0 else "-Infinity"
-    if isinstance(obj, dict):
-        return {k: _strict(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_strict(v) for v in obj]
-    return obj
-
-
-def _dumps(obj, **kw) -> str:
-    """Strict JSON (never a bare NaN or Infinity): the one JSON writer of the command line."""
-    return json.dumps(_strict(obj), allow_nan=False, **kw)
 
 
 def _grid(named: dict):
@@ -625,7 +597,6 @@ def _domains() -> dict:
     """Each mechanism flag's domain as the registry declares it (the bounds of the accounting layer)."""
     from . import bounds
     from .bounds import TARGET_DOMAINS, Orders
-    from .bounds import _accounting  # noqa: F401 - registers dpsgd, gaussian, laplace, randomized-response
 
     dpsgd, laplace, rr = bounds.get("dpsgd"), bounds.get("laplace"), bounds.get("randomized-response")
     out = {n: dpsgd.param(n).domain.describe() for n in ("sigma", "q", "steps", "delta")}
@@ -785,40 +756,6 @@ def build_parser():
                         "The page reads no other path")
     x.set_defaults(func=cmd_explore)
     return p
-
-
-def _negative_value(text: str) -> bool:
-    """Whether a word that starts with "-" is a value (a number, list or range: ``-inf``, ``-1e-3,2``, ``-3:5:10``),
-    which argparse would otherwise read as an option."""
-    if not text.startswith("-") or text.startswith("--"):
-        return False
-    try:
-        parse_values("value", text)
-    except ValueError:
-        return False
-    return True
-
-
-def join_negative_values(argv: list[str]) -> list[str]:
-    """``--flag -inf`` -> ``--flag=-inf`` (argparse reads a word starting with "-" as an option unless it is a
-    plain negative number like -3): every flag followed by a negative number, list or range, up to ``--``.
-    Flags are also spelled with dashes (``--target_epsilon`` -> ``--target-epsilon``): - and _ alike."""
-    out, i = [], 0
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            return out + list(argv[i:])
-        if word.startswith("--"):
-            name, eq, value = word.partition("=")
-            word = name.replace("_", "-") + eq + value
-        if (word.startswith("--") and "=" not in word and i + 1 < len(argv)
-                and _negative_value(argv[i + 1])):
-            out.append(f"{word}={argv[i + 1]}")
-            i += 2
-            continue
-        out.append(word)
-        i += 1
-    return out
 
 
 def main(argv=None) -> int:
