@@ -43,7 +43,8 @@ def main():
     ax.loglog(rounds, sc, "g--", lw=2, label="strong composition (Sec. 5.1)")
     ax.set_xlabel("number of rounds T")
     ax.set_ylabel("epsilon")
-    ax.set_title(f"distributed check-in, n = 6e5, sigma = 1, gamma = 1e-3, delta = 1e-8", fontsize=9)
+    ax.set_title("Liew et al. (self check-in) Fig. 2(a): distributed check-in, Gaussian\n"
+                 "n = 6e5, sigma = 1, gamma = 1e-3, delta = 1e-8", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     save(fig, OUT)

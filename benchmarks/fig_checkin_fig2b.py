@@ -300,7 +300,7 @@ def plot(res, path, quick):
     ax.set_ylabel(f"epsilon (delta = {DELTA:g})")
     ax.set_title(f"(a) privacy: n = {priv['n']}, gamma = {GAMMA:g}, eps0 = {EPS0:g} "
                  f"(delta0 = {DELTA0:g}, sigma = {priv['sigma']:.3f})", fontsize=9)
-    ax.legend(fontsize=6.5, loc="upper left")
+    ax.legend(fontsize=6.5, loc="upper left", handlelength=4.5)
     eval_rounds = np.asarray(cfg["eval_rounds"])
     ax = axes[1]
     for key, label, color in (("private", "Federated DP-SGD", "b"), ("clipped_no_noise", "clipped, no noise", "k")):
@@ -316,16 +316,16 @@ def plot(res, path, quick):
     ax = axes[2]
     where = np.searchsorted(steps, eval_rounds)
     acc = np.asarray(curves["private"]["acc_mean"])
-    for key, label, color, ls in CURVES[:3]:
-        ax.semilogx(arr(priv[key])[where], acc, color=color, ls=ls, marker=".", label=label)
+    for (key, label, color, ls), mk in zip(CURVES[:3], ("o", "s", "^")):  # a marker each: the legend tells them apart
+        ax.semilogx(arr(priv[key])[where], acc, color=color, ls=ls, marker=mk, ms=3.5, label=label)
     ax.set_xlabel(f"epsilon at that round (delta = {DELTA:g})")
     ax.set_ylabel("test accuracy")
     ax.set_title("(c) privacy-utility trade-off (same run, each accounting)", fontsize=9)
-    ax.legend(fontsize=6.5, loc="lower right")
+    ax.legend(fontsize=6.5, loc="lower right", handlelength=4.5)
     for a in axes:
         a.grid(True, which="both", alpha=0.3)
-    fig.suptitle("Self check-in Fig. 2(b), Federated DP-SGD, on SYNTHETIC data (stand-in for MNIST: 10 classes, "
-                 f"{priv['n']} clients x 1 point, 64 features; linear softmax instead of the CNN)"
+    fig.suptitle("Liew et al. (self check-in) Fig. 2(b), Federated DP-SGD, on SYNTHETIC data (stand-in for MNIST: "
+                 f"10 classes, {priv['n']} clients x 1 point, 64 features; linear softmax instead of the CNN)"
                  f"{' (QUICK)' if quick else ''}", fontsize=10)
     save(fig, path)
 

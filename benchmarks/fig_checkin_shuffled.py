@@ -108,6 +108,8 @@ def main():
     panel(axes[1], gs, gb, "gamma", "(b) eps0 = 1, n = 1e7, T = 1e5, delta = 1/n")
     panel(axes[2], ts, gc, "T", "(c) eps0 = 1, n = 1e7, gamma = 1e-3, delta = 1/n")
     axes[1].legend(fontsize=8, loc="lower right")
+    fig.suptitle("Liew et al. (self check-in) Fig. 1: shuffled check-in, eps0-LDP reports, upper and lower "
+                 "bounds against the strong-composition baseline", fontsize=10)
     save(fig, OUT)
     for name, x, (up7, low, sc, o_up, o_low) in (("n", ns, ga), ("gamma", gs, gb), ("T", ts, gc)):
         print(f"panel vs {name} = {x}:\n  upper (Eq. 7) {np.array2string(up7, precision=4)} (orders {o_up})"

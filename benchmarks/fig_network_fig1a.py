@@ -83,7 +83,7 @@ def main():
     ax.set_yscale("log")
     ax.set_xlabel("n")
     ax.set_ylabel(r"privacy loss $\varepsilon$")
-    ax.set_title("Fig. 1(a): real summation, T = 100 n (Thm 3, App. D corrected)", fontsize=9)
+    ax.set_title("Cyffers & Bellet 2022 Fig. 1(a): real summation, T = 100 n (Thm 3, App. D corrected)", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     out = figure_path("network_fig1a.png", os.path.join(os.path.dirname(__file__), "..", "figures"))

@@ -79,7 +79,8 @@ def main():
     ax.set_yscale("log")
     ax.set_xlabel(r"target $\varepsilon$ ($\delta = 10^{-6}$)")
     ax.set_ylabel(r"per-step noise $\sigma$ (L = 1)")
-    ax.set_title(f"Noise behind Fig. 2: n = {n}, T = {T}, T_u = {TU}", fontsize=9)
+    ax.set_title(f"Cyffers & Bellet 2022, companion of Fig. 2: the noise behind it\nn = {n}, T = {T}, T_u = {TU}",
+                 fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -170,6 +170,8 @@ def main(quick=False):
     for ax in (a, b, c, d):
         ax.xaxis.set_major_formatter(ScalarFormatter())
         ax.xaxis.set_minor_formatter(NullFormatter())
+    fig.suptitle("Not a figure of the papers: the Gaussian baselines of Cyffers & Bellet 2022 (Sec. 5.2, Fig. 2) and "
+                 "Liew et al. (self check-in) Fig. 2(a),\naccounted by RDP and by PLD", fontsize=10)
     fig.tight_layout()
     save(fig, OUT)
 

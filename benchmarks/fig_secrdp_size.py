@@ -76,7 +76,9 @@ def main():
         ax.grid(True, which="both", alpha=0.25)
     axes[0].set_ylabel(r"per-step $\varepsilon_1 = 2C^2 \max_i [\Sigma_H^{-1}]_{ii}$")
     axes[1].legend(fontsize=7, ncol=2)
-    fig.suptitle(rf"Decor accountant vs graph size: $\sigma_{{\rm unc}}$={SU:g}, $\sigma_{{\rm cor}}$={SC:g}, "
+    fig.suptitle(rf"Allouah et al. 2024 (Decor), not a figure of the paper: accountant vs graph size,"
+                 "\n"
+                 rf"$\sigma_{{\rm unc}}$={SU:g}, $\sigma_{{\rm cor}}$={SC:g}, "
                  f"C={CLIP:g}", fontsize=10)
     fig.tight_layout()
     fig.savefig(OUT, dpi=130)

@@ -67,6 +67,8 @@ def main():
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
         print(f"eps0={eps0}: n={NS[-1]:.0e} clones [{lo[-1]:.4g}, {hi[-1]:.4g}], FMT {float(fmt.epsilon[-1]):.4g}")
+    fig.suptitle("Feldman, McMillan, Talwar 2021 (not a figure of the paper): the clones bound against the closed "
+                 "forms", fontsize=10)
     path = figure_path("shuffle_clones_vs_closed_forms.png", ROOT / "figures")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)

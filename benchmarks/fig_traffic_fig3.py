@@ -51,6 +51,7 @@ def main():
     b.legend(fontsize=7)
     for ax in (a, b):
         ax.grid(alpha=0.3)
+    fig.suptitle("Ladjel et al. Fig. 3 rerun: pure eps of local sampling and flooding (Thm 2)", fontsize=10)
     fig.tight_layout()
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     fig.savefig(OUT, dpi=130)

@@ -94,7 +94,8 @@ def main():
         ax.set_ylabel("epsilon (pure)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle("T = 20.  solid: Thm 3 as printed (not sound); dashed: reported local guarantee; local algorithm "
+    fig.suptitle("Ladjel et al. Fig. 5 rerun: pure eps of the capped scrambler (Thm 3), T = 20\n"
+                 "solid: Thm 3 as printed (not sound); dashed: reported local guarantee; local algorithm "
                  "without scrambler: dotted, floor(d/n) dummies per source (the text: same total); dash-dot, "
                  "min(d, T-1) per source (the caption: n d in total)", fontsize=8)
     fig.tight_layout()

@@ -57,7 +57,7 @@ def main():
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=4)
-    ax.set_title(f"Fig. 6 rerun: T = {T}, sigma = {SIGMA}, d = {D}, n = {N}, {RUNS:,} runs per input "
+    ax.set_title(f"Ladjel et al. Fig. 6 rerun: T = {T}, sigma = {SIGMA}, d = {D}, n = {N}, {RUNS:,} runs per input "
                  f"({int((~finite).sum())} outputs seen under one input only)", fontsize=9)
     fig.tight_layout()
     os.makedirs(os.path.dirname(OUT), exist_ok=True)

@@ -3,7 +3,7 @@
 The page sends the series it shows (the current curve and the pinned ones), so that one code path draws both;
 matplotlib's object API (a ``Figure`` of its own, no pyplot state) keeps one drawing independent of another.
 
-Readable at any scale: a log axis carries labelled ticks at every data range (:func:`log_ticks`: decades, or
+Readable at any scale: a log axis carries labelled ticks at every data range (``plotting.log_ticks``: decades, or
 1-2-5 within a decade, or evenly spaced values when the range is under a factor of 2: at least two labels); the
 title wraps to at most :data:`TITLE_LINES` lines (the last one shortened with an ellipsis); points whose status
 is not ``ok`` (a fallback, an inversion's infeasible end, a kernel error) carry a marker of their own and a
@@ -16,11 +16,11 @@ from __future__ import annotations
 import base64
 import io
 import math
-import re
 import textwrap
 
 import numpy as np
 
+from ..plotting import log_ticks, tick_label as _tick_label
 from ._api import MAX_POINTS, default_request, request
 
 __all__ = ["MAX_SERIES", "SOLVED_GID", "STATUS_MARKERS", "TITLE_LINES", "default_view", "log_ticks", "render",
@@ -43,40 +43,6 @@ STATUS_MARKERS = {
     "max_iter": ("P", "max_iter: the search did not reach its tolerance"),
     "error": ("X", "error: the kernel gave no number"),
 }
-
-
-def log_ticks(lo: float, hi: float, most: int = 9) -> np.ndarray:
-    """Major tick values of a log axis showing [lo, hi] (lo, hi > 0): every decade inside (thinned to at most
-    ``most``) when at least two are; else 1, 2, 5 times the powers of ten inside; else 1..9 times them; else
-    evenly spaced round values (a range under a factor of ~2).  At least two values in [lo, hi] always."""
-    from matplotlib.ticker import MaxNLocator
-
-    lo, hi = sorted((float(lo), float(hi)))
-    if not (lo > 0 and math.isfinite(hi)):
-        return np.array([1.0, 10.0])
-    if hi <= lo * (1 + 1e-12):
-        hi = lo * 1.001
-    tol = 1e-9
-    inside = lambda v: lo * (1 - tol) <= v <= hi * (1 + tol)  # noqa: E731
-    a, b = math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1
-    decades = [k for k in range(a, b + 1) if inside(10.0 ** k)]
-    if len(decades) >= 2:
-        need = math.ceil(len(decades) / most)
-        step = next(m * 10 ** e for e in range(4) for m in (1, 2, 3, 5) if m * 10 ** e >= need)
-        kept = [k for k in decades if k % step == 0]
-        kept = kept if len(kept) >= 2 else decades[::step]
-        return np.array([10.0 ** k for k in kept])
-    for mults in ((1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
-        ticks = [m * 10.0 ** k for k in range(a, b + 1) for m in mults if inside(m * 10.0 ** k)]
-        if len(ticks) >= 2:
-            return np.array(ticks)
-    ticks = [v for v in MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi) if inside(v)]
-    return np.array(ticks if len(ticks) >= 2 else [lo, hi])
-
-
-def _tick_label(v, _pos=None) -> str:
-    """A plain tick label: 1e-5, 0.02, 300, 1.5e6 (no mathtext: it costs ~0.3 s a drawing)."""
-    return re.sub(r"e([+-])0*([0-9])", lambda m: "e" + ("-" if m.group(1) == "-" else "") + m.group(2), f"{v:.6g}")
 
 
 def wrap_title(title: str, width: int = TITLE_WIDTH, lines: int = TITLE_LINES) -> list:

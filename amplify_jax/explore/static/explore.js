@@ -60,7 +60,7 @@ async function call(path, body) {
 
 // Tick values of a log axis showing [lo, hi]: every decade inside when at least two are (thinned to at most
 // 9), else 1-2-5 (then 1..9) times the powers of ten inside, else evenly spaced round values: always at least
-// two labels (the same rule as log_ticks in explore/_render.py).
+// two labels (the same rule as log_ticks in amplify_jax/plotting.py).
 function logTicks(lo, hi) {
   if (!(lo > 0) || !Number.isFinite(hi)) return [1, 10];
   if (hi < lo) [lo, hi] = [hi, lo];
