@@ -23,6 +23,10 @@ class Status(enum.IntEnum):
     MAX_ITER = 4  #: inversion: feasible, but the bracket did not reach rtol within the iteration budget
     FALLBACK = 5  #: the theorem's conditions fail here; the value is a weaker bound that holds (see the bound)
     ERROR = 6  #: the kernel produced no number here; the value is the safe end (+inf for an upper bound)
+    #: the value is a sound bound, but its method's own lower bound of the truth lies further below it than the
+    #: method's tolerance (a PLD whose upper / lower gap exceeds ``pld.LOOSE_RTOL`` after its finer grid and
+    #: the RDP bound): the truth may be well under the value
+    LOOSE = 7
 
     def __str__(self) -> str:
         return self.name.lower()

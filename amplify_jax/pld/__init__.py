@@ -29,6 +29,10 @@ from ._grid import AUTO_MAX_GRID_SIZE as AUTO_MAX_GRID_SIZE
 from ._grid import AUTO_RTOL as AUTO_RTOL
 from ._grid import DEFAULT_GRID_SIZE as DEFAULT_GRID_SIZE
 from ._results import EPS0_RANGE as EPS0_RANGE
+from ._results import LOOSE_RTOL as LOOSE_RTOL
+from ._results import SOURCES as SOURCES
+from ._results import SOURCE_PLD as SOURCE_PLD
+from ._results import SOURCE_RDP as SOURCE_RDP
 from ._results import SCALE_RANGE as SCALE_RANGE
 from ._results import SIGMA_RANGE as SIGMA_RANGE
 from ._results import PldDelta as PldDelta
@@ -37,4 +41,5 @@ from ._results import PldEpsilon as PldEpsilon
 __all__ = ["Accountant", "Composed", "Gaussian", "Laplace", "PoissonSampled", "RandomizedResponse",
            "SampledWithoutReplacement", "SelfComposed",
            "ACCOUNTANTS", "MECHANISMS", "ROUND_DOWN", "selects", "delta", "epsilon", "PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",
-           "DEFAULT_GRID_SIZE", "AUTO_MAX_GRID_SIZE", "AUTO_RTOL", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE"]
+           "DEFAULT_GRID_SIZE", "AUTO_MAX_GRID_SIZE", "AUTO_RTOL", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE",
+           "LOOSE_RTOL", "SOURCES", "SOURCE_PLD", "SOURCE_RDP"]

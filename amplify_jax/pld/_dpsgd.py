@@ -20,17 +20,20 @@ from ..status import Status
 from ._grid import DEFAULT_GRID_SIZE, check_grid_size, flatten, unpad
 from ._queries import eps_batch
 from ._search import bisect_log
-from ._results import SIGMA_RANGE, PldDelta, PldEpsilon, answer, auto_check, check_parameter, never_looks
+from ._results import RDP_RTOL, SIGMA_RANGE, SOURCE_PLD, SOURCE_RDP, PldDelta, PldEpsilon, _loose, answer, auto_check, check_parameter, never_looks
 
 __all__ = ["PldCalibration", "dpsgd_epsilon", "dpsgd_delta", "dpsgd_calibrate_sigma"]
 
 
 class PldCalibration(NamedTuple):
-    """Minimal sigma (feasible side, re-checked), the PLD eps there (<= target), status."""
+    """Minimal sigma (feasible side, re-checked), the eps there (<= target), status, and source: which
+    accountant gave sigma (``SOURCE_PLD`` = 0; ``SOURCE_RDP`` = 1 where the RDP accountant's calibration
+    needs less noise than a loose PLD answer, issue 26)."""
 
     sigma: jax.Array
     epsilon: jax.Array
     status: jax.Array
+    source: jax.Array = None
 
 
 def _eps_batch(sigma, q, steps, delta, n):
@@ -54,7 +57,12 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, grid_size=None) -> PldEpsilon:
     two, every point on that grid only (one pass: ~2x faster, within ~0.06% of the truth at 10^4 steps,
     ~1% at 10^5 steps or delta ~1e-10).
 
-    Returns (epsilon, epsilon_lower, status): epsilon is the sound value, epsilon_lower a lower bound of the
+    Where the answer's own gap exceeds ``LOOSE_RTOL`` (epsilon - epsilon_lower > 0.25 epsilon) it is refined
+    on the finer grid; where it exceeds ``RDP_RTOL`` (0.1) it is compared with the RDP accountant's eps
+    (:func:`amplify_jax.dpsgd_epsilon`) at the same point, and the smaller answers (both are sound; ``source`` says which: ``SOURCE_PLD`` 0 or
+    ``SOURCE_RDP`` 1); an answer still that loose has status ``loose`` (issue 26).
+
+    Returns (epsilon, epsilon_lower, status, source): epsilon is the sound value, epsilon_lower a lower bound of the
     true eps from the same pass, never +inf or nan: where the grid cannot place it, a value certainly below
     (the window's top minus the optimistic rounding's drift, or 0 where the composition is not finite;
     ``_compose.epsilon_at``).  Where the error terms alone exceed delta (a grid too coarse for the request)
@@ -111,7 +119,34 @@ def dpsgd_calibrate_sigma(*, target_epsilon, q, steps, delta, rtol=1e-6, sigma_r
     sig, ach, st = (np.array(x) for x in (inv.value, inv.achieved, inv.status))
     if grid_size is None:
         sig, ach, st = _refine_calibration(sig, ach, st, (be, bq, bt, bd), idle, m, shape, lo, rtol)
-    return PldCalibration(unpad(sig, m, shape), unpad(ach, m, shape), unpad(st, m, shape))
+    sig, ach, st, source = _rdp_where_loose_calibration(sig, ach, st, (be, bq, bt, bd), idle, n, lo, hi, rtol)
+    return PldCalibration(*(unpad(v, m, shape) for v in (sig, ach, st, source)))
+
+
+def _rdp_where_loose_calibration(sig, ach, st, flat, idle, n, lo, hi, rtol):
+    """Issue 26 for the calibration: where the PLD's answer at the sigma found is loose (its upper / lower gap
+    above ``LOOSE_RTOL``, ``_results``), the RDP accountant's calibration (``amplify_jax.dpsgd_calibrate_sigma``,
+    same target, range and rtol); where it finds a smaller sigma (status ok, its eps re-checked <= target),
+    that sigma answers, with source ``SOURCE_RDP``: its eps is a sound bound, so the target holds there."""
+    be, bq, bt, bd = flat
+    source = np.full(sig.shape, SOURCE_PLD, dtype=np.int32)
+    ok = (st == int(Status.OK)) & ~idle
+    if not ok.any():
+        return sig, ach, st, source
+    live = np.flatnonzero(ok)
+    up, low, _ = eps_batch(sig[live], bq[live], bt[live], bd[live], "gaussian", n)
+    idx = live[_loose(up, low, RDP_RTOL, 0.0)]
+    if idx.size == 0:
+        return sig, ach, st, source
+    from .. import accountants  # the RDP side, imported where it is needed
+
+    r = accountants.dpsgd_calibrate_sigma(target_epsilon=be[idx], q=bq[idx], steps=bt[idx], delta=bd[idx],
+                                          rtol=rtol, sigma_range=(lo, hi))
+    rs, re_, rst = (np.asarray(v) for v in (r.sigma, r.epsilon, r.status))
+    better = (rst == int(Status.OK)) & (rs < sig[idx]) & (re_ <= be[idx])
+    sig, ach, source = sig.copy(), ach.copy(), source.copy()
+    sig[idx[better]], ach[idx[better]], source[idx[better]] = rs[better], re_[better], SOURCE_RDP
+    return sig, ach, st, source
 
 
 def _refine_calibration(sig, ach, st, flat, idle, m, shape, lo, rtol):
