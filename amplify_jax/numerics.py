@@ -72,6 +72,7 @@ def float64_jit(fun: Callable | None = None, *, static_argnames=(), persist: boo
     """
     if fun is None:
         return functools.partial(float64_jit, static_argnames=static_argnames, persist=persist)
+    persist = persist and not __name__.startswith(_host._TWIN)  # the host twin's jit is the function itself
     jitted = jax.jit(fun, static_argnames=static_argnames)
     signature = inspect.signature(fun)
 
@@ -133,7 +134,7 @@ share its cores, so a CPU batch is not split).
     Returns float64 / int ``jax.Array`` values of ``shape`` (plus any trailing axes of the kernel's outputs).
     """
     n = int(np.prod(shape, dtype=np.int64))
-    if _host.inside():  # the host twin (amplify_jax._host): NumPy takes the batch as it is, no slabs
+    if _host.inside() or __name__.startswith(_host._TWIN):  # the host twin: NumPy takes the batch as it is
         flat = [np.broadcast_to(np.asarray(a, dtype=np.float64), shape).ravel() for a in arrays]
         return tuple(np.asarray(o).reshape(shape + np.shape(o)[1:]) for o in kernel(*flat))
     if devices is None and jax.default_backend() != "cpu" and jax.local_device_count() > 1:
