@@ -56,6 +56,7 @@ _STATUS_TEXT = {
     Status.MAX_ITER: "feasible, but the search did not reach its tolerance",
     Status.FALLBACK: "the theorem's conditions fail: a weaker bound that holds is shown",
     Status.ERROR: "the kernel gave no number: the safe value is shown",
+    Status.LOOSE: "sound, but its own lower value is far below it: the truth may be well under the value shown",
 }
 
 

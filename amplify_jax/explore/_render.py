@@ -42,6 +42,7 @@ STATUS_MARKERS = {
     "not_monotone": ("v", "not_monotone: the re-check failed"),
     "max_iter": ("P", "max_iter: the search did not reach its tolerance"),
     "error": ("X", "error: the kernel gave no number"),
+    "loose": ("o", "loose: sound, but far above its own lower value"),
 }
 
 

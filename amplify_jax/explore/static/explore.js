@@ -130,6 +130,7 @@ const STATUS_MARKS = {
   not_monotone: ["triangle-down-open", "not_monotone: the re-check failed"],
   max_iter: ["cross-open", "max_iter: the search did not reach its tolerance"],
   error: ["x-open", "error: the kernel gave no number"],
+  loose: ["circle-open", "loose: sound, but far above its own lower value"],
 };
 
 function setStatus(text, busy) { $("status").textContent = text; $("status").className = busy ? "busy" : ""; }
