@@ -760,6 +760,47 @@ def fam_pld(n, rng, quick):
                     side="lower", examples=ex, note=note)]
 
 
+@family("tightness")
+def fam_tightness(n, rng, quick):
+    """Issue 26's tightness row: the PLD's DP-SGD eps (pld.dpsgd_epsilon, its automatic grid) against the
+    library's own RDP eps (amplify_jax.dpsgd_epsilon) at random points, counting the points where the PLD
+    answers more (looser; goal 0: both are sound, so the PLD front door answers the smaller where its own gap says
+    it may be loose), and against dp_accounting's PLD accountant at a fine discretization (1e-4) on up to 40
+    of the points, counting those where ours is more than 1e-3 above it.  "under-reports" here counts looser
+    answers, not unsound ones."""
+    import amplify_jax as aj
+    from amplify_jax import pld
+
+    bid = "dpsgd"
+    sg = draw(rng, n, bid, "sigma", lo=0.3, hi=200.0)
+    q = draw(rng, n, bid, "q", lo=1e-5)
+    st = draw(rng, n, bid, "steps", lo=1, hi=1e5 if not quick else 1e4)
+    de = draw(rng, n, bid, "delta", floor=1e-12)
+    ex = [dict(sigma=a, q=b, steps=c, delta=d) for a, b, c, d in zip(sg, q, st, de)]
+    p_eps = np.concatenate([np.asarray(pld.dpsgd_epsilon(sigma=sg[i:i + CHUNK_POINTS], q=q[i:i + CHUNK_POINTS],
+                                                         steps=st[i:i + CHUNK_POINTS], delta=de[i:i + CHUNK_POINTS]
+                                                         ).epsilon, float) for i in range(0, n, CHUNK_POINTS)])
+    r_eps = np.asarray(aj.dpsgd_epsilon(sigma=sg, q=q, steps=st, delta=de).epsilon, float)
+    out = [Outcome("tightness: PLD eps vs RDP eps (looser counted)", "amplify_jax.dpsgd_epsilon (RDP)", p_eps, r_eps,
+                   1e-12 * np.abs(r_eps), side="lower", examples=ex,
+                   note="sigma in [0.3, 200], q >= 1e-5, steps <= 1e5, delta >= 1e-12")]
+    try:
+        import dp_accounting as dpa
+    except ImportError:  # pragma: no cover - the test extra has it
+        return out
+    m = min(n, 40)
+    ref = []
+    for i in range(m):
+        acc = dpa.pld.PLDAccountant(value_discretization_interval=1e-4)
+        acc.compose(dpa.PoissonSampledDpEvent(float(q[i]), dpa.GaussianDpEvent(float(sg[i]))), int(st[i]))
+        ref.append(acc.get_epsilon(float(de[i])))
+    ref = np.array(ref)
+    out.append(Outcome("tightness: PLD eps vs dp_accounting PLD (more than 1e-3 above counted)",
+                       "dp_accounting PLDAccountant, discretization 1e-4", p_eps[:m], ref, 1e-3 * np.abs(ref),
+                       side="lower", examples=ex[:m], note=f"the first {m} points"))
+    return out
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Driver
 

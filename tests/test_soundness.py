@@ -22,7 +22,8 @@ import soundness_campaign as C  # noqa: E402
 
 #: points of the default-suite sample per family (fewer where our side or the reference is slow: said here)
 QUICK_POINTS = {"poisson-rdp": 200, "wor-rdp": 120, "conversions": 120, "clones": 100, "scrambler": 8,
-                "checkin": 120, "network": 200, "secrdp": 100, "pld": 8, "blanket": 12, "scrambler-tail": 10}
+                "checkin": 120, "network": 200, "secrdp": 100, "pld": 8, "blanket": 12, "scrambler-tail": 10,
+                "tightness": 6}
 
 
 def _check(rows):
