@@ -54,7 +54,7 @@ def test_delta_below_the_round_off_is_refused_not_under_reported():
     d = np.array([1e-12, 1e-14, 1e-16, 1e-18, 1e-20])
     r = pld.dpsgd_epsilon(sigma=20.0, q=1.0, steps=10000, delta=d)
     assert np.all(np.isfinite(r.epsilon[:-1])) and np.all(r.status[:-1] == 0)
-    # (a gap above RDP_RTOL sends every one of these to RDP; it is smaller at each but 1e-14)
+    # (every DP-SGD eps is compared with RDP's, RDP_RTOL = 0; RDP is smaller at each but 1e-14)
     assert int(r.source[-1]) == pld.SOURCE_RDP
     rdp = np.asarray(aj.dpsgd_epsilon(sigma=20.0, q=1.0, steps=10000, delta=d).epsilon)
     assert np.all(r.epsilon <= rdp) and np.all(r.epsilon[r.source == pld.SOURCE_RDP] == rdp[r.source == pld.SOURCE_RDP])
@@ -137,8 +137,9 @@ def test_answer_does_not_depend_on_the_batch():
 def test_one_program_for_every_batch_and_target():
     """Issue 25: batch sizes 1, 3, 8, 9 and 17, new sigmas, rates, steps and deltas, the calibration's batches
     (its search runs on the host and evaluates the points still searching) and the accountant's query counts
-    all run through the same compiled program per grid size: at most one compilation here (none where an
-    earlier test compiled it), where each new batch size compiled the kernel or small programs again."""
+    all run through the same compiled program per grid size: at most two compilations here, the PLD's kernel and
+    the RDP accountant's every DP-SGD eps is compared with (none where an earlier test compiled them), where each
+    new batch size compiled the kernel or small programs again."""
     import jax
 
     events, on = [], [True]
@@ -159,7 +160,7 @@ def test_one_program_for_every_batch_and_target():
             assert np.all(np.asarray(c.status) == 0)
     finally:
         on[0] = False
-    assert len(events) <= 1, events
+    assert len(events) <= 2, events
 
 
 @settings(max_examples=8, deadline=None)

@@ -20,7 +20,7 @@ from ..status import Status
 from ._grid import DEFAULT_GRID_SIZE, check_grid_size, flatten, unpad
 from ._queries import eps_batch
 from ._search import bisect_log
-from ._results import RDP_RTOL, SIGMA_RANGE, SOURCE_PLD, SOURCE_RDP, PldDelta, PldEpsilon, _loose, answer, auto_check, check_parameter, never_looks
+from ._results import RDP_RTOL_CALIBRATION, SIGMA_RANGE, SOURCE_PLD, SOURCE_RDP, PldDelta, PldEpsilon, _loose, answer, auto_check, check_parameter, never_looks
 
 __all__ = ["PldCalibration", "dpsgd_epsilon", "dpsgd_delta", "dpsgd_calibrate_sigma"]
 
@@ -58,7 +58,7 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, grid_size=None) -> PldEpsilon:
     ~1% at 10^5 steps or delta ~1e-10).
 
     Where the answer's own gap exceeds ``LOOSE_RTOL`` (epsilon - epsilon_lower > 0.25 epsilon) it is refined
-    on the finer grid; where it exceeds ``RDP_RTOL`` (0.1) it is compared with the RDP accountant's eps
+    on the finer grid; every answer is compared with the RDP accountant's eps (``RDP_RTOL`` = 0)
     (:func:`amplify_jax.dpsgd_epsilon`) at the same point, and the smaller answers (both are sound; ``source`` says which: ``SOURCE_PLD`` 0 or
     ``SOURCE_RDP`` 1); an answer still that loose has status ``loose`` (issue 26).
 
@@ -135,7 +135,7 @@ def _rdp_where_loose_calibration(sig, ach, st, flat, idle, n, lo, hi, rtol):
         return sig, ach, st, source
     live = np.flatnonzero(ok)
     up, low, _ = eps_batch(sig[live], bq[live], bt[live], bd[live], "gaussian", n)
-    idx = live[_loose(up, low, RDP_RTOL, 0.0)]
+    idx = live[_loose(up, low, RDP_RTOL_CALIBRATION, 0.0)]
     if idx.size == 0:
         return sig, ach, st, source
     from .. import accountants  # the RDP side, imported where it is needed
