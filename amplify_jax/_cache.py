@@ -102,7 +102,25 @@ def persisted(name: str, jitted, static: dict, args: tuple):
     compilation cache is off: the caller then calls ``jitted`` itself).  ``static``: the static arguments (each
     with a :func:`stable_key`); ``args``: arrays, whose shapes and dtypes are part of the key.  The exported
     program is the same StableHLO as ``jitted``'s, so its values are the same; it is stored atomically under
-    ``cache_path()/../export`` and loaded by any later process with the same key."""
+    ``cache_path()/../export`` and loaded by any later process with the same key.  In a process, the program is
+    found again by the (hashable) static arguments and the shapes, without recomputing the file's key."""
+    import numpy as np
+
+    memo = (name, tuple(sorted(static.items())),
+            tuple((np.shape(a), np.dtype(a.dtype if hasattr(a, "dtype") else np.result_type(a)).name) for a in args))
+    prog = _programs.get(memo)
+    if prog is None:
+        prog = _load_or_export(name, jitted, static, memo[2])
+        if prog is None:
+            return None
+        _programs[memo] = prog
+    return prog(*args)
+
+
+def _load_or_export(name, jitted, static, shapes):
+    """The jitted call of the exported program for these static arguments and (shape, dtype) pairs: read from
+    the cache directory, or exported there now; None where there is no cache or a static argument has no
+    stable key."""
     path = cache_path()
     if path is None:
         return None
@@ -110,57 +128,38 @@ def persisted(name: str, jitted, static: dict, args: tuple):
         import flatbuffers  # noqa: F401  (jax.export's serialization; a dependency, without it: no persistence)
     except ImportError:  # pragma: no cover
         return None
+    import functools
     import hashlib
 
     import jax
+    from jax import export
 
-    avals = tuple(jax.ShapeDtypeStruct(np_shape(a), np_dtype(a)) for a in args)
     try:
         skey = stable_key(tuple(sorted(static.items())))
     except TypeError:
         return None
-    text = "|".join([name, skey, repr([(a.shape, str(a.dtype)) for a in avals]), source_digest(), jax.__version__,
-                     jax.default_backend(), str(jax.config.jax_enable_x64)])
-    key = hashlib.sha256(text.encode()).hexdigest()[:32]
-    prog = _programs.get(key)
-    if prog is None:
-        from jax import export
+    text = "|".join([name, skey, repr(shapes), source_digest(), jax.__version__, jax.default_backend(),
+                     str(jax.config.jax_enable_x64)])
+    digest = hashlib.sha256(text.encode()).hexdigest()[:32]
+    file = os.path.join(os.path.dirname(path), EXPORT_DIR, f"{name}-{digest}.bin")
+    exp = None
+    if os.path.exists(file):
+        try:
+            with open(file, "rb") as f:
+                exp = export.deserialize(bytearray(f.read()))
+        except Exception:  # noqa: BLE001 - a damaged or foreign file: exported again below
+            exp = None
+    if exp is None:
+        avals = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in shapes)
+        exp = export.export(jax.jit(functools.partial(jitted, **static)))(*avals)
+        try:
+            from ._io import atomic_write
 
-        file = os.path.join(os.path.dirname(path), EXPORT_DIR, f"{name}-{key}.bin")
-        exp = None
-        if os.path.exists(file):
-            try:
-                with open(file, "rb") as f:
-                    exp = export.deserialize(bytearray(f.read()))
-            except Exception:  # noqa: BLE001 - a damaged or foreign file: exported again below
-                exp = None
-        if exp is None:
-            import functools
+            def write(tmp):
+                with open(tmp, "wb") as f:
+                    f.write(exp.serialize())
 
-            exp = export.export(jax.jit(functools.partial(jitted, **static)))(*avals)
-            try:
-                from ._io import atomic_write
-
-                os.makedirs(os.path.dirname(file), exist_ok=True)
-                def write(tmp):
-                    with open(tmp, "wb") as f:
-                        f.write(exp.serialize())
-
-                atomic_write(file, write)
-            except OSError:  # a read-only cache: this process still uses the program
-                pass
-        prog = jax.jit(exp.call)
-        _programs[key] = prog
-    return prog(*args)
-
-
-def np_shape(a):
-    import numpy as np
-
-    return np.shape(a)
-
-
-def np_dtype(a):
-    import numpy as np
-
-    return a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype
+            atomic_write(file, write)  # makes the folder too
+        except OSError:  # a read-only cache: this process still uses the program
+            pass
+    return jax.jit(exp.call)

@@ -37,17 +37,21 @@ def _regular(orders):
     return (orders > 1.0) & (orders <= rdp.MAX_ORDER)
 
 
+def _broadcast(orders, curve, x):
+    """(orders, curve, x) as float64 arrays: the curve's batch and x broadcast together, the orders trailing."""
+    orders = np.asarray(orders, dtype=np.float64)
+    r = np.asarray(curve, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    shape = np.broadcast_shapes(r.shape[:-1], x.shape)
+    return orders, np.broadcast_to(r, shape + orders.shape), np.broadcast_to(x, shape)
+
+
 def epsilon(orders, curve, delta):
     """Least eps over the grid for the target ``delta`` (in [0, 1]); broadcast(curve batch, delta shape)."""
     from . import conversions
 
-    orders = np.asarray(orders, dtype=np.float64)
-    r = np.asarray(curve, dtype=np.float64)
-    d = np.asarray(delta, dtype=np.float64)
-    shape = np.broadcast_shapes(r.shape[:-1], d.shape)
-    r = np.broadcast_to(r, shape + orders.shape)
-    d = np.broadcast_to(d, shape)
-    best = np.full(shape, np.inf)
+    orders, r, d = _broadcast(orders, curve, delta)
+    best = np.full(d.shape, np.inf)
     reg = _regular(orders)
     inside = (d > 0) & (d < 1)
     if reg.any() and inside.any():
@@ -78,12 +82,7 @@ def delta(orders, curve, eps):
     """Least delta over the grid at ``eps`` (>= 0, inf allowed); broadcast(curve batch, eps shape)."""
     from . import conversions
 
-    orders = np.asarray(orders, dtype=np.float64)
-    r = np.asarray(curve, dtype=np.float64)
-    e = np.asarray(eps, dtype=np.float64)
-    shape = np.broadcast_shapes(r.shape[:-1], e.shape)
-    r = np.broadcast_to(r, shape + orders.shape)
-    e = np.broadcast_to(e, shape)
+    orders, r, e = _broadcast(orders, curve, eps)
     fin_e = np.isfinite(e)
     log_best = np.min(_tv_log(r), axis=-1)
     reg = _regular(orders)

@@ -45,8 +45,8 @@ when A - 1 ~ q^2, and converges only polynomially near the split point).
    panel's mass).  The mesh density is integrated in closed form, so a static number ``n_panels`` of panels is
    spread over the (up to three) windows in proportion to the resolution each needs; the need itself
    (``fractional_panels_needed``) is a by-product, and points whose need exceeds ``n_panels`` return the
-   sound q = 1 bound rather than an uncertified value (:func:`choose_n_panels` picks the static count from concrete inputs;
-   :func:`log_a_minus_one_fractional_auto` verifies it and re-runs).  The node sum is a sum of positive
+   sound q = 1 bound rather than an uncertified value (``n_panels=AUTO`` gives each point its own need plus a
+   margin, in a loop; :func:`choose_n_panels` picks a static count from concrete inputs).  The node sum is a sum of positive
    terms scaled by a proven upper bound of the log-integrand (no cancellation, no overflow), written as a
    matrix-vector product and with a branch-free integrand, which XLA:CPU compiles to a single fused loop.
 
@@ -75,7 +75,6 @@ from .numerics import float64_jit, log_comb_table, log_expm1, x64_scope
 __all__ = [
     "log_a_minus_one_fractional",
     "log_a_minus_one_fractional_and_need",
-    "log_a_minus_one_fractional_auto",
     "fractional_panels_needed",
     "choose_n_panels",
     "DEFAULT_N_PANELS",
@@ -354,9 +353,13 @@ def fractional_panels_needed(q, sigma, alpha):
     q, sigma, alpha = jnp.broadcast_arrays(*(jnp.asarray(x, dtype=jnp.float64) for x in (q, sigma, alpha)))
     qs = jnp.where(q > 0, q, 0.5)
     k, a, b, _ = _plan(qs, sigma, alpha)
-    M, _, _, _ = _resolution(k, a, b)
-    nonempty = M > 0
-    return jnp.ceil(jnp.sum(M, axis=0)) + jnp.maximum(jnp.sum(nonempty, axis=0) - 1, 0)
+    return _need(_resolution(k, a, b)[0])
+
+
+def _need(M):
+    """Panels the windows of mesh lengths M (stacked on a leading axis of 3) need: their total length rounded
+    up, and one more per non-empty window after the first."""
+    return jnp.ceil(jnp.sum(M, axis=0)) + jnp.maximum(jnp.sum(M > 0, axis=0) - 1, 0)
 
 
 def log_a_minus_one_fractional(q, sigma, alpha, *, n_panels=DEFAULT_N_PANELS):
@@ -367,9 +370,9 @@ def log_a_minus_one_fractional(q, sigma, alpha, *, n_panels=DEFAULT_N_PANELS):
     the number of quadrature panels; where it is below ``fractional_panels_needed(q, sigma, alpha)`` the
     quadrature is not certified and the result falls back to the sound but loose q = 1 value
     log(expm1(alpha (alpha - 1) / (2 sigma^2))) (subsampling never increases RDP).  Pick ``n_panels`` with
-    :func:`choose_n_panels` or ``DEFAULT_N_PANELS`` (above every need found over the domain), or use
-    :func:`log_a_minus_one_fractional_and_need` to see where it falls back and re-run with more panels, as
-    :func:`log_a_minus_one_fractional_auto` does.  The value is rounded up by a relative 1e-11.
+    :func:`choose_n_panels` or ``DEFAULT_N_PANELS`` (above every need found over the domain), ``AUTO`` (each
+    point its own need plus ``AUTO_MARGIN``), or use :func:`log_a_minus_one_fractional_and_need` to see where it
+    falls back.  The value is rounded up by a relative 1e-11.
     """
     res, need = log_a_minus_one_fractional_and_need(q, sigma, alpha, n_panels=n_panels)
     enough = need + AUTO_MARGIN <= AUTO_CAP if isinstance(n_panels, str) else need <= n_panels
@@ -419,7 +422,7 @@ def _allocate(kp, a, b, n_panels, cap=AUTO_CAP):
     nonempty = M > 0
     E = jnp.sum(nonempty, axis=0)
     Mtot = jnp.sum(M, axis=0)
-    need = jnp.ceil(Mtot) + jnp.maximum(E - 1, 0)
+    need = _need(M)
     n = jnp.minimum(need + AUTO_MARGIN, cap).astype(E.dtype) if isinstance(n_panels, str) else n_panels
     # (>= 1 each when non-empty)
     base = nonempty + jnp.floor((n - E) * M / jnp.where(Mtot > 0, Mtot, 1.0)).astype(E.dtype)
@@ -658,8 +661,8 @@ def choose_n_panels(sigma, alpha, q=None, *, margin=_PROBE_MARGIN, alpha_probe=_
     distinct sigma and alpha values (all of them, or quantiles including the extremes) and up to 12 q values
     (the given ones, or a grid over [1e-8, 1] when q is omitted) are probed; unless every value was probed
     ``margin`` panels are added (2 by default: one panel short still gives ~2e-11; but the need can rise
-    sharply with q near alpha ~ 4 sigma^2, so callers should verify it, as
-    :func:`log_a_minus_one_fractional_auto` does, or use ``DEFAULT_N_PANELS``), and the count is
+    sharply with q near alpha ~ 4 sigma^2, so callers should verify it with
+    :func:`log_a_minus_one_fractional_and_need`, or use ``AUTO`` or ``DEFAULT_N_PANELS``), and the count is
     rounded up to a bucket (6, 7, ..., 12, 14, 16, 20, 24, ...) to limit recompilation.  ``alpha_probe`` sets
     how many alpha values are probed (a fixed size per caller: one compilation each); with
     ``alpha_exhaustive=False`` the alpha values given are a sample of the orders that will be evaluated, so the
@@ -689,30 +692,6 @@ def _needed_jit(q, s, a):
 
 
 _NEEDED_JITTED = None
-
-
-_AUTO_KERNELS = {}
-
-
-def log_a_minus_one_fractional_auto(q, sigma, alpha):
-    """log(A_alpha - 1) for concrete inputs (broadcasting), with the panel count chosen and verified.
-
-    Picks ``n_panels`` with :func:`choose_n_panels` and, if any point needs more, re-runs with the bucket of
-    the largest need (at most twice).  Returns a float64 jax.Array.
-    """
-    q, sigma, alpha = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (q, sigma, alpha)))
-    n = choose_n_panels(sigma, alpha, q=q, margin=0)  # verified below
-    for _ in range(3):
-        if n not in _AUTO_KERNELS:
-            _AUTO_KERNELS[n] = float64_jit(
-                lambda q_, s_, a_, n_=n: log_a_minus_one_fractional_and_need(q_, s_, a_, n_panels=n_)
-            )
-        res, need = _AUTO_KERNELS[n](q, sigma, alpha)
-        top = float(np.max(np.asarray(need), initial=0.0))
-        if top <= n:
-            return res
-        n = _bucket(top)
-    raise RuntimeError(f"panel need did not settle (n_panels={n}, need={top})")  # pragma: no cover
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -40,30 +40,26 @@ class Calibration(NamedTuple):
 
 
 class _SGMAtOrder:
-    """rdp_fn(alpha, q, sigma, steps) for the continuous order search (hashable by its panel count)."""
+    """rdp_fn(alpha, q, sigma, steps) for the continuous order search (hashable by its panel count: ``AUTO``,
+    each point its own, or a fixed integer, as :class:`amplify_jax.rdp.SGMCurve`)."""
 
-    def __init__(self, n_panels):
-        self.n_panels = n_panels
+    def __init__(self, panels):
+        self.panels = panels
 
     def _key(self):
-        return ("sgm", self.n_panels)
+        return ("sgm", self.panels)
 
     def __hash__(self):
         return hash(self._key())
 
     def __eq__(self, other):
-        return isinstance(other, _SGMAtOrder) and other.n_panels == self.n_panels
-
-    @property
-    def panels(self):
-        """The panel count of its quadrature: each point's own (``AUTO``) where none was fixed."""
-        return AUTO if self.n_panels is None else self.n_panels
+        return isinstance(other, _SGMAtOrder) and other.panels == self.panels
 
     @property
     def mesh_limit(self):
         """Most panels a shared search mesh holds (``bracket_nodes``): brackets needing more are searched on
         exact evaluations."""
-        return MESH_PANELS if self.n_panels is None else self.n_panels
+        return MESH_PANELS if self.panels == AUTO else self.panels
 
     def __call__(self, alpha, q, sigma, steps):
         from ._subsampled_gaussian import log_a_minus_one_fractional
@@ -83,7 +79,8 @@ def _check_devices(devices):
 
 
 def _check_n_panels(n_panels):
-    return int(V.integer("n_panels", n_panels, minimum=3))
+    """The panel count of the quadrature: ``AUTO`` (each point its own) for None, else a static integer >= 3."""
+    return AUTO if n_panels is None else int(V.integer("n_panels", n_panels, minimum=3))
 
 
 def _check_sigma_range(sigma_range):
@@ -469,10 +466,10 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
     s, qq, t, d, shape = _check_dpsgd(sigma, q, steps, delta)
     V.one_of("method", method, METHODS)
     a = _sorted_orders(orders)
-    n_panels = None if n_panels is None else _check_n_panels(n_panels)  # None: each point's own (AUTO)
+    panels = _check_n_panels(n_panels)
     devices = _check_devices(devices)
-    curve = SGMCurve(a, AUTO if n_panels is None else n_panels)
-    at_order, refine = _SGMAtOrder(n_panels), bool(optimize_order)
+    curve = SGMCurve(a, panels)
+    at_order, refine = _SGMAtOrder(panels), bool(optimize_order)
     eps, order = run_in_slabs(lambda *b: _dpsgd_eps_jit(*b, curve, at_order, method, refine), shape,
                               s, qq, t, np.log(d), devices=devices)
     return EpsilonResult(eps, order)
@@ -559,13 +556,12 @@ class _CalibrationPlan:
     """The static pieces of a DP-SGD calibration: the coarse accountant on a subset of the grid, the full
     accountant's curve and continuous search, and the local accountant around a coarse order.  Hashable."""
 
-    def __init__(self, orders, n_panels, method):
+    def __init__(self, orders, panels, method):
         a = np.sort(np.asarray(orders, dtype=np.float64))
         co = _coarse_orders(a)
-        panels = AUTO if n_panels is None else n_panels
         self.coarse = _DPSGDGridEps(SGMCurve(co, panels), method)
         self.curve = SGMCurve(a, panels)
-        self.at_order = _SGMAtOrder(n_panels)
+        self.at_order = _SGMAtOrder(panels)
         self.local = _DPSGDLocalEps(co, self.at_order, method)
         self.method = method
 
@@ -691,9 +687,9 @@ def dpsgd_calibrate_sigma(
     r = V.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
     shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
     a = _sorted_orders(orders)
-    n_panels = None if n_panels is None else _check_n_panels(n_panels)  # None: each point's own (AUTO)
+    panels = _check_n_panels(n_panels)
     devices = _check_devices(devices)
-    plan = _CalibrationPlan(a, n_panels, method)
+    plan = _CalibrationPlan(a, panels, method)
     value, eps, status = run_in_slabs(lambda *b: _calibrate_jit(*b, plan, r), shape, e, qq, t, np.log(d), lo, hi,
                                       devices=devices)
     if grow and np.any(np.asarray(status) == INFEASIBLE):

@@ -85,10 +85,7 @@ def float64_jit(fun: Callable | None = None, *, static_argnames=(), persist: boo
             return None
         from ._cache import persisted
 
-        return persisted(f"{fun.__module__}.{fun.__qualname__}", fun_jit_static, static, dynamic)
-
-    def fun_jit_static(*dynamic, **static):
-        return jitted(*dynamic, **static)
+        return persisted(f"{fun.__module__}.{fun.__qualname__}", jitted, static, dynamic)
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
@@ -129,9 +126,9 @@ def run_in_slabs(kernel: Callable, shape: tuple, *arrays, devices=None, slab: in
     batch; slabs are dispatched before any result is read (asynchronous), so the device never waits on the host
     between slabs.  Inputs reach the device with ``jax.device_put`` and outputs are gathered on the host, so no
     program is compiled for a batch's shape.  ``devices``: each slab is laid out over a 1-D mesh of them (by
-default every local accelerator where JAX has several, else JAX's default device; a CPU's host "devices"
-share its cores, so a CPU batch is not split).
-    Returns float64 / int ``jax.Array`` values of ``shape`` (plus any trailing axes of the kernel's outputs).
+    default every local accelerator where JAX has several, else JAX's default device; a CPU's host "devices"
+    share its cores, so a CPU batch is not split).  Returns float64 / int ``jax.Array`` values of ``shape``
+    (plus any trailing axes of the kernel's outputs).
     """
     n = int(np.prod(shape, dtype=np.int64))
     if _host.inside() or __name__.startswith(_host._TWIN):  # the host twin: NumPy takes the batch as it is

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amplify_jax._subsampled_gaussian import (
+    AUTO,
     choose_n_panels,
     fractional_panels_needed,
     log_a_minus_one_fractional,
-    log_a_minus_one_fractional_auto,
     log_a_minus_one_integer_grid,
 )
 from amplify_jax.numerics import float64_jit
@@ -229,8 +229,8 @@ def test_panels_needed_and_refinement():
     # twice the panels changes nothing beyond ~1e-12
     coarse, fine = _lam1(q, s, a), _lam1(q, s, a, 2 * N_PANELS)
     assert np.all(np.abs(fine - coarse) <= 2e-12 * np.maximum(1.0, np.abs(fine)))
-    # the automatic choice (probe, verify, re-run) agrees
-    auto = np.asarray(log_a_minus_one_fractional_auto(q, s, a))
+    # the automatic choice (each point its own need plus a margin, n_panels=AUTO) agrees
+    auto = _lam1(q, s, a, AUTO)
     assert np.all(np.abs(auto - fine) <= 2e-12 * np.maximum(1.0, np.abs(fine)))
 
 

@@ -16,9 +16,10 @@ from ._spec import SweepSpec, grid_points
 def run_dpsgd_sweep(spec: SweepSpec, *, progress: bool, devices, distributed: bool, max_chunks) -> Path | None:
     """Run (or resume) a DP-SGD sweep (see :func:`amplify_jax.sweep.run_sweep`).
 
-    Each chunk is one call of the public accountant (validated as any call of it), with the quadrature's panel
-    count sized once for the whole grid (so the chunks share one compiled program, and a point's answer is the
-    one a call on the whole grid gives) and the chunk laid out over the local devices.
+    Each chunk is one call of the public accountant (validated as any call of it; every point takes its own
+    quadrature panel count, so the chunks share one compiled program and a point's answer is the one a call on
+    the whole grid gives), laid out over the local devices.  Nothing is written before the first chunk has
+    passed the call's checks (a part's folder is made by its atomic write).
     """
     out = Path(spec.output)
     parts = out / "parts"
@@ -33,8 +34,6 @@ def run_dpsgd_sweep(spec: SweepSpec, *, progress: bool, devices, distributed: bo
             )
     q = QUANTITIES[spec.quantity]
     opts = q.passed(spec.options)
-    n_panels = q.n_panels(spec.axes, opts)  # validates the grid and the orders (and sigma_range) first
-    parts.mkdir(parents=True, exist_ok=True)
 
     def write_spec():  # once a chunk has passed the public call's checks (a bad option leaves nothing behind)
         if not spec_file.exists():
@@ -58,7 +57,7 @@ def run_dpsgd_sweep(spec: SweepSpec, *, progress: bool, devices, distributed: bo
         # every chunk has the same padded length: one compiled program
         padded = min(spec.chunk_size, spec.size)
         xs = {k: np.pad(pts[k], (0, padded - n), mode="edge") for k in names}
-        res = [np.asarray(r)[:n] for r in q.evaluate(xs, opts, n_panels, devs)]
+        res = [np.asarray(r)[:n] for r in q.evaluate(xs, opts, devs)]
         arrays = {f"in_{k}": v for k, v in pts.items()}
         arrays.update({f"out_{k}": v for k, v in zip(q.outputs, res)})
         write_spec()

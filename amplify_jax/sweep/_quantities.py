@@ -10,8 +10,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _validate as V
-from ..accountants import DEFAULT_SIGMA_RANGE, dpsgd_calibrate_sigma, dpsgd_epsilon
-from ..rdp import MAX_ORDER
+from ..accountants import dpsgd_calibrate_sigma, dpsgd_epsilon
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -24,8 +23,7 @@ class Quantity:
     outputs: tuple  #: output column names
     validators: dict  #: axis name -> validating function(name, values)
     options: tuple  #: keys of the [sweep] table passed on to the public call (which validates them)
-    n_panels: Callable  #: (axes, options) -> the public call's panel count for the whole grid
-    evaluate: Callable  #: (points by axis name, options, n_panels, devices) -> tuple of output arrays
+    evaluate: Callable  #: (points by axis name, options, devices) -> tuple of output arrays
 
     def passed(self, options: dict) -> dict:
         """The entries of a [sweep] table that the public call takes."""
@@ -37,49 +35,23 @@ def _count(name, values):
     return V.integer(name, values, minimum=0).astype(np.float64)
 
 
-def _check_orders(opts):
-    if opts.get("orders") is not None:
-        V.orders("orders", opts["orders"], maximum=MAX_ORDER)
-
-
-def _epsilon_panels(axes, opts):
-    """None: every point takes its own quadrature panel count (one compiled program for every chunk, and a
-    point's answer does not depend on its chunk); the grid and the orders are validated first."""
-    V.positive("sigma", axes["sigma"])
-    V.probability("q", axes["q"])
-    _check_orders(opts)
-    return None
-
-
 def _pld(opts) -> bool:
-    """``accountant = "pld"`` in the [sweep] table: the PLD accountant (no panel count, one device)."""
+    """``accountant = "pld"`` in the [sweep] table: the PLD accountant (one device)."""
     return opts.get("accountant", "rdp") == "pld"
 
 
-def _epsilon(points, opts, n_panels, devices):
+def _epsilon(points, opts, devices):
     if _pld(opts):
         res = dpsgd_epsilon(**points, **opts)
         return res.epsilon, np.zeros_like(np.asarray(res.epsilon))  # order 0: the PLD has none
-    res = dpsgd_epsilon(**points, **opts, n_panels=n_panels, devices=devices)
+    res = dpsgd_epsilon(**points, **opts, devices=devices)
     return res.epsilon, res.order
 
 
-def _calibrate_panels(axes, opts):
-    """None, as :func:`_epsilon_panels`; the grid, the orders and the sigma range are validated first."""
-    sigma_range = opts.get("sigma_range", DEFAULT_SIGMA_RANGE)
-    lo, hi = (float(x) for x in sigma_range)
-    if not (0 < lo < hi):
-        raise ValueError(f"Expected 0 < sigma_range[0] < sigma_range[1], got sigma_range={sigma_range!r}.")
-    V.probability("q", axes["q"])
-    _check_orders(opts)
-    return None
-
-
-def _calibrate(points, opts, n_panels, devices):
+def _calibrate(points, opts, devices):
     # calibrations run on one device: XLA's CPU compiler segfaulted compiling the sharded calibration inside
     # the test process (three fresh-clone CI runs, test_sweep::test_calibrate_sweep)
-    extra = {} if _pld(opts) else {"n_panels": n_panels}
-    cal = dpsgd_calibrate_sigma(**points, **opts, **extra)
+    cal = dpsgd_calibrate_sigma(**points, **opts)
     return cal.sigma, cal.epsilon, cal.status
 
 
@@ -89,7 +61,6 @@ QUANTITIES = {
         outputs=("epsilon", "order"),
         validators={"sigma": V.positive, "q": V.probability, "steps": _count, "delta": V.unit_open},
         options=("orders", "method", "accountant"),
-        n_panels=_epsilon_panels,
         evaluate=_epsilon,
     ),
     "calibrate": Quantity(
@@ -98,7 +69,6 @@ QUANTITIES = {
         validators={"target_epsilon": V.positive, "q": V.probability, "steps": _count,
                     "delta": V.unit_open},
         options=("orders", "method", "rtol", "sigma_range", "accountant"),
-        n_panels=_calibrate_panels,
         evaluate=_calibrate,
     ),
 }
