@@ -4,10 +4,11 @@ Layers (imports point down): ``_mechanisms`` (the losses of the mechanisms, as i
 ``_discretize`` (connect-the-dots, pessimistic; merged-and-rounded, optimistic) -> ``_compose`` (FFT
 composition, tails and round-off counted; delta and eps queries) -> ``_queries`` (batched kernels of one
 mechanism composed T times) -> ``_results`` (result tuples, parameter checks, the batch path) -> ``_dpsgd`` (DP-SGD's front doors), ``_api`` (any named mechanism) ->
-``_accountant`` (compositions of different events, dp_accounting's vocabulary).
+``_events`` (each event's pair, by neighbouring relation) -> ``_accountant`` (compositions of different
+events: dp_accounting's ``PrivacyAccountant``, built on first use so that importing the package never imports
+dp_accounting).
 """
 
-from ._accountant import Accountant as Accountant
 from ._accountant import Composed as Composed
 from ._accountant import Gaussian as Gaussian
 from ._accountant import Laplace as Laplace
@@ -43,3 +44,5 @@ __all__ = ["Accountant", "Composed", "Gaussian", "Laplace", "PoissonSampled", "R
            "ACCOUNTANTS", "MECHANISMS", "ROUND_DOWN", "selects", "delta", "epsilon", "PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",
            "DEFAULT_GRID_SIZE", "AUTO_MAX_GRID_SIZE", "AUTO_RTOL", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE",
            "LOOSE_RTOL", "SOURCES", "SOURCE_PLD", "SOURCE_RDP"]
+
+from ._accountant import __getattr__  # noqa: E402,F401  pld.Accountant, built on first use (PEP 562)

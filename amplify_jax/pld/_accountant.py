@@ -1,43 +1,46 @@
-"""An accountant for compositions of different events, in dp_accounting's vocabulary (duck-typed).
+"""``amplify_jax.pld.Accountant``: a PLD accountant with dp_accounting's ``PrivacyAccountant`` interface.
 
-Events: :class:`Gaussian` (noise multiplier), :class:`Laplace` (scale), :class:`RandomizedResponse` (eps0,
-binary), :class:`PoissonSampled` (rate, event), :class:`SampledWithoutReplacement` (data set size, batch
-size, a Gaussian event), :class:`SelfComposed` (event, count), :class:`Composed` (events).  dp_accounting's
-``GaussianDpEvent``, ``LaplaceDpEvent``, ``PoissonSampledDpEvent``, ``SampledWithoutReplacementDpEvent``,
-``SelfComposedDpEvent``, ``ComposedDpEvent`` and ``RandomizedResponseDpEvent`` (two buckets) are accepted
-as they are, read by their attributes (dp_accounting is not imported), so code written for its
-``PLDAccountant`` switches with one line::
+The class is built on first use (PEP 562: ``__getattr__`` below, bound in :mod:`amplify_jax.pld`), so
+``import amplify_jax`` never imports dp_accounting.  Where dp_accounting is importable the class subclasses
+``dp_accounting.PrivacyAccountant`` (``supports``, ``compose``, ``_maybe_compose``, ``ledger``,
+``neighboring_relation``, ``UnsupportedEventError``; ``dp_accounting.calibrate_dp_mechanism`` accepts it);
+without it the same class stands on :mod:`amplify_jax.dp_events`.  Events are read by class name and
+attributes, so dp_accounting's events, :mod:`amplify_jax.dp_events`' and the small dataclasses below
+(:class:`Gaussian`, :class:`Laplace`, :class:`RandomizedResponse` (eps0, binary), :class:`PoissonSampled`,
+:class:`SampledWithoutReplacement`, :class:`SelfComposed`, :class:`Composed`) are accepted alike; code
+written for dp_accounting's ``PLDAccountant`` switches with one line::
 
     acc = amplify_jax.pld.Accountant()        # was: dp_accounting.pld.PLDAccountant()
     acc.compose(event)                        # the same DpEvent objects
     acc.get_epsilon(1e-5)                     # a sound upper bound of eps
 
-The composition is one FFT product of every distinct event's PLD raised to its count (``_compose``), on a
-shared grid, for both neighbouring relations; the answer is the worse relation's.
-
-Neighbouring relations: Poisson sampling is accounted under add/remove one record, sampling without
-replacement under replace-one (a fixed data set size; ``_mechanisms.WorGaussianLoss``), as dp_accounting's
-accountants do (one relation per accountant; its PLD accountant has no sampling without replacement, its RDP
-accountant takes it under ``REPLACE_ONE`` only).  So an accountant that holds a sampled-without-replacement
-event refuses Poisson-sampled ones (and the reverse), naming both.  Unsampled Gaussian, Laplace and randomized
-response events compose with either: their pairs are the same under every relation, with the noise
-multiplier (or scale) taken over the sensitivity of the relation in force (replace-one once a
-sampled-without-replacement event is present, as dp_accounting's ``noise_multiplier`` is there).
+Which pair accounts which event under which relation: :mod:`amplify_jax.pld._events` (each cited).  The
+composition is one FFT product of every distinct event's PLD raised to its count (``_compose``), on a shared
+grid, for both directions (remove, add); the answer is the worse direction's.  A composition of finite pairs
+only (randomized response, discrete Laplace, binary eps0 pairs) is composed exactly on the host instead
+(``_events.exact_discrete``) while it has at most 2^18 atoms.  Every answer is also capped by the
+composition's largest loss (its pure-DP eps, ``_events.pure_cap``; finite without Gaussians): delta is 0 at
+eps at or above it, as it is for the Laplace mechanism.  Degenerate events: NoOp, Poisson sampling at rate 0,
+randomized response over one bucket or with a uniform output, an empty batch, a zero sensitivity cost
+nothing (eps 0, delta 0); zero noise (and NonPrivate) answers eps = inf, delta = 1.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
 
+from .. import dp_events
 from ..numerics import float64_jit, x64_scope
+from . import _events as E
 from ._compose import compose, delta_at, epsilon_at
-from ._results import PldDelta, PldEpsilon, auto_check, status_of
-from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, check_grid_size
-from ._mechanisms import RELATIONS
+from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, check_grid_size
+from ._mechanisms import RELATIONS, REMOVE, DiscreteLoss
 from ._queries import DELTA_QUERY_TAIL, TAIL_FRACTION, event
+from ._results import PldDelta, PldEpsilon, auto_check, status_of
 
 __all__ = ["Gaussian", "Laplace", "RandomizedResponse", "PoissonSampled", "SampledWithoutReplacement",
            "SelfComposed", "Composed", "Accountant"]
@@ -99,74 +102,50 @@ class Composed:
     events: tuple
 
 
-def _flatten(ev, count=1, q=1.0, out=None):
-    """The event tree as a list of (kind, parameter, rate, count)."""
-    out = [] if out is None else out
-    name = type(ev).__name__
-    if name in ("Composed", "ComposedDpEvent"):
-        for e in ev.events:
-            _flatten(e, count, q, out)
-    elif name in ("SelfComposed", "SelfComposedDpEvent"):
-        c = int(ev.count)
-        if c < 0 or c != ev.count:
-            raise ValueError(f"Expected a non-negative integer count, got count={ev.count!r}")
-        _flatten(ev.event, count * c, q, out)
-    elif name in ("PoissonSampled", "PoissonSampledDpEvent"):
-        p = float(ev.sampling_probability)
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"Expected sampling_probability in [0, 1], got sampling_probability={p!r}")
-        if q != 1.0:
-            raise ValueError("Nested Poisson sampling is not supported")
-        if type(ev.event).__name__ in ("SampledWithoutReplacement", "SampledWithoutReplacementDpEvent"):
-            raise ValueError("Nested sampling is not supported (sampling without replacement inside Poisson "
-                             "sampling)")
-        _flatten(ev.event, count, p, out)
-    elif name in ("SampledWithoutReplacement", "SampledWithoutReplacementDpEvent"):
-        n_all, m = ev.source_dataset_size, ev.sample_size
-        if isinstance(n_all, bool) or int(n_all) != n_all or n_all < 1:
-            raise ValueError(f"Expected a positive integer source_dataset_size, got source_dataset_size={n_all!r}")
-        if isinstance(m, bool) or int(m) != m or not 0 <= m <= n_all:
-            raise ValueError(f"Expected an integer sample_size in [0, source_dataset_size={int(n_all)}], got "
-                             f"sample_size={m!r}")
-        if q != 1.0:
-            raise ValueError("Nested sampling is not supported (sampling without replacement inside Poisson "
-                             "sampling)")
-        sub = type(ev.event).__name__
-        if sub not in ("Gaussian", "GaussianDpEvent"):
-            raise ValueError(f"Unsupported event for the PLD accountant: {name} of {sub} (sampling without "
-                             "replacement of the Gaussian mechanism only)")
-        if m > 0:  # a batch of 0 records: the output does not depend on the data
-            out.append(("wor-gaussian", float(ev.event.noise_multiplier), int(m) / int(n_all), count))
-    elif name in ("Gaussian", "GaussianDpEvent"):
-        out.append(("gaussian", float(ev.noise_multiplier), q, count))
-    elif name in ("Laplace", "LaplaceDpEvent"):
-        out.append(("laplace", float(ev.noise_multiplier), q, count))
-    elif name == "RandomizedResponse":
-        out.append(("randomized-response", float(ev.eps0), q, count))
-    elif name == "RandomizedResponseDpEvent":
-        k, p = int(ev.num_buckets), float(ev.noise_parameter)
-        if k != 2:
-            raise ValueError(f"Expected num_buckets=2 (binary randomized response), got num_buckets={k!r}")
-        if not 0.0 < p <= 1.0:
-            raise ValueError(f"Expected noise_parameter in (0, 1], got noise_parameter={p!r}")
-        # the output is a uniform bucket with probability p: the true one is kept with probability 1 - p / 2
-        out.append(("randomized-response", float(np.log((1.0 - p / 2.0) / (p / 2.0))), q, count))
-    elif name in ("NoOpDpEvent",):
-        pass
-    else:
-        raise ValueError(f"Unsupported event for the PLD accountant: {name}")
+def _pair(kind, relation, par):
+    """(mechanism, params) of one item under one direction (``_events``: the pairs and their sources)."""
+    if kind == E.DISCRETE:
+        p_r, q_r, p_a, q_a = par
+        return DiscreteLoss(p_r.shape[0]), ((p_r, q_r) if relation == REMOVE else (p_a, q_a))
+    return event(kind, relation, par[0], par[1])
+
+
+def _composed_all(kinds, pars, counts, log_tail, n, coarsen=1.0):
+    out = []
+    for r in RELATIONS:
+        evs = [_pair(k, r, pars[i]) for i, k in enumerate(kinds)]
+        out.append(compose(tuple(m for m, _ in evs), tuple(p for _, p in evs),
+                           tuple(counts[i] for i in range(len(kinds))), n, log_tail, coarsen))
     return out
 
 
-def _one_relation(items):
-    """Refuse Poisson-sampled events beside sampled-without-replacement ones: the first are accounted under
-    add/remove, the second under replace-one, and one accountant answers for one relation."""
-    wor = any(k == "wor-gaussian" for k, _, _, _ in items)
-    poisson = [k for k, _, q, _ in items if k != "wor-gaussian" and q != 1.0]
-    if wor and poisson:
-        raise ValueError("Expected one neighbouring relation per accountant: a SampledWithoutReplacement event "
-                         "(replace-one) cannot be composed with a PoissonSampled event (add/remove, here of "
-                         f"{poisson[0]}); use one accountant per relation")
+@float64_jit(static_argnames=("kinds", "n"))
+def _eps_kernel(pars, counts, delta, coarsen, kinds, n):
+    cs = _composed_all(kinds, pars, counts, jnp.log(TAIL_FRACTION * jnp.min(delta)), n, coarsen)
+    up = jnp.max(jnp.stack([epsilon_at(c, delta) for c in cs]), axis=0)
+    lo = jnp.max(jnp.stack([epsilon_at(c, delta, "opt") for c in cs]), axis=0)
+    bare = jnp.max(jnp.stack([epsilon_at(c, delta, roundoff=False) for c in cs]), axis=0)
+    return up, jnp.minimum(lo, up), jnp.minimum(bare, up), jnp.max(jnp.stack([c.h for c in cs]))
+
+
+@float64_jit(static_argnames=("kinds", "n"))
+def _delta_kernel(pars, counts, eps, coarsen, kinds, n):
+    cs = _composed_all(kinds, pars, counts, jnp.log(DELTA_QUERY_TAIL), n, coarsen)
+    up = jnp.max(jnp.stack([delta_at(c, eps) for c in cs]), axis=0)
+    lo = jnp.max(jnp.stack([delta_at(c, eps, "opt") for c in cs]), axis=0)
+    bare = jnp.max(jnp.stack([delta_at(c, eps, roundoff=False) for c in cs]), axis=0)
+    return up, jnp.minimum(lo, up), jnp.minimum(bare, up), jnp.max(jnp.stack([c.h for c in cs]))
+
+
+#: The least number of query values of one compiled call of the accountant's kernels (``_Core._run``).
+_QUERY_BUCKET = 8
+#: The largest grid a ``value_discretization_interval`` may ask for (2^20 points).
+MAX_INTERVAL_GRID = 1 << 20
+
+
+def _query_bucket(k: int) -> int:
+    """The padded number of query values: the least power of two >= k, at least ``_QUERY_BUCKET``."""
+    return max(_QUERY_BUCKET, 1 << max(int(k) - 1, 0).bit_length())
 
 
 def _merged(items):
@@ -178,93 +157,148 @@ def _merged(items):
     return acc
 
 
-def _composed_all(kinds, a, q, counts, log_tail, n, coarsen=1.0):
-    out = []
-    for r in RELATIONS:
-        evs = [event(k, r, a[i], q[i]) for i, k in enumerate(kinds)]
-        out.append(compose(tuple(m for m, _ in evs), tuple(p for _, p in evs),
-                           tuple(counts[i] for i in range(len(kinds))), n, log_tail, coarsen))
-    return out
+def _relation_name(rel) -> str:
+    name = getattr(rel, "name", None)
+    if name not in ("ADD_OR_REMOVE_ONE", "REPLACE_ONE", "REPLACE_SPECIAL"):
+        raise ValueError(f"Expected neighboring_relation in ADD_OR_REMOVE_ONE, REPLACE_ONE, REPLACE_SPECIAL, got "
+                         f"neighboring_relation={rel!r}")
+    return name
 
 
-@float64_jit(static_argnames=("kinds", "n"))
-def _eps_kernel(a, q, counts, delta, coarsen, kinds, n):
-    cs = _composed_all(kinds, a, q, counts, jnp.log(TAIL_FRACTION * jnp.min(delta)), n, coarsen)
-    up = jnp.max(jnp.stack([epsilon_at(c, delta) for c in cs]), axis=0)
-    lo = jnp.max(jnp.stack([epsilon_at(c, delta, "opt") for c in cs]), axis=0)
-    bare = jnp.max(jnp.stack([epsilon_at(c, delta, roundoff=False) for c in cs]), axis=0)
-    return up, jnp.minimum(lo, up), jnp.minimum(bare, up)
+class _Error:
+    """dp_accounting's CompositionErrorDetails where it is not installed."""
+
+    def __init__(self, invalid_event, error_message):
+        self.invalid_event, self.error_message = invalid_event, error_message
+
+    def __repr__(self):
+        return f"CompositionErrorDetails(invalid_event={self.invalid_event!r}, error_message={self.error_message!r})"
 
 
-@float64_jit(static_argnames=("kinds", "n"))
-def _delta_kernel(a, q, counts, eps, coarsen, kinds, n):
-    cs = _composed_all(kinds, a, q, counts, jnp.log(DELTA_QUERY_TAIL), n, coarsen)
-    up = jnp.max(jnp.stack([delta_at(c, eps) for c in cs]), axis=0)
-    lo = jnp.max(jnp.stack([delta_at(c, eps, "opt") for c in cs]), axis=0)
-    bare = jnp.max(jnp.stack([delta_at(c, eps, roundoff=False) for c in cs]), axis=0)
-    return up, jnp.minimum(lo, up), jnp.minimum(bare, up)
+def _same(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return False
 
 
-#: The least number of query values of one compiled call of the accountant's kernels (``Accountant._run``).
-_QUERY_BUCKET = 8
-
-
-def _query_bucket(k: int) -> int:
-    """The padded number of query values: the least power of two >= k, at least ``_QUERY_BUCKET``."""
-    return max(_QUERY_BUCKET, 1 << max(int(k) - 1, 0).bit_length())
-
-
-class Accountant:
+class _Core:
     """A PLD accountant for compositions of different events (dp_accounting's ``PLDAccountant`` interface:
-    ``compose``, ``get_epsilon``, ``get_delta``), plus ``epsilon`` / ``delta`` with the lower bound.
+    ``compose``, ``get_epsilon``, ``get_delta``, ``supports``, ``ledger``, ``neighboring_relation``), plus
+    ``epsilon`` / ``delta``, which take arrays of query values and add a lower bound and a status.
 
-    ``grid_size``: the grid points of the composition (a power of two), or None (the default): the
-    automatic grid of :func:`amplify_jax.pld.dpsgd_epsilon`, its check made for every query value at once
-    (one composition serves them all) and the finer grid used for all of them where one asks for it.
-    Parameters are checked as the named functions check them (:func:`amplify_jax.pld.epsilon`)."""
+    ``Accountant(neighboring_relation=ADD_OR_REMOVE_ONE, value_discretization_interval=None, *,
+    grid_size=None)``: ``neighboring_relation`` as dp_accounting's (its enum, or
+    :class:`amplify_jax.dp_events.NeighboringRelation`); ``value_discretization_interval`` (dp_accounting's
+    name): a grid step to reach at least, on up to 2^20 points (the answer is the least of that grid's and
+    the default grid's, each sound); None (the default): ``grid_size``'s grid, None being the automatic grid
+    of :func:`amplify_jax.pld.dpsgd_epsilon` (its check made for every query value at once, one composition
+    serving them all, the finer grid used for all where one asks), or a power of two for one pass on that
+    grid.  Events and their pairs: :mod:`amplify_jax.pld._events`; unsupported events raise
+    ``UnsupportedEventError``, bad parameters ValueError naming them (nothing is recorded then).
+    """
 
-    def __init__(self, grid_size=None):
+    _EventError = _Error
+
+    def __init__(self, neighboring_relation=None, value_discretization_interval=None, *, grid_size=None,
+                 _base_init=None):
+        rel = neighboring_relation if neighboring_relation is not None else self._relations.ADD_OR_REMOVE_ONE
+        self._relation = _relation_name(rel)
+        if _base_init is not None:
+            _base_init(self, rel)
+        else:
+            self._neighboring_relation = rel
+        if value_discretization_interval is not None:
+            v = value_discretization_interval
+            if isinstance(v, bool) or not (isinstance(v, (int, float, np.integer, np.floating)) and 0 < v < math.inf):
+                raise ValueError("Expected value_discretization_interval > 0 and finite (or None: the automatic "
+                                 f"grid), got value_discretization_interval={v!r}")
+            v = float(v)
+        self._interval = None if value_discretization_interval is None else v
         self._n = check_grid_size(grid_size, ())
         self._auto = grid_size is None
-        self._items = []
+        self._items = []  # (kind, a, q, count)
+        self._events = []  # the ledger: (event, count)
 
-    def _run(self, kernel, a, q, c, x, kinds, rtol):
-        """(up, lo) of ``kernel`` at the query values x: on the one grid, or the automatic grid's passes
-        (``_results.auto_check``: the error estimate at every query value, the finer grid for all where one
-        asks).  The query values are padded (with the last one) to a power of two, at least
-        ``_QUERY_BUCKET``: a few compiled shapes serve every number of them (the padding leaves the window's
-        tail, set by the smallest delta, as it is)."""
-        n, k = self._n, x.size
-        x = np.pad(x, (0, _query_bucket(k) - k), mode="edge")
-        with x64_scope():
-            first = [np.array(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, n)]
-            if not self._auto:
-                return first[0][:k], first[1][:k]
+    # -- dp_accounting's interface -------------------------------------------------------------------------
 
-            def batch(a_, q_, c_, x_, kinds_, n_, coarsen=1.0):  # auto_check's calling convention
-                return kernel(a_, q_, c_, x_, coarsen, kinds_, n_)
+    @property
+    def neighboring_relation(self):
+        return self._neighboring_relation
 
-            sizes, up, lo = auto_check(batch, kinds, (a, q, c, x), first, k, (), rtol)
-            size = int(np.max(sizes))
-            if size:
-                uf, lf, _ = (np.asarray(v, dtype=np.float64) for v in kernel(a, q, c, x, 1.0, kinds, size))
-                up, lo = np.minimum(up, uf), np.maximum(lo, lf)
-            return up[:k], lo[:k]
+    def supports(self, event) -> bool:
+        return self._maybe_compose(event, 0, False) is None
 
-    def compose(self, event, count: int = 1) -> "Accountant":
-        """Add ``event`` composed ``count`` times; returns the accountant (calls chain)."""
-        from ._api import check_parameter
+    def _maybe_compose(self, event, count, do_compose):
+        r = E.walk(event, self._relation)
+        if r is not None:
+            return self._EventError(invalid_event=r[0], error_message=r[1])
+        if do_compose:
+            self._add(event, count)
+        return None
 
-        if int(count) != count or count < 0:
-            raise ValueError(f"Expected a non-negative integer count, got count={count!r}")
-        items = _flatten(event, int(count))
-        for kind, a, _, _ in items:
-            check_parameter(kind, a)
-        _one_relation(self._items + items)
-        self._items.extend(items)
+    def compose(self, event, count: int = 1):
+        """Account ``event`` composed ``count`` (a positive integer) times; returns self (calls chain)."""
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+            raise ValueError(f"Expected count to be a positive integer, got count={count!r}")
+        err = self._maybe_compose(event, int(count), False)
+        if err is not None:
+            raise self._unsupported(f"Unsupported event: {event}. Error: [{err.error_message}] caused by subevent "
+                                    f"{err.invalid_event}.")
+        self._add(event, int(count))
         return self
 
+    def _add(self, event, count):
+        items = []
+        E.walk(event, self._relation, int(count), 1.0, items)
+        if self._relation == "ADD_OR_REMOVE_ONE":
+            E.one_relation(self._items + items)
+        self._items.extend(items)
+        self._record(event, int(count))
+
+    def _record(self, event, count):
+        kind = E.kind_of(event)
+        if kind == "NoOp" or count == 0:
+            return
+        if kind == "SelfComposed":
+            return self._record(event.event, count * int(event.count))
+        if self._events and _same(self._events[-1][0], event):
+            self._events[-1] = (event, self._events[-1][1] + count)
+        else:
+            self._events.append((event, count))
+
+    @property
+    def ledger(self):
+        """The composed event accounted so far (NoOp when empty), in the events' own vocabulary."""
+        ev = self._event_types
+        parts = [e if c == 1 else ev.SelfComposedDpEvent(e, c) for e, c in self._events]
+        if not parts:
+            return ev.NoOpDpEvent()
+        return parts[0] if len(parts) == 1 else ev.ComposedDpEvent(parts)
+
+    def get_epsilon(self, target_delta) -> float:
+        """The sound eps at ``target_delta`` in [0, 1] (dp_accounting's name): an upper bound of the true eps
+        (inf where none is certified)."""
+        return float(self.epsilon(target_delta).epsilon[0])
+
+    def get_delta(self, target_epsilon) -> float:
+        """The sound delta at ``target_epsilon`` >= 0 (inf allowed; dp_accounting's name): an upper bound of
+        the true delta."""
+        return float(self.delta(target_epsilon).delta[0])
+
+    # -- queries ---------------------------------------------------------------------------------------------
+
+    def _state(self):
+        """(non_private, merged items of the grid, pure cap, exact atoms or None)."""
+        non_private = any(k == E.NON_PRIVATE for k, _, _, _ in self._items)
+        m = _merged([it for it in self._items if it[0] != E.NON_PRIVATE])
+        cap = E.pure_cap(m)
+        return non_private, m, cap, (E.exact_discrete(m) if m else None)
+
     def _arrays(self):
+        """(kinds, a, q, counts) of the merged items whose parameters are numbers (the continuous pairs)."""
         m = _merged(self._items)
         kinds = tuple(k for k, _, _ in m)
         a = np.array([x for _, x, _ in m], dtype=np.float64)
@@ -272,34 +306,134 @@ class Accountant:
         c = np.array(list(m.values()), dtype=np.float64)
         return kinds, a, q, c
 
+    @staticmethod
+    def _kernel_inputs(m):
+        kinds, pars = [], []
+        for (kind, a, q) in m:
+            pair = E.discrete_pairs(kind, a, q) if kind == E.DISCRETE else None
+            if pair is not None:
+                kinds.append(E.DISCRETE)
+                pars.append(tuple(np.asarray(x, dtype=np.float64) for x in pair))
+            else:
+                kinds.append(kind)
+                pars.append((np.float64(a), np.float64(q)))
+        return tuple(kinds), tuple(pars), np.array(list(m.values()), dtype=np.float64)
+
+    def _run(self, kernel, m, x, rtol):
+        """(up, lo) of ``kernel`` at the query values x: the automatic grid's passes, one grid, or the grid
+        that reaches ``value_discretization_interval``.  The query values are padded (with the last one) to
+        a power of two, at least ``_QUERY_BUCKET``: a few compiled shapes serve every number of them."""
+        kinds, pars, c = self._kernel_inputs(m)
+        k = x.size
+        x = np.pad(x, (0, _query_bucket(k) - k), mode="edge")
+        n = DEFAULT_GRID_SIZE if self._interval else self._n
+        with x64_scope():
+            out = kernel(pars, c, x, 1.0, kinds, n)
+            first = [np.array(v, dtype=np.float64) for v in out[:3]]
+            up, lo = first[0], first[1]
+            if self._interval:
+                h = float(out[3])
+                if h > self._interval:
+                    size = min(MAX_INTERVAL_GRID, 1 << int(math.ceil(math.log2(n * h / self._interval))))
+                    uf, lf = (np.asarray(v, dtype=np.float64) for v in kernel(pars, c, x, 1.0, kinds, size)[:2])
+                    up, lo = np.minimum(up, uf), np.maximum(lo, lf)
+            elif self._auto:
+                def batch(p_, c_, x_, kinds_, n_, coarsen=1.0):  # auto_check's calling convention
+                    return kernel(p_, c_, x_, coarsen, kinds_, n_)[:3]
+
+                sizes, up, lo = auto_check(batch, kinds, (pars, c, x), first, k, (), rtol)
+                size = int(np.max(sizes))
+                if size:
+                    uf, lf = (np.asarray(v, dtype=np.float64) for v in kernel(pars, c, x, 1.0, kinds, size)[:2])
+                    up, lo = np.minimum(up, uf), np.maximum(lo, lf)
+        return up[:k], lo[:k]
+
     def epsilon(self, delta) -> PldEpsilon:
-        """(epsilon, epsilon_lower, status) at each delta (a scalar or a 1-D array)."""
+        """(epsilon, epsilon_lower, status) at each delta in [0, 1] (a scalar or a 1-D array)."""
         from .. import _validate as V
 
-        d = np.atleast_1d(V.unit_open("delta", delta)).astype(np.float64)
-        kinds, a, q, c = self._arrays()
-        if not kinds:
-            z = np.zeros_like(d)
-            return PldEpsilon(z, z, status_of(z))
-        up, lo = self._run(_eps_kernel, a, q, c, d, kinds, AUTO_RTOL)
+        d = np.atleast_1d(V.probability("delta", delta)).astype(np.float64).ravel()
+        non_private, m, cap, exact = self._state()
+        up, lo = np.zeros_like(d), np.zeros_like(d)
+        if non_private:  # dp_accounting's convention: inf at every delta, 1 included
+            up = np.full_like(d, np.inf)
+            return PldEpsilon(up, lo, status_of(up))
+        if m:
+            inner = (d > 0.0) & (d < 1.0)
+            up = np.where(d == 0.0, cap, 0.0)
+            if exact is not None:
+                up = np.where(d < 1.0, E.epsilon_of_atoms(exact, d), 0.0)
+                lo = up.copy()
+            elif inner.any():
+                u, l_ = self._run(_eps_kernel, m, d[inner], AUTO_RTOL)
+                up[inner], lo[inner] = u, l_
+            up = np.minimum(up, cap)
+            lo = np.minimum(lo, up)
         return PldEpsilon(up, lo, status_of(up))
 
     def delta(self, epsilon) -> PldDelta:
-        """(delta, delta_lower, status) at each epsilon (a scalar or a 1-D array)."""
-        from .. import _validate as V
-
-        e = np.atleast_1d(V.nonnegative("epsilon", epsilon)).astype(np.float64)
-        kinds, a, q, c = self._arrays()
-        if not kinds:
-            z = np.zeros_like(e)
-            return PldDelta(z, z, status_of(z))
-        up, lo = self._run(_delta_kernel, a, q, c, e, kinds, AUTO_RTOL_DELTA)
+        """(delta, delta_lower, status) at each epsilon >= 0 (inf allowed; a scalar or a 1-D array)."""
+        e = np.atleast_1d(np.asarray(epsilon, dtype=np.float64)).ravel()
+        if np.isnan(e).any() or (e < 0).any():
+            bad = e[np.isnan(e) | (e < 0)][0]
+            raise ValueError(f"Expected epsilon >= 0, got epsilon={bad!r}")
+        non_private, m, cap, exact = self._state()
+        up, lo = np.zeros_like(e), np.zeros_like(e)
+        if non_private:
+            up = np.ones_like(e)
+            return PldDelta(up, lo, status_of(up))
+        if m:
+            below = e < cap  # at or above the pure-DP cap delta is 0 (no +inf losses: finite pairs only)
+            if exact is not None:
+                up = E.delta_of_atoms(exact, e)
+                lo = up.copy()
+            elif below.any():
+                u, l_ = self._run(_delta_kernel, m, e[below], AUTO_RTOL_DELTA)
+                up[below], lo[below] = u, l_
+            up = np.where(below, up, 0.0)
+            lo = np.minimum(lo, up)
         return PldDelta(up, lo, status_of(up))
 
-    def get_epsilon(self, target_delta: float) -> float:
-        """The sound eps at ``target_delta`` (dp_accounting's name): an upper bound of the true eps."""
-        return float(self.epsilon(target_delta).epsilon[0])
 
-    def get_delta(self, target_epsilon: float) -> float:
-        """The sound delta at ``target_epsilon`` (dp_accounting's name): an upper bound of the true delta."""
-        return float(self.delta(target_epsilon).delta[0])
+_CLASS = None
+
+
+def _build():
+    """The Accountant class: a dp_accounting ``PrivacyAccountant`` where dp_accounting is importable."""
+    global _CLASS
+    if _CLASS is not None:
+        return _CLASS
+    try:
+        from dp_accounting import dp_event as events
+        from dp_accounting import privacy_accountant as pa
+    except ImportError:
+        pa = None
+    base_error = dp_events.UnsupportedEventError if pa is None else pa.UnsupportedEventError
+    # the library's error is also a ValueError (what the accountant raised for these events before it was a
+    # PrivacyAccountant), so callers catching either keep working
+    error = type("UnsupportedEventError", (base_error, ValueError), {"__module__": "amplify_jax.pld"})
+    if pa is None:
+        ns = {"_relations": dp_events.NeighboringRelation, "_event_types": dp_events,
+              "_unsupported": staticmethod(error)}
+        bases = (_Core,)
+    else:
+        def __init__(self, neighboring_relation=pa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+                     value_discretization_interval=None, *, grid_size=None):
+            _Core.__init__(self, neighboring_relation, value_discretization_interval, grid_size=grid_size,
+                           _base_init=pa.PrivacyAccountant.__init__)
+
+        ns = {"__init__": __init__, "_relations": pa.NeighboringRelation, "_event_types": events,
+              "_unsupported": staticmethod(error),
+              "_EventError": pa.PrivacyAccountant.CompositionErrorDetails}
+        bases = (_Core, pa.PrivacyAccountant)
+    ns.update({"__module__": "amplify_jax.pld", "__qualname__": "Accountant", "__doc__": _Core.__doc__})
+    _CLASS = type(bases[-1])("Accountant", bases, ns)  # ABCMeta under dp_accounting
+    return _CLASS
+
+
+def __getattr__(name):
+    """``amplify_jax.pld.Accountant``, built on first use (PEP 562), so that importing amplify_jax does not
+    import dp_accounting."""
+    if name == "Accountant":
+        return _build()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
