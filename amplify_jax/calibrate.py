@@ -279,14 +279,39 @@ def invert_monotone(
                            method == "illinois" and not integer)
 
 
+#: Flat sizes the host driver's compiled steps run at: a batch is padded (copies of its first element) to the
+#: smallest that holds it, and a batch larger than the last runs as blocks of that size, so the steps compile
+#: at most one program per size per option set whatever the batch shapes (issue 25; elementwise updates of 256
+#: lanes cost microseconds, so small batches lose nothing by the padding).
+HOST_BLOCKS = (256, 4096)
+
+
 @float64_jit(static_argnames=("integer", "illinois"))
-def _propose_jit(s, target, far, near, integer, illinois):
-    return _propose(s, target, far, near, integer=integer, illinois=illinois)
+def _host_start(target, far, near, max_iter, integer, illinois):
+    """The search's initial state and its first point (one compiled call per block)."""
+    s = _search_init(target, far, near)
+    go = (s[0] < max_iter + 2) & jnp.any(s[5])
+    return s, _propose(s, target, far, near, integer=integer, illinois=illinois), go
 
 
-@float64_jit(static_argnames=("integer",))
-def _absorb_jit(s, x, f_x, target, far, near, rtol, integer):
-    return _absorb(s, x, f_x, target, far, near, rtol=rtol, integer=integer)
+@float64_jit(static_argnames=("integer", "illinois"))
+def _host_step(s, x, f_x, target, far, near, rtol, max_iter, integer, illinois):
+    """One step of the search driven from the host: absorb ``fn`` at ``x``, propose the next point, and whether
+    any element is still searching (the loop condition of :func:`invert_monotone_kernel`)."""
+    s = _absorb(s, x, f_x, target, far, near, rtol=rtol, integer=integer)
+    go = (s[0] < max_iter + 2) & jnp.any(s[5])
+    return s, _propose(s, target, far, near, integer=integer, illinois=illinois), go
+
+
+@float64_jit
+def _host_result(s, target, far, near):
+    return _search_result(s, target, far, near)
+
+
+def _host_layout(size: int):
+    """(padded size, block size) of the host driver for a batch of ``size`` elements."""
+    block = next((b for b in HOST_BLOCKS if size <= b), HOST_BLOCKS[-1])
+    return -(-size // block) * block, block
 
 
 def invert_monotone_host(
@@ -306,26 +331,49 @@ def invert_monotone_host(
     ``fn(x)`` takes a float64 NumPy array of the batch's shape and returns the bound there (same shape); it
     may call compiled kernels, group points on the host, run its own searches.  The search is the one of
     :func:`invert_monotone_kernel` (same steps, same feasible endpoint, same status codes), driven from the
-    host: each step is a small compiled update and one call of ``fn`` on the whole batch, so a kernel behind
-    ``fn`` compiles once for the batch's shape.  Elements whose bracket has converged are evaluated again at
-    their current point (the batch keeps its shape); ``fn`` must act elementwise.  ``target``, ``lo`` and
-    ``hi`` broadcast; ``value`` is re-checked (``achieved`` is ``fn`` at it).
+    host: each step is one small compiled update per block and one call of ``fn`` on the whole batch, so a
+    kernel behind ``fn`` compiles once for the batch's shape.  The updates run on the flattened batch padded
+    to one of :data:`HOST_BLOCKS` elements (larger batches: blocks of the largest), so they compile a fixed
+    set of programs whatever the batch's shape (issue 25); inputs reach them by ``jax.device_put``.  Elements
+    whose bracket has converged are evaluated again at their current point (the batch keeps its shape);
+    ``fn`` must act elementwise.  ``target``, ``lo`` and ``hi`` broadcast; ``value`` is re-checked
+    (``achieved`` is ``fn`` at it).
     """
     _check_options(feasible, method)
     t, lo_, hi_, r, shape = _check_inputs(target, (), lo, hi, rtol, integer, max_iter)
     illinois = method == "illinois" and not integer
+    n = int(np.prod(shape, dtype=np.int64))
+    size, block = _host_layout(n)
+
+    def flat(a):  # flattened, padded with copies of the first element: padded lanes repeat lane 0's search
+        f = np.broadcast_to(np.asarray(a, dtype=np.float64), shape).reshape(-1)
+        return np.concatenate([f, np.full(size - n, f[0])]) if size > n else np.ascontiguousarray(f)
+
+    t_, lo_f, hi_f, r_ = flat(t), flat(lo_), flat(hi_), flat(r)
+    far_, near_ = (hi_f, lo_f) if feasible == "above" else (lo_f, hi_f)
+    blocks = [slice(k, k + block) for k in range(0, size, block)]
     with x64_scope():
-        b = lambda x: jnp.broadcast_to(jnp.asarray(x, dtype=jnp.float64), shape)  # noqa: E731
-        t, lo_, hi_, r = b(t), b(lo_), b(hi_), jnp.asarray(r, jnp.float64)
-        far, near = (hi_, lo_) if feasible == "above" else (lo_, hi_)
-        s = _search_init(t, far, near)
-        while int(s[0]) < max_iter + 2 and bool(jnp.any(s[5])):
-            x = _propose_jit(s, t, far, near, bool(integer), illinois)
-            f_x = np.asarray(fn(np.asarray(x)), dtype=np.float64)
+        put = lambda a: jax.device_put(np.ascontiguousarray(a))  # noqa: E731  (no program per shape)
+        mi = put(np.asarray(max_iter, np.int32))
+        args = [(put(t_[b]), put(far_[b]), put(near_[b]), put(r_[b])) for b in blocks]
+        states, xs, gos = [], [], []
+        for tb, fb, nb, _ in args:
+            s, x, go = _host_start(tb, fb, nb, mi, bool(integer), illinois)
+            states.append(s)
+            xs.append(x)
+            gos.append(go)
+        while any(bool(g) for g in gos):
+            x = np.concatenate([np.asarray(v) for v in xs]) if len(xs) > 1 else np.asarray(xs[0])
+            f_x = np.asarray(fn(x[:n].reshape(shape)), dtype=np.float64)
             if f_x.shape != shape:
                 raise ValueError(f"Expected fn to return an array of shape {shape}, got shape {f_x.shape}.")
-            s = _absorb_jit(s, x, jnp.asarray(f_x), t, far, near, r, bool(integer))
-        return _search_result(s, t, far, near)
+            f_x = flat(f_x)
+            for i, (b, (tb, fb, nb, rb)) in enumerate(zip(blocks, args)):
+                states[i], xs[i], gos[i] = _host_step(states[i], xs[i], put(f_x[b]), tb, fb, nb, rb, mi,
+                                                      bool(integer), illinois)
+        parts = [_host_result(s, tb, fb, nb) for s, (tb, fb, nb, _) in zip(states, args)]
+        out = [np.concatenate([np.asarray(p[k]) for p in parts])[:n].reshape(shape) for k in range(3)]
+        return Inversion(*(jax.device_put(o) for o in out))
 
 
 # ----------------------------------------------------------------------------------------------------------

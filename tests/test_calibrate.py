@@ -290,3 +290,44 @@ def test_gradient_of_dpsgd_calibration_vs_finite_differences():
     assert float(gt) < 0 < float(gq)
     assert abs(float(gt) - fd_t) <= 1e-5 * abs(fd_t)
     assert abs(float(gq) - fd_q) <= 1e-5 * abs(fd_q)
+
+
+def test_host_driver_compiles_a_fixed_set_of_programs():
+    """Issue 25: invert_monotone_host's compiled updates run on blocks of fixed sizes (HOST_BLOCKS), so after
+    one call per block size, new shapes, targets and ranges compile nothing (it compiled ~20 small programs per
+    call: its updates per batch shape and the eager steps around them)."""
+    from _compiles import compilations
+
+    def fn(x):
+        return 3.0 / np.sqrt(x)
+
+    K.invert_monotone_host(fn, 0.5, lo=1.0, hi=1e6)  # the small block
+    K.invert_monotone_host(fn, np.full(300, 0.5), lo=1.0, hi=1e6)  # the large block
+    with compilations() as got:
+        for shape, t, hi in [((), 0.2, 1e5), ((3,), 0.7, 1e7), ((5, 7), 0.01, 1e6), ((301,), 0.3, 1e4),
+                             ((4097,), 0.9, 1e8)]:
+            r = K.invert_monotone_host(fn, np.full(shape, t), lo=1.0, hi=hi)
+            assert np.asarray(r.value).shape == shape
+            ok = np.asarray(r.status) == K.OK
+            assert np.all(np.asarray(r.achieved)[ok] <= t)
+    assert len(got) == 0, got
+
+
+def test_host_driver_same_answers_as_the_compiled_search():
+    """The host driver (padded blocks) answers what invert_monotone's compiled loop answers, padding and blocks
+    included (a batch of 4100 spans two blocks of 4096): the same statuses, values within the search's rtol (the
+    host's NumPy bound and the loop's fused one may differ by an ulp, so a bisection step may go the other way),
+    every OK value feasible.  (Bit-identity with the driver before issue 25's blocks was checked at the change.)"""
+    rng = np.random.default_rng(3)
+    for shape in [(), (5,), (4100,)]:
+        t = rng.uniform(0.05, 2.0, shape)
+        for feasible, integer, method in [("above", False, "bisection"), ("below", False, "illinois"),
+                                          ("above", True, "bisection")]:
+            f = (lambda x: 3.0 / np.sqrt(x)) if feasible == "above" else (lambda x: np.sqrt(x) / 30.0)
+            g = (lambda x: 3.0 / jnp.sqrt(x)) if feasible == "above" else (lambda x: jnp.sqrt(x) / 30.0)
+            a = K.invert_monotone_host(f, t, lo=1.0, hi=1e6, feasible=feasible, integer=integer, method=method)
+            b = K.invert_monotone(g, t, lo=1.0, hi=1e6, feasible=feasible, integer=integer, method=method)
+            np.testing.assert_array_equal(np.asarray(a.status), np.asarray(b.status))
+            np.testing.assert_allclose(np.asarray(a.value), np.asarray(b.value), rtol=2e-6, atol=1.0 * integer)
+            ok = np.asarray(a.status) == K.OK
+            assert np.asarray(a.value).shape == shape and np.all(np.asarray(a.achieved)[ok] <= t[ok])
