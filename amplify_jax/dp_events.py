@@ -30,6 +30,9 @@ __all__ = [
     "SampledWithoutReplacementDpEvent",
     "SingleEpochTreeAggregationDpEvent",
     "RepeatAndSelectDpEvent",
+    "DiscreteLaplaceDpEvent",
+    "MixtureOfGaussiansDpEvent",
+    "TruncatedSubsampledGaussianDpEvent",
 ]
 
 
@@ -142,3 +145,32 @@ class RepeatAndSelectDpEvent(DpEvent):
     event: object
     mean: float
     shape: float
+
+
+@dataclass(frozen=True)
+class DiscreteLaplaceDpEvent(DpEvent):
+    """Discrete Laplace noise P(x) ~ e^{-noise_parameter |x|} on the integers, integer l1 ``sensitivity``."""
+
+    noise_parameter: float
+    sensitivity: int
+
+
+@dataclass(frozen=True)
+class MixtureOfGaussiansDpEvent(DpEvent):
+    """Gaussian noise of ``standard_deviation`` on a query whose sensitivity is ``sensitivities[i]`` with
+    probability ``sampling_probs[i]``."""
+
+    standard_deviation: float
+    sensitivities: tuple
+    sampling_probs: tuple
+
+
+@dataclass(frozen=True)
+class TruncatedSubsampledGaussianDpEvent(DpEvent):
+    """Poisson sampling at ``sampling_probability`` from ``dataset_size`` records, the batch truncated to
+    ``truncated_batch_size``, then the Gaussian mechanism at ``noise_multiplier``."""
+
+    dataset_size: int
+    sampling_probability: float
+    truncated_batch_size: int
+    noise_multiplier: float

@@ -294,7 +294,7 @@ def _atoms(p, q):
 
 #: Relative margin of the host computations on finite pairs (a few hundred roundings at most, each <= 2^-53
 #: relative): losses are raised and masses multiplied by (1 + _MARGIN), so the answers stay upper bounds.
-_MARGIN = 1e-10
+_MARGIN = 1e-12
 
 
 def _max_loss(kind, a, q):
@@ -331,7 +331,7 @@ EXACT_MAX_ATOMS = 1 << 18
 
 
 def _merge(loss, mass):
-    """Atoms whose losses agree to 1e-10 (rounding of the sums) merged at the group's largest loss (raised:
+    """Atoms whose losses agree to 1e-12 (rounding of the sums) merged at the group's largest loss (raised:
     delta only grows)."""
     order = np.argsort(loss, kind="stable")
     loss, mass = loss[order], mass[order]

@@ -1,0 +1,237 @@
+"""amplify_jax.pld.Accountant as dp_accounting's PrivacyAccountant: the new pairs against independent
+references (mpmath enumerations from the mechanisms' definitions, dp_accounting's optimistic estimates at a
+finer discretization), degenerate events, relations, errors, and the import rule (issue 28, PLD side)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import subprocess
+import sys
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from amplify_jax import dp_events as E
+from amplify_jax.pld import Accountant
+
+REL = E.NeighboringRelation
+
+
+def test_import_amplify_jax_does_not_import_dp_accounting():
+    code = ("import sys, amplify_jax, amplify_jax.pld; "
+            "assert 'dp_accounting' not in sys.modules, 'dp_accounting imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_without_dp_accounting_on_its_own_events():
+    """dp_accounting made unimportable: the class stands on amplify_jax.dp_events, same answers."""
+    code = """
+import sys
+sys.modules['dp_accounting'] = None
+from amplify_jax import dp_events as E
+from amplify_jax.pld import Accountant
+acc = Accountant(E.NeighboringRelation.REPLACE_ONE)
+assert len(type(acc).__mro__) == 3 and isinstance(acc.ledger, E.NoOpDpEvent)
+acc.compose(E.RandomizedResponseDpEvent(0.5, 4), 3)
+assert acc.ledger == E.SelfComposedDpEvent(E.RandomizedResponseDpEvent(0.5, 4), 3)
+assert 0 < acc.get_delta(1.0) < 1 and acc.get_epsilon(1.0) == 0.0
+for ev in (E.UnsupportedDpEvent(), E.LaplaceDpEvent(1.0), E.ZCDpEvent(0.1)):
+    assert not acc.supports(ev)
+    try:
+        acc.compose(ev)
+    except E.UnsupportedEventError as err:
+        assert 'caused by subevent' in str(err)
+    else:
+        raise AssertionError('no UnsupportedEventError')
+assert acc.neighboring_relation is E.NeighboringRelation.REPLACE_ONE
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- finite pairs against enumerations from the definitions ----------------------------------------------
+
+
+def _rr_laws(p, k, rel):
+    """Output laws of k-ary randomized response (true bucket w.p. 1 - p, else uniform) on bucket 0 and on
+    the neighbour: bucket 1 (replace-one) or the special input, whose output is uniform (replace-special)."""
+    p, k = mp.mpf(p), int(k)
+
+    def law(x):
+        return [(1 - p if j == x else 0) + p / k for j in range(k)]
+
+    other = law(1) if rel == "REPLACE_ONE" else [mp.mpf(1) / k] * k
+    return law(0), other
+
+
+def _delta_enumerated(laws, eps):
+    """delta(eps) = sum over joint outputs of (P - e^eps Q)_+, the worse direction, every output enumerated
+    (mpmath, 40 digits)."""
+    mp.mp.dps = 40
+    out = mp.mpf(0)
+    for pl, ql in ((laws[0], laws[1]), (laws[1], laws[0])):
+        tot = mp.mpf(0)
+        for outs in itertools.product(*[range(len(a)) for a in pl]):
+            pp = mp.fprod(pl[i][o] for i, o in enumerate(outs))
+            qq = mp.fprod(ql[i][o] for i, o in enumerate(outs))
+            tot += max(mp.mpf(0), pp - mp.e ** mp.mpf(eps) * qq)
+        out = max(out, tot)
+    return float(out)
+
+
+@pytest.mark.parametrize("rel", ["REPLACE_ONE", "REPLACE_SPECIAL"])
+@pytest.mark.parametrize("p,k,t", [(0.3, 4, 3), (0.6, 3, 4), (0.1, 2, 5), (4 / (3 + math.e), 4, 1)])
+def test_randomized_response_against_enumeration(rel, p, k, t):
+    acc = Accountant(getattr(REL, rel)).compose(E.RandomizedResponseDpEvent(p, k), t)
+    one = _rr_laws(p, k, rel)
+    laws = ([one[0]] * t, [one[1]] * t)
+    for eps in (0.0, 0.3, 1.0, 2.5):
+        exact = _delta_enumerated(laws, eps)
+        ours = acc.get_delta(eps)
+        assert exact <= ours <= exact * (1 + 1e-8) + 1e-11, (eps, ours, exact)
+    for target in (1e-1, 1e-3):
+        e = acc.get_epsilon(target)
+        assert _delta_enumerated(laws, e) <= target  # ours is an eps at which delta is met: >= the true eps
+        if e > 0:
+            assert _delta_enumerated(laws, e * (1 - 1e-6) - 1e-9) > target  # and the least one, to 1e-6
+
+
+def _dlap_joint(a, shift, t, window):
+    """Discrete Laplace P(x) = tanh(a/2) e^{-a|x - shift|} on [-window, window]^t, t independent releases (the
+    rest, < 2 t e^{-a window}, dropped: delta from it is a lower bound, exact to that)."""
+    x = np.arange(-window, window + 1)
+    one = math.tanh(a / 2) * np.exp(-a * np.abs(x - shift))
+    out = one
+    for _ in range(t - 1):
+        out = np.multiply.outer(out, one)
+    return out.ravel()
+
+
+@pytest.mark.parametrize("a,s,t", [(1.0, 1, 3), (0.7, 3, 2), (2.0, 2, 1)])
+def test_discrete_laplace_against_enumeration(a, s, t):
+    acc = Accountant().compose(E.DiscreteLaplaceDpEvent(a, s), t)
+    w = 40
+    p, q = _dlap_joint(a, 0, t, w), _dlap_joint(a, s, t, w)
+    tail = 2 * t * math.exp(-a * (w - s))
+    for eps in (0.0, 0.5, a * s * t * 0.7):
+        exact = max(np.sum(np.maximum(p - math.exp(eps) * q, 0)), np.sum(np.maximum(q - math.exp(eps) * p, 0)))
+        assert exact * (1 - 1e-12) <= acc.get_delta(eps) <= exact * (1 + 1e-8) + tail + 1e-11
+    assert acc.get_epsilon(0.0) == pytest.approx(a * s * t, rel=1e-9) and acc.get_epsilon(0.0) >= a * s * t
+    assert acc.get_delta(a * s * t) <= 1e-11 and acc.get_delta(a * s * t * (1 + 1e-11)) == 0.0  # the pure-DP cap
+
+
+@pytest.mark.slow  # compiles a kernel of its own: 60-130 s on 2 shared cores
+def test_pure_cap_and_mixed_grid_under_replace_special():
+    """Randomized response (grid path: beside a Gaussian) under REPLACE_SPECIAL, against dp_accounting's
+    optimistic estimate (a lower bound of the true delta) at discretization 1e-5."""
+    pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import privacy_loss_distribution as PLD
+    from dp_accounting import privacy_accountant as pa
+
+    rs = pa.NeighboringRelation.REPLACE_SPECIAL
+    acc = Accountant(rs).compose(E.RandomizedResponseDpEvent(0.4, 5), 4).compose(
+        E.PoissonSampledDpEvent(0.1, E.GaussianDpEvent(1.0)), 20)
+    kw = dict(pessimistic_estimate=False, value_discretization_interval=1e-5)
+    ref = PLD.from_randomized_response(0.4, 5, neighboring_relation=rs, **kw).self_compose(4).compose(
+        PLD.from_gaussian_mechanism(1.0, sampling_prob=0.1, neighboring_relation=rs, **kw).self_compose(20))
+    for eps in (0.5, 2.0):
+        r = ref.get_delta_for_epsilon(eps)
+        assert r <= acc.get_delta(eps) <= r * (1 + 1e-2) + 1e-12
+
+
+@pytest.mark.slow  # compiles a kernel of its own: 60-130 s on 2 shared cores
+def test_replace_one_gaussian_is_the_shift_two_pair():
+    """REPLACE_ONE: a Gaussian at sigma is the shift-2 pair, i.e. add/remove at sigma / 2 (dp_accounting's
+    convention); its delta is the closed form at mu = 2 / sigma."""
+    ro = Accountant(REL.REPLACE_ONE).compose(E.GaussianDpEvent(4.0), 4)
+    mp.mp.dps = 40
+    mu, eps = mp.mpf(2.0 / 4.0 * 2.0), mp.mpf(0.5)  # 4 steps: mu = sqrt(4) * 2 / 4
+    exact = float(mp.ncdf(-eps / mu + mu / 2) - mp.e ** eps * mp.ncdf(-eps / mu - mu / 2))
+    assert exact <= ro.get_delta(0.5) <= exact * (1 + 1e-3)
+
+
+# -- degenerate events ----------------------------------------------------------------------------------
+
+
+FREE = [
+    E.NoOpDpEvent(),
+    E.PoissonSampledDpEvent(0.0, E.GaussianDpEvent(1.0)),
+    E.PoissonSampledDpEvent(0.0, E.GaussianDpEvent(0.0)),
+    E.PoissonSampledDpEvent(0.0, E.LaplaceDpEvent(0.0)),
+    E.DiscreteLaplaceDpEvent(1.0, 0),
+    E.MixtureOfGaussiansDpEvent(1.0, (0.0,), (1.0,)),
+    E.TruncatedSubsampledGaussianDpEvent(100, 0.0, 10, 1.0),
+    E.SelfComposedDpEvent(E.GaussianDpEvent(1.0), 0),
+]
+FREE_REPLACE = [E.RandomizedResponseDpEvent(0.0, 1), E.RandomizedResponseDpEvent(1.0, 7),
+                E.SampledWithoutReplacementDpEvent(100, 0, E.GaussianDpEvent(1.0))]
+REVEALING = [
+    E.GaussianDpEvent(0.0), E.LaplaceDpEvent(0.0), E.NonPrivateDpEvent(),
+    E.PoissonSampledDpEvent(0.1, E.GaussianDpEvent(0.0)), E.DiscreteLaplaceDpEvent(0.0, 1),
+    E.MixtureOfGaussiansDpEvent(0.0, (1.0, 2.0), (0.5, 0.5)),
+]
+
+
+@pytest.mark.parametrize("event", FREE)
+def test_events_that_do_nothing_cost_nothing(event):
+    acc = Accountant().compose(event, 3)
+    assert [acc.get_epsilon(d) for d in (0.0, 1e-12, 0.5, 1.0)] == [0.0] * 4
+    assert [acc.get_delta(e) for e in (0.0, 1.0, math.inf)] == [0.0] * 3
+
+
+@pytest.mark.parametrize("event", FREE_REPLACE)
+def test_replace_events_that_do_nothing_cost_nothing(event):
+    acc = Accountant(REL.REPLACE_ONE).compose(event)
+    assert acc.get_epsilon(0.0) == 0.0 and acc.get_delta(0.0) == 0.0
+
+
+@pytest.mark.parametrize("event", REVEALING)
+def test_zero_noise_answers_inf(event):
+    acc = Accountant().compose(event)
+    assert acc.get_epsilon(1e-6) == math.inf and acc.get_delta(5.0) == 1.0
+    assert acc.epsilon([1e-6, 0.1]).status.tolist() != [0, 0]  # not reported ok
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda: Accountant().compose(E.GaussianDpEvent(1.0), 0), "count"),
+    (lambda: Accountant().compose(E.GaussianDpEvent(-1.0)), "sigma"),
+    (lambda: Accountant().compose(E.GaussianDpEvent(float("nan"))), "sigma"),
+    (lambda: Accountant().compose(E.PoissonSampledDpEvent(1.5, E.GaussianDpEvent(1.0))), "sampling_probability"),
+    (lambda: Accountant(REL.REPLACE_ONE).compose(E.RandomizedResponseDpEvent(1.5, 3)), "noise_parameter"),
+    (lambda: Accountant(REL.REPLACE_ONE).compose(E.RandomizedResponseDpEvent(0.5, 0)), "num_buckets"),
+    (lambda: Accountant().compose(E.DiscreteLaplaceDpEvent(1.0, 1.5)), "sensitivity"),
+    (lambda: Accountant().compose(E.DiscreteLaplaceDpEvent(-1.0, 1)), "noise_parameter"),
+    (lambda: Accountant(value_discretization_interval=0.0), "value_discretization_interval"),
+    (lambda: Accountant(neighboring_relation="replace"), "neighboring_relation"),
+    (lambda: Accountant().get_epsilon(1.5), "delta"),
+    (lambda: Accountant().get_delta(-1.0), "epsilon"),
+])
+def test_bad_input_names_the_parameter(make, name):
+    with pytest.raises(ValueError, match=name):
+        make()
+
+
+def test_refused_event_records_nothing_and_relations_gate_events():
+    acc = Accountant().compose(E.GaussianDpEvent(2.0))
+    with pytest.raises(ValueError, match="sigma"):
+        acc.compose(E.ComposedDpEvent([E.GaussianDpEvent(3.0), E.GaussianDpEvent(-1.0)]))
+    assert acc.ledger == E.GaussianDpEvent(2.0) and len(acc._items) == 1
+    rr, lap = E.RandomizedResponseDpEvent(0.1, 3), E.LaplaceDpEvent(1.0)
+    assert [Accountant(r).supports(rr) for r in REL] == [False, True, True]
+    assert [Accountant(r).supports(lap) for r in REL] == [True, False, True]
+    assert [Accountant(r).supports(E.SampledWithoutReplacementDpEvent(10, 2, E.GaussianDpEvent(1.0)))
+            for r in REL] == [True, True, False]  # ADD_OR_REMOVE_ONE: the replace-one switch kept from before
+
+
+@pytest.mark.slow  # compiles a kernel of its own: 60-130 s on 2 shared cores
+def test_value_discretization_interval_is_sound_and_finer():
+    """A requested step: the grid is refined to reach it (up to 2^20 points), never below the closed form."""
+    ev = E.SelfComposedDpEvent(E.GaussianDpEvent(8.0), 64)  # one Gaussian at mu = 1
+    exact = float(mp.ncdf(-1.0 + 0.5) - mp.e * mp.ncdf(-1.0 - 0.5))
+    coarse = Accountant(grid_size=1 << 14).compose(ev).get_delta(1.0)
+    fine = Accountant(value_discretization_interval=1e-4).compose(ev).get_delta(1.0)
+    assert exact <= fine <= coarse and fine <= exact * (1 + 1e-4)
