@@ -1,7 +1,9 @@
 """benchmarks/fig_secrdp_fig1.py (Decor Fig. 1 (a)-(c)) runs end to end with --quick, and the noise it trains
 with is the library's calibration: the LDP and CDP sigmas of ``secrdp.baselines`` (user level) or of
 ``secrdp.example_level_eps1_budget`` (example level), and Decor's minimal sigma_cor for each sigma_unc, called
-here directly with the settings the script wrote, then checked against the accountant (eps <= target)."""
+here directly with the settings the script wrote, then checked against the accountant (eps <= target).  Panel (a'),
+the reading behind the paper's plot (one step size for every method, the authors' quadratics.py), gives the paper's
+"order of magnitude" between LDP and Decor; per-point tuning (panel (a), the text's reading) does not at eps = 1."""
 
 import importlib.util
 import json
@@ -32,7 +34,7 @@ def test_fig1_quick_three_panels_with_the_library_sigmas(tmp_path):
     mod.main(["--quick", "--output", str(png), "--data", str(data)])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     res = json.loads(data.read_text())
-    assert sorted(res) == ["a", "b", "c"]
+    assert sorted(res) == ["a", "a2", "b", "c"]
     graphs = {"ring": S.ring_graph(16), "grid": S.torus_graph(4)}
     for key, r in res.items():
         cfg = r["config"]
@@ -107,3 +109,44 @@ def test_fig1_closed_form_clipping_matches_materialised_per_example_gradients():
     for clip in (float(jnp.median(norms)), 1e3):
         ref = jnp.mean(G * jnp.minimum(1.0, clip / norms)[..., None], axis=1)
         np.testing.assert_allclose(mod.mlp_clipped_mean_grad(X, xb, yb, clip, shapes), ref, rtol=1e-5, atol=1e-6)
+
+
+def _final_by(cfg, runs, out):
+    """{(method, topology, eps): final metric, best over step sizes and noise pairs of its seeds' mean}."""
+    groups = {}
+    for i, r in enumerate(runs):
+        groups.setdefault((r[0], r[1], r[2], r[3], r[4]), []).append(i)
+    best = {}
+    for (meth, topo, eps, _, _), idx in groups.items():
+        v = float(np.mean(out[idx, -1]))
+        best[(meth, topo, eps)] = min(v, best.get((meth, topo, eps), np.inf))
+    return best
+
+
+# two trainings of task (a) (~15 s of CPU, 66 s wall at load 20): slow set
+@pytest.mark.slow
+def test_fig1a_order_of_magnitude_needs_the_authors_single_step_size():
+    """Sec. 6.1: Decor's training loss is "an order of magnitude lower ... than LDP across all privacy levels and
+    topologies" in Fig. 1(a).  With one step size for every method (1.668e-3, the authors' quadratics.py; panel (a'))
+    LDP / Decor is >= 5 (half a decade on the figure's log axis, the resolution of "an order of magnitude") on both
+    graphs at eps = 1 and 10; with the step size tuned per point (panel (a), the grid of TASKS["a"]) it is < 5 at
+    eps = 1, where the tuning picks the smallest step and no method leaves the starting loss.  Decor / CDP grows
+    from eps = 1 to 10 in both readings (the trend of the authors' own result files too; figures/README.md).
+    Reduced runs: 2 seeds, the noise pair f = 0.1 (the one that wins every point of the full figure)."""
+    mod = _script()
+    out = {}
+    for key in ("a2", "a"):
+        cfg = mod.task_config(key, False)
+        cfg.update(eps=[1.0, 10.0], seeds=2, fracs=[0.1])
+        sig = mod.sigmas_for(cfg)
+        runs, fin, _ = mod.train(key, cfg, sig, cfg["T"])
+        out[key] = _final_by(cfg, runs, fin)
+    for topo in ("grid", "ring"):
+        for eps in (1.0, 10.0):
+            fixed = out["a2"]
+            assert fixed[("ldp", topo, eps)] / fixed[("decor", topo, eps)] >= 5.0, (topo, eps)
+        tuned = out["a"]
+        assert tuned[("ldp", topo, 1.0)] / tuned[("decor", topo, 1.0)] < 5.0, topo
+        for r in out.values():
+            assert (r[("decor", topo, 10.0)] / r[("cdp", "complete", 10.0)]
+                    > r[("decor", topo, 1.0)] / r[("cdp", "complete", 1.0)]), topo
