@@ -4,7 +4,9 @@ A block is one of (the info string of its fence, and an HTML comment on the line
 
 - ```python: exec'd in a fresh namespace (a block that needs ``np`` imports it itself);
 - ```bash: run by ``bash -euo pipefail`` in a fresh temporary directory, as a user would paste it (the host path
-  of first answers as a user has it: ``AMPLIFY_JAX_HOST`` unset); it must exit 0;
+  of first answers as a user has it: ``AMPLIFY_JAX_HOST`` unset); it must exit 0.  ``amplify-jax figures`` runs
+  "from a checkout": the directory links to the checkout's benchmarks/ and figures/ (CI installs the package
+  without ``-e``, so the command cannot find the scripts from the installed package);
 - ```bash under ``<!-- docs-test: server -->``: a command that serves until stopped (``amplify-jax explore``):
   started, its printed URL fetched with the token (the page, and the catalog through the API), then stopped;
 - ```text under ``<!-- docs-test: output -->``: what the block above prints; compared token by token, numbers to
@@ -243,6 +245,9 @@ def test_shell_block(block, tmp_path):
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             text = text.replace("127.0.0.1:12355", f"127.0.0.1:{sock.getsockname()[1]}")
+    if "amplify-jax figures" in text:  # run "from a checkout" (the README says so), without writing into it
+        for name in ("benchmarks", "figures"):
+            (tmp_path / name).symlink_to(ROOT / name, target_is_directory=True)
     r = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=tmp_path, env=_user_env(),
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"{block.id} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
