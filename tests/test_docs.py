@@ -337,6 +337,24 @@ def test_no_block_reads_a_name_it_does_not_define():
     assert not bad, bad
 
 
+def test_readme_lists_the_explorer_url_parameters():
+    """The README's table of the page's URL parameters names exactly those the page reads (explore.js)."""
+    js = (ROOT / "amplify_jax" / "explore" / "static" / "explore.js").read_text()
+    read_url = js[js.index("function readURL()"):]
+    read_url = read_url[:read_url.index("\n}\n")]
+    read = set(re.findall(r'q\.(?:get|has|getAll)\("([\w.]+)"', read_url))
+    for group in re.findall(r"for \(const k of \[([^\]]*)\]\) if \(q\.has\(k\)\)", read_url):
+        read |= set(re.findall(r'"(\w+)"', group))
+    read |= set(re.findall(r'URLSearchParams\(location\.search\)\.get\("(\w+)"\)', js))  # the token
+    read = {"p.NAME" if r == "p." else r for r in read}
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("| parameter | meaning |"):]
+    table = table[:table.index("\n\n")]
+    documented = {name for row in table.splitlines()[2:]
+                  for name in re.findall(r"`([\w.]+|p\.NAME)`", row.split("|")[1])}
+    assert len(read) >= 12 and documented == read, (sorted(documented), sorted(read))
+
+
 if __name__ == "__main__":  # print what each block prints, to write its output block: python tests/test_docs.py
     for b in RUN:
         if b.output is None:
