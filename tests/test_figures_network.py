@@ -1,6 +1,8 @@
 """benchmarks/fig_network_sgd_logreg.py (Cyffers & Bellet Fig. 2, four panels) runs end to end with --quick, and
 the noise it trains with is the library's calibration (network, local, central) and the paper's closed form for
-Centralized DP-SGD (Bassily et al. 2014, as in the authors' script)."""
+Centralized DP-SGD (Bassily et al. 2014, as in the authors' script).  Fig. 2's third row, the authors' script
+(L = 0.4, their noise, the noisy update scaled to norm <= L): its constants against the textbook formulas; at
+eps = 10 the network nearly matches the paper's central baseline in both readings once enough runs are averaged."""
 
 import importlib.util
 import json
@@ -53,6 +55,64 @@ def test_fig2_quick_four_panels_with_the_library_sigmas(tmp_path):
         np.testing.assert_array_equal([res["10.0"]["sigma"][setting], res["1.0"]["sigma"][setting]],
                                       np.asarray(inv.sigma))
         assert np.all(np.asarray(inv.epsilon) <= [10.0, 1.0])
+
+
+def test_fig2_authors_constants_are_their_formulas():
+    """The authors' local and central sigmas of Fig. 2's third row (AUTHORS, printed by their findSigma.py at
+    L = 0.4) are the textbook formulas they name: classical Gaussian mechanism at delta / K with advanced composition
+    over K = ceil(1.2 T / n) contributions (solved here with mpmath, independently of the script's scipy route), and
+    Bassily et al.'s closed form; the network value (their own Lemma 1 variant) is above the central one and below
+    the local one, as their Fig. 2 needs."""
+    import mpmath as mp
+
+    mod = _script()
+    a = mod.AUTHORS
+    n, T, delta, L = 2000, 20000, 1e-6, a["L"]
+    K = math.ceil(1.2 * T / n)
+    for eps in (10.0, 1.0):
+        e0 = mp.findroot(lambda e: mp.sqrt(2 * K * mp.log(K / delta)) * e + K * e * mp.expm1(e) - eps,
+                         eps / (2 * math.sqrt(K)))
+        ref = float(mp.sqrt(2 * mp.log(1.25 * K / delta)) * L / e0)
+        assert a["sigma"][eps]["local"] == pytest.approx(ref, rel=2e-6)
+        assert mod.authors_local_sigma(eps, n=n, T=T, delta=delta, L=L) == pytest.approx(ref, rel=1e-9)
+        assert a["sigma"][eps]["central_paper"] == pytest.approx(
+            mod.paper_central_sigma(eps, n=n, T=T, delta=delta, L=L), rel=2e-6)
+        assert a["sigma"][eps]["central_paper"] < a["sigma"][eps]["network"] < a["sigma"][eps]["local"]
+
+
+# full-size training (n = 2000, T = 20 000, 16 runs of 6 configurations; ~50 s wall at load 15): slow set
+@pytest.mark.slow
+def test_fig2_eps10_network_nearly_matches_central_in_both_readings():
+    """Sec. 5.2: "Network DP-SGD nearly matches ... Centralized DP-SGD for both eps = 1 and eps = 10" and "clearly
+    outperforms Local DP-SGD".  At eps = 10, final test accuracy over 16 runs (the figure's resolution: about one
+    standard deviation, 0.01-0.03 here): with our sound noise and DP-SGD's update (the figure's first two rows, at the
+    step size its tuning picks, 0.0041 for both) the network is within 0.05 of the paper's central baseline; so it is
+    under the authors' script (third row), where it is also more than 0.05 above local.  The figure's earlier
+    0.76 against 0.84 came from 5 runs (network std 0.036); 16 runs give 0.79 against 0.82."""
+    import jax
+    import jax.numpy as jnp
+
+    from amplify_jax.numerics import x64_scope
+
+    mod = _script()
+    n, T, runs = 2000, 20_000, 16
+    Xu, yu, Xte, yte = (jnp.asarray(x) for x in mod.make_data(n))
+    a = mod.AUTHORS
+    s10 = a["sigma"][10.0]
+    kw = dict(n=n, T=T, runs=runs, every=T)
+    with x64_scope():
+        acc, _ = mod.run_all(Xu, yu, Xte, yte, [s10["local"], s10["network"], s10["central_paper"]],
+                             [True, True, False], [False, True, False], jax.random.PRNGKey(101),
+                             etas=np.asarray(a["etas"]), clip_noisy=a["L"], **kw)
+        acc = np.asarray(acc)[..., -1].mean(-1)  # (method, eta)
+        local, net, cen = acc[0, a["eta_index"]["local"]], acc[1, a["eta_index"]["network"]], acc[2, 0]
+        assert abs(cen - net) < 0.05 and net - local > 0.05, (local, net, cen)
+        sig = mod.sigmas_for(n=n, T=T)[10.0]
+        acc2, _ = mod.run_all(Xu, yu, Xte, yte, [sig["local"], sig["network"], sig["central_paper"]],
+                              [True, True, False], [False, True, False], jax.random.PRNGKey(102),
+                              etas=np.array([0.0041]), **kw)
+        local2, net2, cen2 = np.asarray(acc2)[:, 0, :, -1].mean(-1)
+        assert abs(cen2 - net2) < 0.05 and local2 < net2, (local2, net2, cen2)
 
 
 # ---------------------------------------------------------------------------------------------------------
