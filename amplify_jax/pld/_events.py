@@ -47,8 +47,12 @@ Pairs, by relation (dp_accounting's ``PLDAccountant`` answers the same events un
   accountant to replace-one with s the noise over the batch function's replace-one sensitivity (the
   accountant's behaviour before it took a relation, kept; Poisson-sampled events are then refused).
 
-Not accounted (``UnsupportedEventError``, honest): mixtures of Gaussians and the truncated subsampled
-Gaussian (except where they do nothing or reveal the record), discrete Gaussian, and every event
+- Mixture of Gaussians (standard deviation s, sensitivities c_i >= 0 w.p. w_i): ADD_OR_REMOVE_ONE /
+  REPLACE_SPECIAL, N(0, s^2) against sum_i w_i N(c_i, s^2), both directions (``_mixture.MixtureLoss``;
+  Choquette-Choo, Ganesh, Steinke, Thakurta 2023, Cor. 4.7), as dp_accounting.
+
+Not accounted (``UnsupportedEventError``, honest): the truncated subsampled Gaussian (except where it does
+nothing or reveals the record), discrete Gaussian, and every event
 dp_accounting's PLD accountant does not take either (zCDP, tree aggregation, repeat-and-select...).
 """
 
@@ -217,8 +221,9 @@ def walk(event, rel, count=1, q=1.0, out=None, legacy_wor=True):
             if do:
                 out.append((NON_PRIVATE, 0.0, q, count))
             return None
-        return err("MixtureOfGaussiansDpEvent: not accounted by amplify_jax's PLD accountant yet (its pair "
-                   "needs a mechanism of its own in pld._mechanisms).")
+        if do:
+            out.append(_mixture_item(event, q, count))
+        return None
     if k == "TruncatedSubsampledGaussian":
         if (float(event.sampling_probability) == 0.0 or int(event.truncated_batch_size) == 0
                 or int(event.dataset_size) == 0):
@@ -229,6 +234,25 @@ def walk(event, rel, count=1, q=1.0, out=None, legacy_wor=True):
             return None
         return err("TruncatedSubsampledGaussianDpEvent: not accounted by amplify_jax's PLD accountant yet.")
     return err("Unsupported event.")
+
+
+def _mixture_item(event, q, count):
+    """("mixture", (sensitivities, probabilities, standard deviation), q, count), zero-probability components
+    dropped; ValueError naming a bad parameter."""
+    c = np.asarray(event.sensitivities, dtype=np.float64).ravel()
+    w = np.asarray(event.sampling_probs, dtype=np.float64).ravel()
+    if c.size == 0 or c.shape != w.shape:
+        raise ValueError(f"Expected sensitivities and sampling_probs of one length, got sensitivities="
+                         f"{event.sensitivities!r}, sampling_probs={event.sampling_probs!r}")
+    if not np.all(np.isfinite(c) & (c >= 0)):
+        raise ValueError(f"Expected sensitivities >= 0 and finite, got sensitivities={event.sensitivities!r}")
+    if not (np.all(w >= 0) and abs(float(np.sum(w)) - 1.0) <= 1e-9):
+        raise ValueError(f"Expected sampling_probs >= 0 summing to 1, got sampling_probs={event.sampling_probs!r}")
+    kind, s = _noise("gaussian", float(event.standard_deviation), "standard_deviation")
+    if kind == NON_PRIVATE:
+        return NON_PRIVATE, s, q, count
+    keep = w > 0
+    return "mixture", (tuple(c[keep].tolist()), tuple(w[keep].tolist()), s), q, count
 
 
 def one_relation(items):
