@@ -117,7 +117,9 @@ def test_fig2b_quick_numbers_are_the_library_and_the_sec52_claim(tmp_path):
     big = res["large"]["main"]
     assert (big["n"], big["gamma"], big["eps0"], big["steps"]) == (10_000_000, 1e-4, 8.0, [2000.0])
     _check_privacy(big, mod)
-    assert abs(big["shuffled_gaussian"][0] - 0.67) < 0.005  # the paper's 0.67, by the shuffled Gaussian route
+    # consistent with the paper's 0.67 at the (delta0, delta) = (1e-6, 1e-5) chosen here (the paper states neither;
+    # other pairs give 0.46-1.28, figures/README.md), so a consistency check, not a reproduction
+    assert abs(big["shuffled_gaussian"][0] - 0.67) < 0.005
     assert not big["shuffled_gaussian_order_at_cap"][0]
     assert big["baseline_pure"][0] > 100.0  # the library's baseline is nowhere near the paper's 0.80
     # utility: curves of the right length; the no-noise reference learns the synthetic task, the private run
