@@ -19,8 +19,8 @@ Approximate DP (delta = 1/n) after T rounds from
 Which reading the paper plotted.  Sec. 5.1 says the upper bound is "approximately 3 times" and the lower bound "10
 times" tighter than the baseline, so upper / lower is about 10 / 3 = 3.3 in the paper, whatever constants its
 baseline had (ours are unknown to us, see figures/README.md).  upper / lower is 3.1-3.6 with the printed
-constants wherever n gamma >= 1e3 (5.2 at T = 100 in (c), 14.6 at n = 1e4) and 5.3-6.1 with the corrected ones
-(8.6 and 18.7 there): the paper's ratios come back only with the printed constants.  The bottom row plots
+constants wherever n gamma >= 1e3 and T >= 1e4 (5.1 at T = 100 in (c), 14.6 at n = 1e4) and 5.3-6.1 with the
+corrected ones (8.6 and 18.7 there): the paper's ratios come back only with the printed constants.  The bottom row plots
 upper / lower for both readings against 10 / 3.  Our baseline is not the paper's (Girgis et al. give it only up
 to constants), so baseline / upper is 3.3-18x (corrected) and 5.2-31x (printed), not 3x, in either reading.
 
