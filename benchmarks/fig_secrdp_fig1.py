@@ -73,6 +73,7 @@ a9a's optimum is 0.3226) are documented in figures/README.md, not drawn.
     python benchmarks/fig_secrdp_fig1.py                 ->  figures/secrdp_fig1.png
     python benchmarks/fig_secrdp_fig1.py --quick --output /tmp/f1.png --data /tmp/f1.json   (tests: small T)
     python benchmarks/fig_secrdp_fig1.py --replot /tmp/f1.json --output /tmp/f1.png        (redraw, no training)
+    python benchmarks/fig_secrdp_fig1.py --a9a PATH     (task (b) on a LIBSVM a9a file instead of the stand-in)
 
 Run time (full): 211 s of CPU, 530 s wall on the shared 2-core machine at load ~12.5 (training: (a) 8 s, (b) 66 s,
 (c) 131 s of CPU); --quick: 16-20 s of CPU.  The numbers and how they compare with the paper's text are in
@@ -289,13 +290,16 @@ def make_task(key, cfg):
         z = w_true[cols].sum(1)
         off = np.quantile(z, 1.0 - 0.24)  # ~24% positive labels, as a9a
         y = (rng.random(total) < 1.0 / (1.0 + np.exp(-(z - off) * 1.5))).astype(np.float32)
-        dense = np.zeros((n * m, p), np.float32)
+        if cfg.get("a9a"):  # the real a9a (--a9a PATH): its first n m points; p = 123 features + the bias column
+            cols, y = _read_a9a(cfg["a9a"], total, p)
+        dense = np.zeros((n * m, p + 1), np.float32)  # column p: padding of the shorter a9a rows, then dropped
         np.put_along_axis(dense, cols[: n * m], 1.0, axis=1)
+        dense = dense[:, :p]
         Xtr = jnp.asarray(dense.reshape(n, m, p))
         ytr = jnp.asarray(y[: n * m].reshape(n, m))
         Xall, yall = Xtr.reshape(n * m, p), ytr.reshape(-1)
         wd = cfg["wd"]
-        f_star = _logistic_optimum(cols[: n * m], y[: n * m], p, wd)
+        f_star = _logistic_optimum(cols[: n * m], y[: n * m], p + 1, wd)  # the padding column's weight stays 0
 
         def grad_fn(X, batch):
             xb, yb = batch  # (n, b, p), (n, b)
@@ -336,6 +340,26 @@ def make_task(key, cfg):
                               jax.random.normal(jax.random.fold_in(k0, 1), (h * k_cls,)) / math.sqrt(h),
                               jnp.zeros(k_cls)]).astype(jnp.float32)
     return theta0, _batches(cfg, Xtr, ytr), grad_fn, metric_fn, dict(params=int(theta0.shape[0]))
+
+
+def _read_a9a(path, total, p):
+    """The first ``total`` points of a LIBSVM a9a file as (column indices (total, 15), labels in {0, 1}): each row's
+    one-hot features (1-based in the file), the bias column p - 1, padded with the index p (a zero column)."""
+    cols, ys = [], []
+    for line in Path(path).read_text().splitlines():
+        t = line.split()
+        if not t:
+            continue
+        idx = [int(f.split(":")[0]) - 1 for f in t[1:]] + [p - 1]
+        if len(idx) > 15 or max(idx) >= p:
+            raise ValueError(f"not an a9a row (123 binary features): {line[:60]!r}")
+        cols.append(idx + [p] * (15 - len(idx)))
+        ys.append(1.0 if float(t[0]) > 0 else 0.0)
+        if len(cols) == total:
+            break
+    if len(cols) < total:
+        raise ValueError(f"{path}: {len(cols)} points, {total} needed")
+    return np.asarray(cols), np.asarray(ys, dtype=np.float32)
 
 
 def _logistic_optimum(cols, y, p, wd):
@@ -459,10 +483,12 @@ def summarise(cfg, runs, out):
     return res
 
 
-def compute(quick):
+def compute(quick, a9a=None):
     data = {}
     for key in TASKS:
         cfg = task_config(key, quick)
+        if key == "b" and a9a:
+            cfg.update(a9a=str(a9a), title="(b) logistic regression, a9a (LIBSVM; --a9a)")
         t0, c0 = time.perf_counter(), time.process_time()
         sig = sigmas_for(cfg)
         t1, c1 = time.perf_counter(), time.process_time()
@@ -549,13 +575,14 @@ def main(argv=None):
                     help="PNG to write (default figures/secrdp_fig1.png, or in $AMPLIFY_JAX_FIGURES_DIR when set)")
     ap.add_argument("--data", default=None, help="also write the sigmas, settings and results as JSON to this path")
     ap.add_argument("--replot", default=None, help="draw from a JSON written by --data (no training)")
+    ap.add_argument("--a9a", default=None, help="train (b) on this LIBSVM a9a file instead of the synthetic stand-in")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     c0 = time.process_time()
     if args.replot:
         data = json.loads(Path(args.replot).read_text())
     else:
-        data = compute(args.quick)
+        data = compute(args.quick, a9a=args.a9a)
     report(data)
     plot(data, args.output, args.quick or any(data[k]["config"]["T"] != TASKS[k]["full"]["T"] for k in data))
     if args.data:
