@@ -162,6 +162,7 @@ FREE = [
     E.DiscreteLaplaceDpEvent(1.0, 0),
     E.MixtureOfGaussiansDpEvent(1.0, (0.0,), (1.0,)),
     E.TruncatedSubsampledGaussianDpEvent(100, 0.0, 10, 1.0),
+    E.TruncatedSubsampledGaussianDpEvent(100, 0.1, 0, 1.0),
     E.SelfComposedDpEvent(E.GaussianDpEvent(1.0), 0),
 ]
 FREE_REPLACE = [E.RandomizedResponseDpEvent(0.0, 1), E.RandomizedResponseDpEvent(1.0, 7),
@@ -170,6 +171,7 @@ REVEALING = [
     E.GaussianDpEvent(0.0), E.LaplaceDpEvent(0.0), E.NonPrivateDpEvent(),
     E.PoissonSampledDpEvent(0.1, E.GaussianDpEvent(0.0)), E.DiscreteLaplaceDpEvent(0.0, 1),
     E.MixtureOfGaussiansDpEvent(0.0, (1.0, 2.0), (0.5, 0.5)),
+    E.TruncatedSubsampledGaussianDpEvent(100, 0.1, 10, 0.0),
 ]
 
 
@@ -238,3 +240,16 @@ def test_value_discretization_interval_is_sound_and_finer():
     coarse = Accountant(grid_size=1 << 14).compose(ev).get_delta(1.0)
     fine = Accountant(value_discretization_interval=1e-4).compose(ev).get_delta(1.0)
     assert exact <= fine <= coarse and fine <= exact * (1 + 1e-4)
+
+
+@pytest.mark.slow  # compiles the truncated pair's kernel (~50 s on 2 shared cores)
+def test_truncated_subsampled_gaussian_between_its_two_pairs():
+    """No truncation possible (B >= n): the Poisson-subsampled Gaussian itself; otherwise between the Poisson
+    pair at sigma (never truncated) and at sigma / 2 (always displaced), the pair of _events' coupling."""
+    def eps(ev, t=20):
+        return Accountant().compose(ev, t).get_epsilon(1e-5)
+
+    poisson = eps(E.PoissonSampledDpEvent(0.1, E.GaussianDpEvent(1.0)))
+    assert eps(E.TruncatedSubsampledGaussianDpEvent(100, 0.1, 100, 1.0)) == poisson
+    cut = eps(E.TruncatedSubsampledGaussianDpEvent(1000, 0.1, 110, 1.0))
+    assert poisson < cut < eps(E.PoissonSampledDpEvent(0.1, E.GaussianDpEvent(0.5)))

@@ -39,7 +39,7 @@ from . import _events as E
 from ._compose import compose, delta_at, epsilon_at
 from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, check_grid_size
 from ._mechanisms import RELATIONS, REMOVE, DiscreteLoss
-from ._mixture import MixtureLoss
+from ._mixture import MixtureLoss, RevealedMixture
 from ._queries import DELTA_QUERY_TAIL, TAIL_FRACTION, event
 from ._results import PldDelta, PldEpsilon, auto_check, status_of
 
@@ -110,6 +110,8 @@ def _pair(kind, relation, par):
         return DiscreteLoss(p_r.shape[0]), ((p_r, q_r) if relation == REMOVE else (p_a, q_a))
     if kind == "mixture":
         return MixtureLoss(relation), par
+    if kind == "truncated":
+        return RevealedMixture(relation), par
     return event(kind, relation, par[0], par[1])
 
 
@@ -317,6 +319,9 @@ class _Core:
             if pair is not None:
                 kinds.append(E.DISCRETE)
                 pars.append(tuple(np.asarray(x, dtype=np.float64) for x in pair))
+            elif kind == "truncated":
+                kinds.append(kind)
+                pars.append(tuple(np.float64(v) for v in (a[0], a[1], q, a[2])))
             elif kind == "mixture":
                 kinds.append(kind)
                 pars.append((np.asarray(a[0], dtype=np.float64), np.asarray(a[1], dtype=np.float64), np.float64(a[2])))

@@ -51,8 +51,19 @@ Pairs, by relation (dp_accounting's ``PLDAccountant`` answers the same events un
   REPLACE_SPECIAL, N(0, s^2) against sum_i w_i N(c_i, s^2), both directions (``_mixture.MixtureLoss``;
   Choquette-Choo, Ganesh, Steinke, Thakurta 2023, Cor. 4.7), as dp_accounting.
 
-Not accounted (``UnsupportedEventError``, honest): the truncated subsampled Gaussian (except where it does
-nothing or reveals the record), discrete Gaussian, and every event
+- Truncated subsampled Gaussian (n records, Poisson rate q, batches cut to B records, noise multiplier s):
+  couple the two neighbours' samples S of the other records (and the truncation's randomness).  Without
+  the record's contribution the two outputs share the centre c = f(trunc(S)); with it (probability q, or
+  less once truncated) the centres differ by at most 1 where |S| < B, and by at most 2 where |S| >= B (the
+  record may displace another).  Revealing b = [|S| >= B] (same law under both neighbours) only adds
+  information, so the pair ((b, x) laws) w_0 (Poisson pair at s, rate q) + w_1 (Poisson pair at s / 2, rate
+  q), w_1 = P(|S| >= B) <= P(Binomial(n, q) >= B), dominates each step (joint convexity of the hockey-stick
+  divergence over S, and a smaller rate or shift is dominated by a larger one); composed as one pair
+  (``_mixture.RevealedMixture``).  Under REPLACE_ONE: the replace pair at s / 2 (``WorGaussianLoss``).
+  dp_accounting's ``from_truncated_subsampled_gaussian_mechanism`` mixes the same two PLDs with a finer
+  rate for the second; ours is larger (never below).
+
+Not accounted (``UnsupportedEventError``, honest): discrete Gaussian, and every event
 dp_accounting's PLD accountant does not take either (zCDP, tree aggregation, repeat-and-select...).
 """
 
@@ -225,15 +236,36 @@ def walk(event, rel, count=1, q=1.0, out=None, legacy_wor=True):
             out.append(_mixture_item(event, q, count))
         return None
     if k == "TruncatedSubsampledGaussian":
-        if (float(event.sampling_probability) == 0.0 or int(event.truncated_batch_size) == 0
-                or int(event.dataset_size) == 0):
-            return None
-        if float(event.noise_multiplier) == 0.0:
-            if do:
-                out.append((NON_PRIVATE, 0.0, q, count))
-            return None
-        return err("TruncatedSubsampledGaussianDpEvent: not accounted by amplify_jax's PLD accountant yet.")
+        if do:
+            item = _truncated_item(event, rel, count)
+            if item is not None:
+                out.append(item)
+        return None
     return err("Unsupported event.")
+
+
+def _truncated_item(event, rel, count):
+    """The truncated subsampled Gaussian's item (module docstring): NON_PRIVATE at zero noise, None where
+    no record can be used, else the Poisson pair at sigma (no truncation possible), the replace pair
+    ("wor-gaussian", sigma / 2) under REPLACE_ONE, or ("truncated", (sigma, sigma / 2, tau), q) with tau an
+    upper bound of P(Binomial(n, q) >= B)."""
+    from scipy import stats
+
+    n = _int("dataset_size", event.dataset_size)
+    b = _int("truncated_batch_size", event.truncated_batch_size)
+    q = _unit("sampling_probability", event.sampling_probability)
+    if n == 0 or b == 0 or q == 0.0:
+        return None  # no record is ever used
+    s = float(event.noise_multiplier)
+    if s == 0.0:
+        return NON_PRIVATE, 0.0, 1.0, count
+    if rel == _RO:
+        return ("wor-gaussian", float(check_parameter("wor-gaussian", s / 2.0, "noise_multiplier / 2")), q, count)
+    tau = 0.0 if b >= n else min(1.0, float(stats.binom.sf(b - 1, n, q)) * (1.0 + 1e-9) + 1e-300)
+    if tau == 0.0:
+        return "gaussian", float(check_parameter("gaussian", s, "noise_multiplier")), q, count
+    check_parameter("gaussian", s / 2.0, "noise_multiplier / 2")
+    return "truncated", (float(check_parameter("gaussian", s, "noise_multiplier")), s / 2.0, tau), q, count
 
 
 def _mixture_item(event, q, count):

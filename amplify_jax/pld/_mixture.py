@@ -21,7 +21,7 @@ import numpy as np
 from . import _mechanisms
 from ._mechanisms import REMOVE, RELATIONS, Z_TAIL
 
-__all__ = ["MixtureLoss"]
+__all__ = ["MixtureLoss", "RevealedMixture"]
 
 _EPS = float(np.finfo(np.float64).eps)
 #: The interval contract's result type where ``_mechanisms`` has one (masses, and the tails at the cuts).
@@ -171,3 +171,60 @@ class MixtureLoss:
         if _INTERVALS is None:  # the 4-tuple contract
             return p[0], q[0], p[1], q[1]
         return _INTERVALS(p[0], q[0], p[1], q[1], above, below)
+
+
+class RevealedMixture:
+    """A pair that is, with a public probability w, one of two Poisson-subsampled Gaussian pairs, the choice
+    revealed (the output is (b, x)): P*(b, x) = w_b P_b(x), Q*(b, x) = w_b Q_b(x).  Its loss intervals are
+    the two pairs' interval masses weighted by w_b (and so are the tails at the cuts).  ``params`` =
+    (s0, s1, q, w1): the two noise multipliers (``_mechanisms.GaussianLoss``, one relation), the rate, and the
+    weight of the second pair.  Used for the truncated subsampled Gaussian (``_events``)."""
+
+    params_names = ("scale0", "scale1", "q", "w1")
+
+    def __init__(self, relation):
+        from ._mechanisms import GaussianLoss
+
+        if relation not in RELATIONS:
+            raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
+        self.relation = relation
+        self._g = GaussianLoss(relation)
+
+    def __hash__(self):
+        return hash(("RevealedMixture", self.relation))
+
+    def __eq__(self, other):
+        return type(other) is RevealedMixture and other.relation == self.relation
+
+    def __repr__(self):
+        return f"RevealedMixture({self.relation!r})"
+
+    @staticmethod
+    def _parts(params):
+        s0, s1, q, w1 = params
+        return ((s0, q), 1.0 - w1), ((s1, q), w1)
+
+    def loss_range(self, params):
+        (p0, _), (p1, _) = self._parts(params)
+        a, b = self._g.loss_range(p0), self._g.loss_range(p1)
+        return jnp.minimum(a[0], b[0]), jnp.maximum(a[1], b[1])
+
+    def window_cuts(self, params, k):
+        (p0, _), (p1, _) = self._parts(params)
+        return jnp.sort(jnp.concatenate([self._g.window_cuts(p0, k // 2), self._g.window_cuts(p1, k - k // 2)]))
+
+    def intervals(self, params, losses):
+        (p0, w0), (p1, w1) = self._parts(params)
+        a, b = self._g.intervals(p0, losses), self._g.intervals(p1, losses)
+        mass = [w0 * x + w1 * y for x, y in zip(a[:2], b[:2])]
+        err = [w0 * x + w1 * y + 2.0 * _EPS * m for x, y, m in zip(a[2:4], b[2:4], mass)]
+        if _INTERVALS is None:  # the 4-tuple contract
+            return mass[0], mass[1], err[0], err[1]
+        tails = []
+        for ta, tb in ((a.above, b.above), (a.below, b.below)):
+            if ta is None or tb is None:
+                tails.append(None)
+            else:
+                v = w0 * ta[0] + w1 * tb[0]
+                tails.append((v, w0 * ta[1] + w1 * tb[1] + 2.0 * _EPS * v))
+        return _INTERVALS(mass[0], mass[1], err[0], err[1], tails[0], tails[1])
