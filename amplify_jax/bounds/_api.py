@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import _host
@@ -241,5 +243,24 @@ def invert(id: str, /, *, solve_for: str, target_epsilon=None, target_delta=None
     value, achieved, status = res["value"], res["achieved"], res["status"]
     outputs = {solve_for: batch.unpad(value, (), np.float64), bound.answer: batch.unpad(achieved, (), np.float64),
                "status": batch.unpad(status, (), np.int32)}
+    _warn_declared_cap(bound, p, outputs["status"], lo is None, hi is None, (dlo, dhi))
     return Result(bound, solve_for, outputs, {tname: target, **vals})
+
+
+def _warn_declared_cap(bound: Bound, p, status, lo_declared: bool, hi_declared: bool, rng: tuple):
+    """One cap per question (issue 27): where the search stopped at the declared end of its range (the end the
+    target cannot be met beyond: hi for a parameter the answer decreases in, lo otherwise) and some points are
+    infeasible, say so, naming that end and how to move it (a family's own front door to the same question
+    uses the same cap, e.g. traffic.DUMMIES_CAP)."""
+    decreasing = p.monotone == DECREASING
+    if not (hi_declared if decreasing else lo_declared):
+        return
+    bad = np.asarray(status) == Status.INFEASIBLE
+    if not bad.any():
+        return
+    end, word = (rng[1], "hi") if decreasing else (rng[0], "lo")
+    warnings.warn(f"{bound.id}: no {p.name} {'up to' if decreasing else 'down to'} {end:g} (the cap of this search, "
+                  f"the range {bound.id} declares for {p.name}; pass {word}= or --{word} to move it) meets the target "
+                  f"at {int(bad.sum())} of {bad.size} points: status infeasible there, the answer is the cap.",
+                  UserWarning, stacklevel=3)
 

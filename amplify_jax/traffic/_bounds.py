@@ -32,6 +32,7 @@ import numpy as np
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Param, Real, register
 from ..status import Status
 from ..shuffle.blanket import exact_table_check
+from ._common import DUMMIES_CAP, N_CAP
 from ._local import local_epsilon
 from ._scrambler_delta import scrambler_delta, scrambler_epsilon
 from ._scrambler_pure import _scrambler_pure_exact_any_sampling, scrambler_pure_epsilon
@@ -41,10 +42,11 @@ LADJEL = ("Ladjel, Anciaux, Bellet, Scerri, Mitigating Leakage from Data Depende
 
 TARGETS = Param("targets", Integer(2, 10**6), "number T of targets of the cluster")
 N = Param("n", Integer(1, 10**7), "messages per scrambler (method exact: while its table of binomial CDFs "
-          "stays small, see notes)", DECREASING, search=(2, 10**4))
+          "stays small, see notes)", DECREASING, search=(2, N_CAP))
 SAMPLING = Param("sampling", Real(0.0, 1.0), "local sampling rate sigma (probability a message is redirected "
                  "to a uniform target)", DECREASING, search=(1e-6, 1.0))
-DUMMIES = Param("dummies", Integer(0, 10**6), "dummy messages per scrambler", DECREASING, search=(0, 1000))
+DUMMIES = Param("dummies", Integer(0, 10**6), "dummy messages per scrambler (an inversion searches up to "
+                f"{DUMMIES_CAP}, the cap traffic.fewest_dummies shares)", DECREASING, search=(0, DUMMIES_CAP))
 DELTA = Param("delta", Real(1e-15, 1.0, hi_open=True), "target delta (from 1e-15: below, the bounded truncated "
               "mass of the binomial windows, ~1e-18, dominates and monotonicity is lost)", DECREASING)
 PURE_DELTA = Param("delta", Real(0.0, 1.0, hi_open=True), "ignored: the guarantee is pure eps-DP, it holds at "

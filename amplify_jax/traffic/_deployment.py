@@ -15,7 +15,7 @@ from .._compat import renamed_params
 from ..calibrate import invert_monotone
 from ..status import Status
 from ..shuffle.blanket import rr_delta_traced
-from ._common import _check_common
+from ._common import DUMMIES_CAP, N_CAP, _check_common, _warn_cap
 from ._costs import scrambler_costs
 from ._scrambler_delta import scrambler_delta
 
@@ -137,14 +137,16 @@ def _finish_deploy(result, value, status, limit, eps, delta, T, n, sigma, d, met
 
 @renamed_params(eps="target_epsilon", delta="target_delta")
 def fewest_dummies(
-    target_epsilon, target_delta, *, targets, n, sampling, sources=None, max_messages=None, max_dummies=100_000,
+    target_epsilon, target_delta, *, targets, n, sampling, sources=None, max_messages=None, max_dummies=DUMMIES_CAP,
     method="exact"
 ) -> DummiesDeployment:
     """Fewest dummies per scrambler d with ``scrambler_delta(target_epsilon) <= target_delta`` (Ladjel et al.
     §IV-C, §V-B),
     under a network-load budget: ``max_messages`` bounds the total volume S_t + SF (n + d) of
     :func:`scrambler_costs` (needs ``sources`` = S, the real contributions to keep), which caps d at
-    floor((max_messages - S_t - SF n) / SF); without a budget d <= ``max_dummies``.  Integer bisection by
+    floor((max_messages - S_t - SF n) / SF); without a budget d <= ``max_dummies`` (default :data:`DUMMIES_CAP`,
+    1000, the cap ``bounds.invert`` of ``traffic.scrambler`` over dummies searches to as well; points no d up to
+    it satisfies are INFEASIBLE, with a warning naming it).  Integer bisection by
     amplify_jax.calibrate.invert_monotone (delta is non-increasing in d), feasible endpoint re-checked.
     ``target_delta`` >= :data:`MIN_TARGET_DELTA` (1e-15).
     ``eps=``, ``delta=`` are the deprecated spellings of ``target_epsilon=``, ``target_delta=`` (warn)."""
@@ -178,6 +180,9 @@ def fewest_dummies(
     over = (value > limit) & ~at0  # only possible through hi = max(limit, 2)
     status = np.where(over | (limit < 0), Status.INFEASIBLE, status)
     value = np.where(status == Status.INFEASIBLE, np.maximum(limit, 0.0), value)
+    capped = (status == Status.INFEASIBLE) & (limit == dmax)
+    if capped.any():
+        _warn_cap("fewest_dummies", "dummies", float(np.max(dmax)), capped, "max_dummies; pass a larger one to search further")
     return _finish_deploy(DummiesDeployment, value, status, limit, eps, delta, T, n_, sigma, value, method,
                           sources)
 
@@ -233,12 +238,13 @@ def smallest_sampling(
 
 @renamed_params(eps="target_epsilon", delta="target_delta")
 def messages_per_scrambler(
-    target_epsilon, target_delta, *, targets, sampling, dummies, max_channels=None, max_n=100_000, sources=None,
+    target_epsilon, target_delta, *, targets, sampling, dummies, max_channels=None, max_n=N_CAP, sources=None,
     method="exact"
 ) -> ScramblerSizeDeployment:
     """Messages per scrambler n for a target (target_epsilon, target_delta) under an individual-load budget
     (§IV-D, §V-B: a scrambler opens n + T secure channels).  ``limit`` is the most messages per scrambler the
-    budget allows, ``max_channels - T`` (or ``max_n``); ``n`` is the fewest n with
+    budget allows, ``max_channels - T`` (or ``max_n``, default :data:`N_CAP`, 10 000, the cap ``bounds.invert`` of
+    ``traffic.scrambler`` over n searches to as well); ``n`` is the fewest n with
     ``scrambler_delta(target_epsilon) <= target_delta`` (integer bisection by
     amplify_jax.calibrate.invert_monotone, re-checked; delta is non-increasing in n).  Every n in [n, limit]
     meets the target; status INFEASIBLE when even ``limit`` does not.  ``eps=``, ``delta=`` are the deprecated
@@ -263,5 +269,8 @@ def messages_per_scrambler(
     status = np.asarray(inv.status).copy()
     status = np.where((value > limit) | (limit < 1), Status.INFEASIBLE, status)
     value = np.where(status == Status.INFEASIBLE, np.maximum(limit, 1.0), value)
+    capped = (status == Status.INFEASIBLE) & (limit == nmax)
+    if capped.any():
+        _warn_cap("messages_per_scrambler", "n", float(np.max(nmax)), capped, "max_n; pass a larger one to search further")
     return _finish_deploy(ScramblerSizeDeployment, value, status, limit, eps, delta, T, value, sigma, d, method,
                           sources)
