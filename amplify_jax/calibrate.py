@@ -353,7 +353,7 @@ def invert_monotone_host(
     far_, near_ = (hi_f, lo_f) if feasible == "above" else (lo_f, hi_f)
     blocks = [slice(k, k + block) for k in range(0, size, block)]
     with x64_scope():
-        put = lambda a: jax.device_put(np.ascontiguousarray(a))  # noqa: E731  (no program per shape)
+        put = lambda a: jax.device_put(np.asarray(a))  # noqa: E731  (no program per shape)
         mi = put(np.asarray(max_iter, np.int32))
         args = [(put(t_[b]), put(far_[b]), put(near_[b]), put(r_[b])) for b in blocks]
         states, xs, gos = [], [], []

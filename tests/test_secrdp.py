@@ -1014,3 +1014,27 @@ def test_calibration_renamed_noise_calibration():
     assert getattr(amplify_jax, "Calibration", accountants.Calibration) is accountants.Calibration
     with pytest.raises(AttributeError):
         S.NoSuchName  # noqa: B018
+
+
+def test_registered_bounds_compile_nothing_for_new_values():
+    """Issue 25: a second call at new noise levels, steps, delta and a grid size in the same bucket compiles
+    nothing, and a new pair bucket (8 -> 64 points) compiles only the eigen kernel, one program per adversary's
+    graph: the accountant's results reach JAX by device_put (jnp.asarray compiled a small program per shape and
+    dtype, 3 programs per new size and 6 on the curious user's first call)."""
+    from _compiles import compilations
+
+    from amplify_jax import bounds
+
+    ex = dict(graph="ring:16", clip=1.0, steps=100)
+    for adv in ("eavesdropper", "curious"):
+        bounds.evaluate("secrdp.step", **ex, sigma_unc=1.0, sigma_cor=[1.0, 2.0, 3.0], delta=1e-5, adversary=adv)
+    with compilations() as got:
+        for adv in ("eavesdropper", "curious"):
+            r = bounds.evaluate("secrdp.step", **{**ex, "steps": 300}, sigma_unc=1.5,
+                                sigma_cor=[0.5, 1.0, 2.0, 4.0, 8.0], delta=1e-6, adversary=adv)
+            assert np.all(np.isfinite(np.asarray(r.epsilon)))
+    assert len(got) == 0, got
+    with compilations() as got:
+        bounds.evaluate("secrdp.step", **ex, sigma_unc=1.0, sigma_cor=np.linspace(0.5, 4.0, 40), delta=1e-5,
+                        adversary="curious")
+    assert len(got) <= 1, got

@@ -508,3 +508,60 @@ def test_epsilon_inversion_status_is_status_codes():
     reg = bounds.evaluate("traffic.scrambler", delta=1e-4, **kw)
     np.testing.assert_array_equal(reg.status, np.asarray(inv.status))
     np.testing.assert_array_equal(reg.epsilon, np.asarray(inv.epsilon))
+
+
+def test_one_cap_for_fewest_dummies_whatever_the_front_door():
+    """Issue 27 item 1: traffic.fewest_dummies and bounds.invert of traffic.scrambler over dummies stop at the same
+    cap (traffic DUMMIES_CAP, 1000; they stopped at 1e5 and 1e3) and say so: a target no d up to it meets is
+    INFEASIBLE at the cap from both, with a warning naming it.  Likewise one cap for n (N_CAP)."""
+    from amplify_jax import bounds
+    from amplify_jax.traffic._common import DUMMIES_CAP, N_CAP
+
+    assert DUMMIES_CAP == 1000 and bounds.get("traffic.scrambler").param("dummies").search_range() == (0.0, 1000.0)
+    assert bounds.get("traffic.scrambler").param("n").search_range() == (2.0, float(N_CAP))
+    kw = dict(targets=20, n=10, sampling=0.2, method="hoeffding")
+    with pytest.warns(UserWarning, match=r"no dummies up to 1000 \(the cap"):
+        r = tr.fewest_dummies(0.1, 1e-6, **kw)
+    assert int(r.status) == Status.INFEASIBLE and float(r.dummies) == DUMMIES_CAP == float(r.limit)
+    with pytest.warns(UserWarning, match=r"no dummies up to 1000 \(the cap"):
+        b = bounds.invert("traffic.scrambler", solve_for="dummies", target_epsilon=0.1, delta=1e-6, **kw)
+    assert int(b.status) == Status.INFEASIBLE and float(b.dummies) == DUMMIES_CAP
+    # a larger cap, asked for, is searched (and the message names it)
+    with pytest.warns(UserWarning, match="no dummies up to 2000"):
+        tr.fewest_dummies(0.1, 1e-6, **kw, max_dummies=2000)
+
+
+def test_scrambler_compiles_nothing_for_new_values_in_its_buckets():
+    """Issue 25: the scrambler's engine compiles one program per (window, chunk size, table) bucket: after one
+    call, new n (same window bucket: n = 100 and 110 both take 128 bins), dummies, sampling, delta and a new grid
+    size in the same chunk bucket (3 and 5 points: both padded to 8 by the registry) compile nothing, through
+    the registry and the family's functions (it compiled a program per power of two of a window group's size,
+    per table width r0 + rows, and small programs for every conversion to jax arrays)."""
+    from _compiles import compilations
+
+    from amplify_jax import bounds
+
+    kw = dict(targets=10, method="exact")
+    bounds.evaluate("traffic.scrambler", n=100, sampling=0.5, dummies=[10, 20, 30], delta=1e-6, **kw)
+    tr.scrambler_delta([1.0, 1.5], n=100, sampling=0.5, dummies=10, **kw)  # 2 points: the chunk size of 8
+    with compilations() as got:
+        r = bounds.evaluate("traffic.scrambler", n=110, sampling=0.45, dummies=[5, 12, 20, 33, 40], delta=3e-7, **kw)
+        d = tr.scrambler_delta([0.7, 0.9, 1.1, 1.3, 2.0], n=110, sampling=0.5, dummies=15, **kw)  # 5 points
+    assert len(got) == 0, got
+    assert np.all(np.asarray(r.status) == Status.OK) and np.all(np.asarray(d.delta) > 0)
+
+
+def test_monte_carlo_compiles_nothing_for_new_values_in_its_buckets():
+    """Issue 25: the Monte Carlo's draws fold the chunk number into the key inside its compiled search (it
+    compiled a fold_in and small conversion programs per call) and its chunks come in fixed sizes: a second call
+    at new eps, n (same windows), dummies, key and size (2 then 5 points: one chunk size of 8) compiles
+    nothing."""
+    from _compiles import compilations
+
+    kw = dict(targets=10, sampling=0.5, method="monte_carlo", samples=2000)
+    k0, k5 = jax.random.PRNGKey(0), jax.random.PRNGKey(5)
+    tr.scrambler_delta([1.0, 1.1], n=100, dummies=10, key=k0, **kw)  # 2 points: the chunk size of 8
+    with compilations() as got:
+        r = tr.scrambler_delta([0.8, 0.9, 1.0, 1.1, 1.2], n=110, dummies=12, key=k5, **kw)  # 5 points
+    assert len(got) == 0, got
+    assert np.all(np.asarray(r.delta) >= np.asarray(r.estimate))

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 from .. import _validate as V
 from .._compat import renamed_params
 from ..numerics import x64_scope
+from ._rounding import _dev
 from ._step import step_account
 
 
@@ -30,7 +31,7 @@ def closed_form_epsilon(eps1, *, steps, delta):
     V.broadcastable(eps1=e, steps=t, delta=d)
     x = t * e
     with x64_scope():
-        return jnp.asarray(x + 2.0 * np.sqrt(x * np.log(1.0 / d)))
+        return _dev(x + 2.0 * np.sqrt(x * np.log(1.0 / d)))
 
 
 @renamed_params(epsilon="target_epsilon")
@@ -46,7 +47,7 @@ def closed_form_eps1(target_epsilon, *, steps, delta):
     ld = np.log(1.0 / d)
     val = (e / (np.sqrt(ld + e) + np.sqrt(ld))) ** 2 / t  # squared after the division: e^2 overflowed at 1e300
     with x64_scope():
-        return jnp.asarray(val * (1.0 - 1e-12))
+        return _dev(val * (1.0 - 1e-12))
 
 
 _CONVERSION_METHODS = ("closed_form", "balle2020", "mironov")
@@ -80,5 +81,5 @@ def epsilon(graph, *, sigma_unc, sigma_cor, clip, steps, delta, adversary, collu
 
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
     with x64_scope():
-        curve = jnp.asarray(t)[..., None] * acc.eps1[..., None] * jnp.asarray(a)
+        curve = _dev(t[..., None] * np.asarray(acc.eps1)[..., None] * np.asarray(a, np.float64))
     return epsilon_from_rdp(a, curve, delta=delta, method=method).epsilon

@@ -27,7 +27,7 @@ from .. import _validate as V
 from ..numerics import float64_jit, x64_scope
 from ._adversaries import _pairs, _sigma_cor, _sigma_unc
 from ._graph import SecGraph, _n_removal_sets, prepare_graph
-from ._rounding import _ROUND_ABS, _U
+from ._rounding import _ROUND_ABS, _U, _dev
 
 _ENUMERATION_BUDGET = 4e10  # adversaries II/III: (number of removed sets) * n^3 allowed for exact enumeration
 
@@ -89,10 +89,10 @@ _PAIR_CHUNK = 1 << 22  # entries of the (pairs x n) intermediate per call of the
 def _eig_path(g: SecGraph, su2, sc2):
     lam, vec = g.eigh()
     with x64_scope():
-        w = jnp.asarray(vec * vec)
-        lj = jnp.asarray(lam)
+        w = _dev(vec * vec)
+        lj = _dev(lam)
         step = max(1, _PAIR_CHUNK // g.n)
-        out = [np.asarray(_eig_diag_max(w, lj, jnp.asarray(su2[i : i + step]), jnp.asarray(sc2[i : i + step])))
+        out = [np.asarray(_eig_diag_max(w, lj, _dev(su2[i : i + step]), _dev(sc2[i : i + step])))
                for i in range(0, su2.size, step)]
     return np.concatenate(out)
 
@@ -186,7 +186,7 @@ def diag_inverse_covariance(graph, *, sigma_unc, sigma_cor, removed=()):
     if rem.size == 0:
         lam, vec = g.eigh()
         with x64_scope():
-            d = np.asarray(_eig_diag(jnp.asarray(vec * vec), jnp.asarray(lam), jnp.asarray(su2), jnp.asarray(sc2)))
+            d = np.asarray(_eig_diag(_dev(vec * vec), _dev(lam), _dev(su2), _dev(sc2)))
     else:
         mask = np.ones(g.n)
         mask[rem] = 0.0

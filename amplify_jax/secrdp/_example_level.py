@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import jax.numpy as jnp
 
 from .. import _validate as V
 from .._compat import renamed_params
 from ..numerics import x64_scope
+from ._rounding import _dev
 from ._step import step_account
 
 _SAMPLINGS = ("poisson", "without_replacement")
@@ -107,7 +107,7 @@ def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, 
     V.broadcastable(steps=t, q=q, effective_noise_multiplier=sig)
     curve = _subsampled_curve(a, q, sig, sampling)
     with x64_scope():
-        return jnp.asarray(t)[..., None] * curve
+        return _dev(t[..., None] * np.asarray(curve))
 
 
 @renamed_params(sampling_rate="q")

@@ -16,7 +16,6 @@ from typing import NamedTuple
 import numpy as np
 
 import jax
-import jax.numpy as jnp
 
 from .. import _validate as V
 from ..numerics import x64_scope
@@ -25,7 +24,7 @@ from ._certified import _curious_fast, _fast_affordable
 from ._covariance import _direct_masks, _eig_path, _enumeration_affordable
 from ._flow import _flow_diag_bound
 from ._graph import SecGraph, _is_large, _removal_masks, algebraic_connectivity, prepare_graph
-from ._rounding import _LDP_UP, _ROUND_ABS, _U
+from ._rounding import _LDP_UP, _ROUND_ABS, _U, _dev
 
 _FAST_MIN_N = 48  # adversary II: from this size on (or where enumeration is unaffordable) the certified update
 
@@ -133,12 +132,12 @@ def step_account(graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=None
     ldp = c2 / np.asarray(su) ** 2 * _LDP_UP
     with x64_scope():
         return StepAccount(
-            eps1=jnp.asarray(np.broadcast_to(c2 * d * _LDP_UP, shape)),
-            spectral=jnp.asarray(np.broadcast_to(c2 * spec * _LDP_UP, shape)),
-            exact=jnp.asarray(np.broadcast_to(exact, shape)),
-            connected=jnp.asarray(np.broadcast_to(connected, shape)),
-            ldp=jnp.asarray(np.broadcast_to(ldp, shape)),
-            eps1_lower=jnp.asarray(np.broadcast_to(np.maximum(c2 * lower * (1.0 - 4.0 * _U), 0.0), shape)),
+            eps1=_dev(np.broadcast_to(c2 * d * _LDP_UP, shape)),
+            spectral=_dev(np.broadcast_to(c2 * spec * _LDP_UP, shape)),
+            exact=_dev(np.broadcast_to(exact, shape)),
+            connected=_dev(np.broadcast_to(connected, shape)),
+            ldp=_dev(np.broadcast_to(ldp, shape)),
+            eps1_lower=_dev(np.broadcast_to(np.maximum(c2 * lower * (1.0 - 4.0 * _U), 0.0), shape)),
         )
 
 
@@ -149,7 +148,7 @@ def step_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=
     acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,
                        colluders=colluders)
     with x64_scope():
-        return acc.eps1[..., None] * jnp.asarray(a)
+        return _dev(np.asarray(acc.eps1)[..., None] * np.asarray(a, np.float64))
 
 
 def spectral_bound(graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=None):
@@ -174,4 +173,4 @@ def spectral_bound(graph, *, sigma_unc, sigma_cor, clip, adversary, colluders=No
         a, _ = algebraic_connectivity(g, removed=c)
         d = np.minimum(_spectral_diag_bound(g.n - c, a, su2, sc2) * _LDP_UP, _LDP_UP / su2)
     with x64_scope():
-        return jnp.asarray(np.broadcast_to(2.0 * np.asarray(clip_a) ** 2 * d * _LDP_UP, shape))
+        return _dev(np.broadcast_to(2.0 * np.asarray(clip_a) ** 2 * d * _LDP_UP, shape))

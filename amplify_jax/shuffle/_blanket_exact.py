@@ -287,6 +287,18 @@ def _pow2(w, minimum=8):
     return 1 << (w - 1).bit_length()
 
 
+#: Points per compiled call of the planned kernels (issue 25): a chunk of a plan is padded (copies of its first
+#: point) to the smallest of these sizes that holds it, or to the plan's largest chunk for its window, so that a
+#: kernel compiles one program per (window, size) instead of one per power of two of a group's size.  The chunks'
+#: points, and so every value, are those of the plan without the padding.
+CHUNK_BUCKETS = (1, 8, 64, 512)
+
+
+def _chunk_bucket(m: int, cmax: int) -> int:
+    """The padded size of a chunk of ``m`` points whose window allows at most ``cmax`` points per call."""
+    return next((b for b in CHUNK_BUCKETS if m <= b < cmax), cmax)
+
+
 class _Plan(NamedTuple):
     chunks: tuple  #: ((Wm, S), index array, inner steps) per chunk of points
     r0: int  #: first row (M value) of the CDF table
@@ -326,16 +338,17 @@ def _plan_rr(n, d, T, sigma, tail_sd, eps=None) -> _Plan:
     for key, idx in sorted(keys.items()):
         idx = np.asarray(idx, dtype=np.int64)
         idx = idx[np.argsort(wj[idx], kind="stable")]
-        c = max(1, _CHUNK_LANES // key[0])
-        c = int(min(c, _pow2(idx.shape[0], 1)))
+        cmax = max(1, _CHUNK_LANES // key[0])
+        c = int(min(cmax, _pow2(idx.shape[0], 1)))
         for b in range(0, idx.shape[0], c):
             sel = idx[b:b + c]
-            chunks.append((key, sel, c, float(math.ceil(np.max(wj[sel]) / 8.0) * 8)))
+            chunks.append((key, sel, _chunk_bucket(sel.shape[0], cmax), float(math.ceil(np.max(wj[sel]) / 8.0) * 8)))
     lo = np.maximum(np.floor(Kmin * p - tail_sd * np.sqrt(Kmin * p * (1.0 - p))) - 2.0, 0.0)
     hi = np.minimum(Kmax * p + tail_sd * sdK + 10.0, Kmax) + 2.0
     r0 = int(np.min(lo)) // 256 * 256 if lo.size else 0
     rows = _pow2(max(int(np.max(hi)) - r0 + 1, 256)) if hi.size else 256
-    return _Plan(tuple(chunks), r0, rows, r0 + rows)
+    # columns a power of two too (a table's shape is a compiled shape; the extra columns are never read: u < M)
+    return _Plan(tuple(chunks), r0, rows, _pow2(r0 + rows))
 
 
 def _rr_table_only_if_exact(method, plan: _Plan) -> _Plan:
@@ -349,12 +362,14 @@ def _run_planned(call, plan: _Plan, arrays, outputs: int):
     with its first point) and scatter the ``outputs`` results back into flat numpy arrays."""
     size = arrays[0].shape[0]
     with x64_scope():
-        F = jnp.asarray(_half_cdf_np(plan.r0, plan.rows, plan.cols))
-        r0 = jnp.asarray(float(plan.r0))
+        # inputs by device_put (jnp.asarray compiles a small program per shape)
+        F = jax.device_put(_half_cdf_np(plan.r0, plan.rows, plan.cols))
+        r0 = jax.device_put(np.float64(plan.r0))
         pending = []
         for i, (statics, sel, c, nsteps) in enumerate(plan.chunks):
             pad = np.concatenate([sel, np.full(c - sel.shape[0], sel[0])])
-            res = call(statics, [a[pad] for a in arrays], F, r0, jnp.asarray(nsteps) if nsteps >= 0 else i)
+            res = call(statics, [jax.device_put(a[pad]) for a in arrays], F, r0,
+                       jax.device_put(np.float64(nsteps)) if nsteps >= 0 else jax.device_put(np.uint32(i)))
             pending.append((sel, res))
         outs = [np.empty(size, dtype=np.float64) for _ in range(outputs)]
         for sel, res in pending:

@@ -28,6 +28,7 @@ from ._blanket_exact import (
     _REL_MARGIN,
     _half_cdf_lookup,
     _Plan,
+    _chunk_bucket,
     _pmf_run,
     _pow2,
     _run_planned,
@@ -98,19 +99,21 @@ def _mc_windows(n, d, T, sigma, *, Wm, Wj, tail_sd):
 
 
 @float64_jit(static_argnames=("Wm", "Wj", "samples", "tail_sd"))
-def _mc_search(key, n, d, T, sigma, table, *, Wm, Wj, samples, tail_sd):
+def _mc_search(key, i, n, d, T, sigma, table, *, Wm, Wj, samples, tail_sd):
     """Exact draws for a chunk of points (leading axis) by inversion of tabulated CDFs; eps-free.
 
     m' ~ Bin(n-1, sigma) over a window of Wm values, K = m'+1+d; M | K ~ Bin(K, 2/T) = J0 + dJ with
     J0 ~ Bin(K_lo, 2/T) (K_lo the smallest K of the window; a window of Wj values) and
     dJ | K ~ Bin(K - K_lo, 2/T) from ``table`` (the chunk's common T; :func:`_pascal_cdf_np`).  Returns the
     indices (r, xb, dx) -- index == window size means "beyond the window's mass" -- and K_lo, b0 per point.
-    ``key``: one PRNG key for the chunk (its bits are drawn in one block: several times faster than a key
-    per point under vmap).  Uniforms have 32 bits (two per 64-bit word).  The binary searches gather from
+    ``key``: the call's PRNG key (2 uint32 words), folded with the chunk number ``i`` (a uint32 array: no
+    program per chunk) into one key for the chunk (its bits are drawn in one block: several times faster than a
+    key per point under vmap).  Uniforms have 32 bits (two per 64-bit word).  The binary searches gather from
     flat arrays (log2 of the window size gathers per draw).  A separate compiled function from
     :func:`_mc_draws_from_indices`: inside one, XLA re-fuses the searches into their consumers (3-10x slower).
     """
     c = n.shape[0]
+    key = jax.random.fold_in(key, i)
     j0, cdf_m, K_lo, b0, cdf_b = jax.vmap(partial(_mc_windows, Wm=Wm, Wj=Wj, tail_sd=tail_sd))(n, d, T, sigma)
     words = jax.random.bits(key, (c, 2, samples), dtype=jnp.uint64)
     scale = 2.0 ** -32
@@ -192,8 +195,8 @@ def _mc_from_indices(idx, eps, T, sigma, alpha, F, r0, *, Wm, Wj):
     return _mc_from_draws(eps, T, sigma, draws, F, r0, alpha)
 
 
-def _mc_chunk(key, eps, n, d, T, sigma, alpha, table, F, r0, *, Wm, Wj, samples, tail_sd):
-    idx = _mc_search(key, n, d, T, sigma, table, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+def _mc_chunk(key, i, eps, n, d, T, sigma, alpha, table, F, r0, *, Wm, Wj, samples, tail_sd):
+    idx = _mc_search(key, i, n, d, T, sigma, table, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
     return _mc_from_indices(idx, eps, T, sigma, alpha, F, r0, Wm=Wm, Wj=Wj)
 
 
@@ -214,10 +217,12 @@ def _plan_mc(n, d, T, sigma, tail_sd, samples):
     chunks = []
     for key, idx in sorted(keys.items()):
         idx = np.asarray(idx, dtype=np.int64)
-        c = max(1, (1 << 21) // (samples * 4))
-        c = int(min(1 << (c.bit_length() - 1), _pow2(idx.shape[0], 1)))
+        cmax = max(1, (1 << 21) // (samples * 4))
+        cmax = 1 << (cmax.bit_length() - 1)
+        c = int(min(cmax, _pow2(idx.shape[0], 1)))
         for b in range(0, idx.shape[0], c):
-            chunks.append((key, idx[b:b + c], c, -1.0))
+            sel = idx[b:b + c]
+            chunks.append((key, sel, _chunk_bucket(sel.shape[0], cmax), -1.0))
     Kmax = np.minimum(np.ceil(N * sigma + tail_sd * sd) + 1.0, N) + d + 1.0
     hi = np.minimum(Kmax * p + tail_sd * np.sqrt(Kmax * p * (1.0 - p)) + 10.0, Kmax) + 2.0
     rows = _pow2(max(int(np.max(hi)) + 1, 256)) if hi.size else 256
@@ -229,11 +234,12 @@ def _mc_planned(key, eps, n, d, T, sigma, alpha, tail_sd, samples):
     fold_in(key, i)."""
     plan = _plan_mc(n, d, T, sigma, tail_sd, samples)
 
+    k = jax.device_put(np.asarray(key))
+
     def call(statics, a, F, r0, i):
         Wm, Wj, T_ = statics
-        table = jnp.asarray(_pascal_cdf_np(T_, Wm, Wj))
-        k = jax.random.fold_in(jnp.asarray(key), i)
-        mean, ucb = _mc_chunk(k, *a, table, F, r0, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+        table = jax.device_put(_pascal_cdf_np(T_, Wm, Wj))
+        mean, ucb = _mc_chunk(k, i, *a, table, F, r0, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
         return ucb, mean
 
     return _run_planned(call, plan, [eps, n, d, T, sigma, alpha], 2)
@@ -251,6 +257,6 @@ def _mc_eps_from_indices(idx, delta, T, sigma, alpha, eps0, rtol, F, r0, *, Wm, 
     return _inversion_result(*inv, eps0)
 
 
-def _mc_eps_chunk(key, delta, n, d, T, sigma, alpha, eps0, rtol, table, F, r0, *, Wm, Wj, samples, tail_sd):
-    idx = _mc_search(key, n, d, T, sigma, table, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
+def _mc_eps_chunk(key, i, delta, n, d, T, sigma, alpha, eps0, rtol, table, F, r0, *, Wm, Wj, samples, tail_sd):
+    idx = _mc_search(key, i, n, d, T, sigma, table, Wm=Wm, Wj=Wj, samples=samples, tail_sd=tail_sd)
     return _mc_eps_from_indices(idx, delta, T, sigma, alpha, eps0, rtol, F, r0, Wm=Wm, Wj=Wj)

@@ -166,7 +166,7 @@ def _flat(shape, *xs):
 
 def _to_jnp(shape, *xs):
     with x64_scope():
-        return [jnp.asarray(np.asarray(x, np.float64).reshape(shape)) for x in xs]
+        return [jax.device_put(np.asarray(x, np.float64).reshape(shape)) for x in xs]  # no program per shape
 
 
 def _mc_options(confidence, samples):
@@ -245,11 +245,13 @@ def rr_epsilon(method, delta, n, d, T, sigma, eps0, *, rtol=1e-9, key=None, conf
         alpha = np.full(fn.shape, 1.0 - float(confidence))
         plan = _plan_mc(fn, fd, fT, fs, tail_sd, int(samples))
 
+        kd = jax.device_put(k)
+
         def call(statics, a, F, r0, i):
             Wm, Wj, T_ = statics
-            table = jnp.asarray(_pascal_cdf_np(T_, Wm, Wj))
-            return _mc_eps_chunk(jax.random.fold_in(jnp.asarray(k), i), *a, jnp.asarray(rt), table, F, r0, Wm=Wm, Wj=Wj, samples=int(samples),
-                                 tail_sd=tail_sd)
+            table = jax.device_put(_pascal_cdf_np(T_, Wm, Wj))
+            return _mc_eps_chunk(kd, i, *a, jax.device_put(np.float64(rt)), table, F, r0, Wm=Wm, Wj=Wj,
+                                 samples=int(samples), tail_sd=tail_sd)
 
         out = _run_planned(call, plan, [fdl, fn, fd, fT, fs, alpha, fe0], 3)
     else:
@@ -257,7 +259,8 @@ def rr_epsilon(method, delta, n, d, T, sigma, eps0, *, rtol=1e-9, key=None, conf
 
         def call(statics, a, F, r0, nsteps):
             Wm, S = statics
-            return _rr_eps_chunk(method, *a, jnp.asarray(rt), F, r0, nsteps, Wm=Wm, S=S, tail_sd=tail_sd)
+            return _rr_eps_chunk(method, *a, jax.device_put(np.float64(rt)), F, r0, nsteps, Wm=Wm, S=S,
+                                 tail_sd=tail_sd)
 
         out = _run_planned(call, plan, [fdl, fn, fd, fT, fs, fe0], 3)
     return out[0].reshape(shape), out[1].astype(bool).reshape(shape), out[2].reshape(shape)
@@ -284,7 +287,7 @@ def blanket_epsilon(delta, *, n, randomizer, dummies=0, method="hoeffding", key=
                                 confidence=confidence, samples=samples, tail_sd=tail_sd)
         e, ach = _to_jnp(shape, e, ach)
         with x64_scope():
-            return BlanketEpsilon(e, jnp.asarray(fb.reshape(shape)), ach)
+            return BlanketEpsilon(e, jax.device_put(np.asarray(fb).reshape(shape)), ach)
     with x64_scope():
         bc = lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float64), shape)  # noqa: E731
         return _conc_eps_kernel(method, r.kind, bc(delta), bc(n), bc(d), bc(r.eps0), bc(r.k), bc(r.sigma),

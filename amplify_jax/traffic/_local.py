@@ -68,4 +68,4 @@ def local_epsilon(*, targets, sampling, dummies=0) -> PureEpsilon:
             f"targets={np.broadcast_to(T, too_many.shape)[too_many][0]}."
         )
     eps = _local_epsilon_kernel(*_f64(T, sigma, d))
-    return PureEpsilon(eps, jnp.isfinite(eps))
+    return PureEpsilon(eps, jax.device_put(np.isfinite(np.asarray(eps))))  # no eager program per shape

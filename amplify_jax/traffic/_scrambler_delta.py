@@ -129,7 +129,7 @@ def _mc_options(method, key, confidence, samples):
 
 def _to_jax(*xs):
     with jax.enable_x64(True):
-        return tuple(jnp.asarray(x) for x in xs)
+        return tuple(jax.device_put(np.asarray(x)) for x in xs)  # jnp.asarray compiles a program per shape
 
 
 @renamed_params(eps="epsilon")
