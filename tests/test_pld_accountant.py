@@ -253,3 +253,50 @@ def test_truncated_subsampled_gaussian_between_its_two_pairs():
     assert eps(E.TruncatedSubsampledGaussianDpEvent(100, 0.1, 100, 1.0)) == poisson
     cut = eps(E.TruncatedSubsampledGaussianDpEvent(1000, 0.1, 110, 1.0))
     assert poisson < cut < eps(E.PoissonSampledDpEvent(0.1, E.GaussianDpEvent(0.5)))
+
+
+def test_randomized_response_count_where_dp_accounting_drops_it():
+    """dp_accounting 0.6.0's PLDAccountant composes a RandomizedResponseDpEvent once whatever the count
+    (its _maybe_compose has no self_compose there): 10 releases of 4-bucket randomized response at p = 0.5
+    answer one release's delta.  Ours composes all 10: the multinomial sum over the outputs (x, x', other)."""
+    dpa = pytest.importorskip("dp_accounting")
+    from math import factorial
+
+    p_, q_, t = (0.625, 0.125, 0.25), (0.125, 0.625, 0.25), 10
+
+    def exact(steps):
+        tot = 0.0
+        for a in range(steps + 1):
+            for b in range(steps + 1 - a):
+                c = steps - a - b
+                m = factorial(steps) // (factorial(a) * factorial(b) * factorial(c))
+                tot += max(m * (p_[0] ** a * p_[1] ** b * p_[2] ** c - math.e * q_[0] ** a * q_[1] ** b * q_[2] ** c), 0)
+        return tot
+
+    ours = Accountant(REL.REPLACE_ONE).compose(E.RandomizedResponseDpEvent(0.5, 4), t).get_delta(1.0)
+    assert exact(t) <= ours <= exact(t) * (1 + 1e-9)
+    ref = dpa.pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE)
+    ref.compose(dpa.RandomizedResponseDpEvent(0.5, 4), t)
+    assert ref.get_delta(1.0) == pytest.approx(exact(1), rel=1e-3)  # theirs: one release's (0.285 < 0.940)
+
+
+def test_readme_pld_block_runs():
+    """README's "Use it from dp_accounting / Opacus" block for the PLD accountant runs and says what it
+    prints (skipped while the section has no such block)."""
+    import re
+    from pathlib import Path
+
+    dpa = pytest.importorskip("dp_accounting")
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = text.split("## Use it from dp_accounting / Opacus", 1)[1].split("\n## ", 1)[0]
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", section, re.S) if "pld.Accountant" in b]
+    if not blocks:
+        pytest.skip("README's section has no pld.Accountant block yet")
+    ns = {}
+    exec(compile(blocks[0], "README.md", "exec"), ns)
+    ref = dpa.pld.PLDAccountant()
+    ref.compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)), 1000))
+    ref.compose(dpa.LaplaceDpEvent(5.0))
+    assert abs(ns["pld_eps"] / ref.get_epsilon(1e-6) - 1) < 1e-3
+    assert ns["rr_delta"] == pytest.approx(0.9398144, rel=1e-6)
+    assert 1.9 < ns["pld_sigma"] < 2.1
