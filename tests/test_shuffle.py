@@ -432,3 +432,19 @@ def test_old_spellings_still_work_and_warn():
 def test_old_and_new_names_together_raise(call):
     with pytest.raises(ValueError, match="got both eps and epsilon"):
         call()
+
+
+def test_blanket_window_one_program_per_octave():
+    """Issue 25: the blanket's static window is a power of two (shuffle._blanket_concentration._bucket), so
+    moving eps0 from 2.0 to 2.3 at n = 10 000 (window 619 -> 545 values) compiles nothing; with eight sizes per
+    octave (640, 576) it compiled the kernel again (~10 s)."""
+    from _compiles import compilations
+
+    from amplify_jax import bounds
+
+    kw = dict(n=[10_000, 12_000, 14_000], dummies=10, delta=1e-6)
+    bounds.evaluate("shuffle.blanket", eps0=2.0, **kw)
+    with compilations() as got:
+        r = bounds.evaluate("shuffle.blanket", eps0=2.3, **{**kw, "n": [9_000, 10_000, 11_000], "delta": 1e-7})
+    assert len(got) == 0, got
+    assert np.all(np.asarray(r.epsilon) <= 2.3) and np.asarray(r.epsilon)[-1] < 2.3  # amplified at n = 11 000
