@@ -300,3 +300,19 @@ def test_readme_pld_block_runs():
     assert abs(ns["pld_eps"] / ref.get_epsilon(1e-6) - 1) < 1e-3
     assert ns["rr_delta"] == pytest.approx(0.9398144, rel=1e-6)
     assert 1.9 < ns["pld_sigma"] < 2.1
+
+
+@pytest.mark.slow  # compiles the replace pair's kernel for the accountant (~40 s on 2 shared cores)
+def test_replace_one_poisson_gaussian_is_the_replace_pair_at_half_sigma():
+    """REPLACE_ONE, Poisson-sampled Gaussian: the symmetric replace pair (WorGaussianLoss) at sigma / 2, the
+    front door's "wor-gaussian" at the same point, and above dp_accounting's shared-centre pair."""
+    dpa = pytest.importorskip("dp_accounting")
+    from amplify_jax import pld
+
+    ev = E.PoissonSampledDpEvent(0.05, E.GaussianDpEvent(2.0))
+    ours = Accountant(REL.REPLACE_ONE).compose(ev, 100).get_epsilon(1e-5)
+    door = float(pld.epsilon("wor-gaussian", sigma=1.0, q=0.05, steps=100, delta=1e-5).epsilon)
+    assert ours == pytest.approx(door, rel=1e-6)  # the same pair; the two paths round their grids apart
+    ref = dpa.pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE)
+    ref.compose(dpa.PoissonSampledDpEvent(0.05, dpa.GaussianDpEvent(2.0)), 100)
+    assert ours >= ref.get_epsilon(1e-5)
