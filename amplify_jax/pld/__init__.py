@@ -4,7 +4,8 @@ Layers (imports point down): ``_mechanisms`` (the losses of the mechanisms, as i
 ``_discretize`` (connect-the-dots, pessimistic; merged-and-rounded, optimistic) -> ``_compose`` (FFT
 composition, tails and round-off counted; delta and eps queries) -> ``_queries`` (batched kernels of one
 mechanism composed T times) -> ``_results`` (result tuples, parameter checks, the batch path) -> ``_dpsgd`` (DP-SGD's front doors), ``_api`` (any named mechanism) ->
-``_events`` (each event's pair, by neighbouring relation) -> ``_accountant`` (compositions of different
+``_mixture`` (the mixture-of-Gaussians pair and a revealed mixture of two pairs, the same contract as
+``_mechanisms``) and ``_events`` (each event's pair, by neighbouring relation) -> ``_accountant`` (compositions of different
 events: dp_accounting's ``PrivacyAccountant``, built on first use so that importing the package never imports
 dp_accounting).
 """

@@ -23,6 +23,13 @@ composition's largest loss (its pure-DP eps, ``_events.pure_cap``; finite withou
 eps at or above it, as it is for the Laplace mechanism.  Degenerate events: NoOp, Poisson sampling at rate 0,
 randomized response over one bucket or with a uniform output, an empty batch, a zero sensitivity cost
 nothing (eps 0, delta 0); zero noise (and NonPrivate) answers eps = inf, delta = 1.
+
+Where it answers differently from dp_accounting 0.6.0's ``PLDAccountant``: a ``RandomizedResponseDpEvent``
+composed ``count`` times is composed ``count`` times (dp_accounting composes it once, whatever the count:
+10 releases of 4-bucket randomized response at p = 0.5 give delta(1) = 0.940 here, 0.285 there); under
+REPLACE_ONE the Poisson-sampled Gaussian takes the replace pair of ``WorGaussianLoss`` (never below
+dp_accounting's); the truncated subsampled Gaussian takes the pair of ``_events``' coupling; and
+``value_discretization_interval`` is a step to reach, None (the default) the automatic grid.
 """
 
 from __future__ import annotations
