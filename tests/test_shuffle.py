@@ -448,3 +448,20 @@ def test_blanket_window_one_program_per_octave():
         r = bounds.evaluate("shuffle.blanket", eps0=2.3, **{**kw, "n": [9_000, 10_000, 11_000], "delta": 1e-7})
     assert len(got) == 0, got
     assert np.all(np.asarray(r.epsilon) <= 2.3) and np.asarray(r.epsilon)[-1] < 2.3  # amplified at n = 11 000
+
+
+def test_clones_delta_new_size_compiles_only_its_kernel():
+    """Issue 25: clones_delta hands NumPy arrays to its compiled kernel (jnp.asarray compiled a small program per
+    shape beside it): a new grid size compiles at most the kernel for that size, and new values nothing."""
+    from _compiles import compilations
+
+    from amplify_jax import bounds
+
+    bounds.evaluate("shuffle.clones-delta", epsilon=0.3, eps0=2.0, n=10_000)
+    with compilations() as got:
+        bounds.evaluate("shuffle.clones-delta", epsilon=[0.3, 0.4, 0.5], eps0=2.0, n=10_000)
+    assert len(got) <= 1, got
+    with compilations() as got:
+        r = bounds.evaluate("shuffle.clones-delta", epsilon=[0.2, 0.35, 0.6], eps0=2.0, n=11_000)
+    assert len(got) == 0, got
+    assert np.all(np.diff(np.asarray(r.delta)) < 0)

@@ -589,5 +589,5 @@ def clones_delta(epsilon, *, eps0, n, tail_sd=None) -> ClonesDelta:
     shape = _validate.broadcastable(epsilon=eps, eps0=eps0, n=n)
     eps, eps0, n = (np.broadcast_to(x, shape).astype(np.float64) for x in (eps, eps0, n))
     W, L, z_lo = _windows(eps0, n, np.array([1e-12]), tail_sd)
-    with x64_scope():
-        return _clones_delta_kernel(jnp.asarray(eps), jnp.asarray(eps0), jnp.asarray(n), W=W, L=L, z_lo=z_lo)
+    # numpy arrays go straight to the compiled kernel (jnp.asarray compiled a small program per shape: issue 25)
+    return _clones_delta_kernel(eps, eps0, n, W=W, L=L, z_lo=z_lo)
