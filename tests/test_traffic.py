@@ -515,7 +515,7 @@ def test_one_cap_for_fewest_dummies_whatever_the_front_door():
     cap (traffic DUMMIES_CAP, 1000; they stopped at 1e5 and 1e3) and say so: a target no d up to it meets is
     INFEASIBLE at the cap from both, with a warning naming it.  Likewise one cap for n (N_CAP)."""
     from amplify_jax import bounds
-    from amplify_jax.traffic._common import DUMMIES_CAP, N_CAP
+    from amplify_jax.traffic import DUMMIES_CAP, N_CAP
 
     assert DUMMIES_CAP == 1000 and bounds.get("traffic.scrambler").param("dummies").search_range() == (0.0, 1000.0)
     assert bounds.get("traffic.scrambler").param("n").search_range() == (2.0, float(N_CAP))

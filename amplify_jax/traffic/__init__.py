@@ -26,7 +26,9 @@ What is implemented, by the paper's numbering, and which private file holds it:
 * Sec. IV-C, IV-D, V-B -- deployment inversions (``_deployment.py``): :func:`fewest_dummies`,
   :func:`smallest_sampling`, :func:`messages_per_scrambler` (results :class:`DummiesDeployment`,
   :class:`SamplingDeployment`, :class:`ScramblerSizeDeployment`, named after their answer; base
-  :class:`Deployment`).
+  :class:`Deployment`).  One cap per question whatever the front door (issue 27): :data:`DUMMIES_CAP` (1000
+  dummies) and :data:`N_CAP` (10 000 messages per scrambler), also the search ranges ``bounds.invert`` uses
+  for ``traffic.scrambler``; an answer stopped at a cap is INFEASIBLE, with a warning naming it.
 * App. D -- the empirical simulation behind Figure 6 (``_simulation.py``): :func:`simulate_scrambler_outputs`.
 * ``_common.py``: helpers the sections share; ``_bounds.py``: the family's bounds, declared for the registry.
 
@@ -94,6 +96,8 @@ from ._deployment import ScramblerSizeDeployment as ScramblerSizeDeployment
 from ._deployment import fewest_dummies as fewest_dummies
 from ._deployment import messages_per_scrambler as messages_per_scrambler
 from ._deployment import smallest_sampling as smallest_sampling
+from ._common import DUMMIES_CAP as DUMMIES_CAP
+from ._common import N_CAP as N_CAP
 from ._simulation import OutputSimulation as OutputSimulation
 from ._simulation import simulate_scrambler_outputs as simulate_scrambler_outputs
 
@@ -124,6 +128,8 @@ __all__ = [
     "fewest_dummies",
     "smallest_sampling",
     "messages_per_scrambler",
+    "DUMMIES_CAP",
+    "N_CAP",
     "simulate_scrambler_outputs",
     "OutputSimulation",
 ]
