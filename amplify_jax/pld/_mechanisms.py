@@ -25,8 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["GaussianLoss", "LaplaceLoss", "WorGaussianLoss", "DiscreteLoss", "REMOVE", "ADD", "RELATIONS",
-           "Z_TAIL"]
+__all__ = ["GaussianLoss", "LaplaceLoss", "WorGaussianLoss", "DiscreteLoss", "Intervals", "REMOVE", "ADD",
+           "RELATIONS", "Z_TAIL"]
 
 REMOVE = "remove"
 ADD = "add"
@@ -43,6 +43,24 @@ _CDF_ULPS = 8.0 * _EPS
 
 
 _HALF_SQRT2 = 0.5 * float(np.sqrt(2.0))
+class Intervals(tuple):
+    """What a mechanism's ``intervals(params, losses)`` gives for the N sorted cuts l_0 < ... < l_{N-1}:
+    (pm, qm, pe, qe, above, below).  pm, qm: the P- and Q-masses of the N + 1 loss intervals (-inf, l_0],
+    (l_0, l_1], ..., (l_{N-1}, +inf] (+inf included), pe, qe absolute bounds on their errors; above =
+    (P(L > l_j), its error bound), below = (Q(L < l_j), its error bound), each (N,), computed at the cut
+    itself rather than summed from the masses (so their error bounds do not add up the N intervals' bounds:
+    ``_discretize`` builds the pessimistic masses from these tail sums).  ``below`` may be None."""
+
+    __slots__ = ()
+
+    def __new__(cls, pm, qm, pe, qe, above, below=None):
+        return tuple.__new__(cls, (pm, qm, pe, qe, above, below))
+
+    masses = property(lambda self: self[:4])
+    above = property(lambda self: self[4])
+    below = property(lambda self: self[5])
+
+
 def _materialised(x):
     """x itself (the same values), read through an identity gather: XLA copies a chain of cheap elementwise
     operations into every consumer of its result (the discretisation reads the Gaussian interval masses in
@@ -87,7 +105,12 @@ def _gauss_interval(z):
     mid = jnp.maximum(1.0 - va - vb, 0.0)
     mass = jnp.where(side, tail, mid)
     err = r[:-1] + r[1:] + _EPS * jnp.where(side, tail, 1.0)
-    return mass, jnp.where(side, err, jnp.maximum(err, 4.0 * _CDF_ULPS))
+    # at each cut: P(Z > z) and P(Z < z), each from the side where it is v itself (relative accuracy in the
+    # tails), the other as 1 - v (one more rounding)
+    ve, re, right = v[1:-1], r[1:-1], z > 0.0
+    sf, cdf = jnp.where(right, ve, 1.0 - ve), jnp.where(right, 1.0 - ve, ve)
+    sf_err, cdf_err = re + jnp.where(right, 0.0, _EPS), re + jnp.where(right, _EPS, 0.0)
+    return mass, jnp.where(side, err, jnp.maximum(err, 4.0 * _CDF_ULPS)), sf, sf_err, cdf, cdf_err
 
 
 def _laplace_interval(z):
@@ -110,26 +133,32 @@ def _laplace_interval(z):
     side = upper | lower
     mass = jnp.where(side, tail, jnp.maximum(mid, 0.0))
     err = jnp.where(side, _CDF_ULPS * (e_big + e_small), 4.0 * _CDF_ULPS)
-    return mass, err
+    # at each cut: P(Z > z) and P(Z < z), e^{-|z|} / 2 on its own side, 1 - that on the other
+    he, right = 0.5 * ey[1:-1], z > 0.0
+    sf, cdf = jnp.where(right, he, 1.0 - he), jnp.where(right, 1.0 - he, he)
+    sf_err = _CDF_ULPS * he + jnp.where(right, 0.0, _EPS)
+    cdf_err = _CDF_ULPS * he + jnp.where(right, _EPS, 0.0)
+    return mass, err, sf, sf_err, cdf, cdf_err
 
 
 def _mixture_intervals(edges, comps, kind, cache=None):
     """Masses of the N + 1 x-intervals cut by sorted ``edges`` (N,) under a mixture ``comps`` of
-    (weight, location, scale) components of ``kind`` ("gauss" or "laplace"): (mass, err), each (N + 1,).
-    ``cache`` (a dict) shares one component's interval masses between the calls on the same edges (the
-    P- and Q-laws of a subsampled mechanism have the component D(0, s) in common)."""
+    (weight, location, scale) components of ``kind`` ("gauss" or "laplace"): (mass, err), each (N + 1,),
+    then at each edge (N,) the mixture's P(X > edge) and P(X < edge) with their error bounds (sf, sf_err,
+    cdf, cdf_err: the tail sums of the masses, computed from the edge alone, so that their error does not
+    add up the intervals' errors).  ``cache`` (a dict) shares one component's values between the calls on
+    the same edges (the P- and Q-laws of a subsampled mechanism have the component D(0, s) in common)."""
     interval = _gauss_interval if kind == "gauss" else _laplace_interval
     cache = {} if cache is None else cache
-    mass = 0.0
-    err = 0.0
+    out = [0.0] * 6
     for w, loc, scale in comps:
         key = (loc, id(scale))
         if key not in cache:
             cache[key] = interval((edges - loc) / scale)
-        m, e = cache[key]
-        mass = mass + w * m
-        err = err + w * e
-    return mass, err + _EPS * mass
+        out = [o + w * c for o, c in zip(out, cache[key])]
+    mass, err, sf, sf_err, cdf, cdf_err = out
+    # the weighted sums' rounding: a product and an addition per component (at most two here)
+    return mass, err + _EPS * mass, sf, sf_err + 2.0 * _EPS * sf, cdf, cdf_err + 2.0 * _EPS * cdf
 
 
 class _Subsampled:
@@ -216,7 +245,8 @@ class _Subsampled:
         return jnp.sort(loss)
 
     def intervals(self, params, losses):
-        """P- and Q-masses (and error bounds) of the N + 1 loss intervals cut by ``losses`` (sorted)."""
+        """P- and Q-masses (and error bounds) of the N + 1 loss intervals cut by ``losses`` (sorted), and the
+        tails at the cuts (``Intervals``)."""
         s, q = params
         g_lo, g_hi = self._g_range(s)
         g = self._g_of_loss(losses, q)
@@ -238,17 +268,20 @@ class _Subsampled:
         p_comps, q_comps = self._comps(s, q)
         shared = {}  # D(0, s), in both laws: its interval masses once
         if self.relation == REMOVE:  # loss increasing in x: (l_{j-1}, l_j] <-> (x_{j-1}, x_j]
-            pm, pe = _mixture_intervals(x, p_comps, self.kind, shared)
-            qm, qe = _mixture_intervals(x, q_comps, self.kind, shared)
+            pm, pe, p_sf, p_sfe, _, _ = _mixture_intervals(x, p_comps, self.kind, shared)
+            qm, qe, _, _, q_cdf, q_cdfe = _mixture_intervals(x, q_comps, self.kind, shared)
+            above, below = (p_sf, p_sfe), (q_cdf, q_cdfe)  # {L > l_j} = {x > x_j}, {L < l_j} = {x < x_j}
         else:  # decreasing: (l_{j-1}, l_j] <-> [x_j, x_{j-1}): the x-intervals in reverse order
             xr = x[::-1]
-            pm, pe = (v[::-1] for v in _mixture_intervals(xr, p_comps, self.kind, shared))
-            qm, qe = (v[::-1] for v in _mixture_intervals(xr, q_comps, self.kind, shared))
+            rp = [v[::-1] for v in _mixture_intervals(xr, p_comps, self.kind, shared)]
+            rq = [v[::-1] for v in _mixture_intervals(xr, q_comps, self.kind, shared)]
+            (pm, pe), (qm, qe) = rp[:2], rq[:2]
+            above, below = (rp[4], rp[5]), (rq[2], rq[3])  # {L > l_j} = {x < x_j}, {L < l_j} = {x > x_j}
         if self.kind == "gauss":  # stored once (``_materialised``)
-            return tuple(_materialised(v) for v in (pm, qm, pe, qe))
+            pm, qm, pe, qe = (_materialised(v) for v in (pm, qm, pe, qe))
         # the Laplace masses (no erf: cheap to recompute) stay fused into the discretisation: stored, they
         # rounded differently there (contracted multiply-adds, ~1e-17) and moved eps by up to 1e-9 relative
-        return pm, qm, pe, qe
+        return Intervals(pm, qm, pe, qe, above, below)
 
 
 class GaussianLoss(_Subsampled):
@@ -389,10 +422,13 @@ class WorGaussianLoss:
         bound is 0 too (the discretisation multiplies a Q-error by e^l / h, which at the grid's top made
         spurious mass there)."""
         shared = {}  # N0, in both laws: its interval masses once
-        mm, me = (v[1:] for v in _mixture_intervals(edges, mixture, "gauss", shared))
-        pm, pe = (v[1:] for v in _mixture_intervals(edges, plain, "gauss", shared))
+        mix = _mixture_intervals(edges, mixture, "gauss", shared)
+        pla = _mixture_intervals(edges, plain, "gauss", shared)
+        (mm, me), (pm, pe) = (v[1:] for v in mix[:2]), (v[1:] for v in pla[:2])
         empty = jnp.concatenate([edges[1:] == edges[:-1], jnp.array([False])])
-        return mm, jnp.where(empty, 0.0, me), pm, jnp.where(empty, 0.0, pe)
+        masses = (mm, jnp.where(empty, 0.0, me), pm, jnp.where(empty, 0.0, pe))
+        # M(x > e_j) and N0(x > e_j) at the cuts e_1 .. e_N, with their error bounds
+        return masses, (mix[2][1:], mix[3][1:], pla[2][1:], pla[3][1:])
 
     def intervals(self, params, losses):
         """P*- and Q*-masses (and error bounds) of the N + 1 loss intervals cut by ``losses`` (sorted)."""
@@ -404,18 +440,24 @@ class WorGaussianLoss:
         # copy A: loss l(x), increasing in x > 1/2: (l_{j-1}, l_j] <-> (x_{j-1}, x_j], cut also at x = 1/2,
         # whose lower interval (x <= 1/2, not in the copy) is dropped
         xa = jnp.concatenate([half, self._x_of(losses, s, q)])
-        am, ae, bm, be = self._copy(xa, mixture, plain)
+        (am, ae, bm, be), (m_sf_a, m_sfe_a, _, _) = self._copy(xa, mixture, plain)
         # copy B: loss -l(x), decreasing in x: (l_{j-1}, l_j] <-> [y_j, y_{j-1}) with y_j = x(-l_j), y_{-1} =
         # +inf and y_N = 1/2: the x-intervals cut by (1/2, y_{N-1}, ..., y_0) in reverse order
         xb = jnp.concatenate([half, self._x_of(-losses, s, q)[::-1]])
-        cm, ce, dm, de = (v[::-1] for v in self._copy(xb, mixture, plain))
+        masses_b, tails_b = self._copy(xb, mixture, plain)
+        cm, ce, dm, de = (v[::-1] for v in masses_b)
+        n_sf_b, n_sfe_b = tails_b[2][::-1], tails_b[3][::-1]  # N0(x > y_j)
+        # P*(L > l_j): for l_j >= 0 copy A's part beyond x(l_j), M(x > x(l_j)); for l_j < 0 all but copy B's
+        # part with loss <= l_j, 1 - N0(x >= y_j) (the pair's total is 1: c is defined so)
+        neg = losses < 0.0
+        above = (jnp.where(neg, 1.0 - n_sf_b, m_sf_a), jnp.where(neg, n_sfe_b + _EPS, m_sfe_a))
         # the atom at loss 0: in the interval (l_{j-1}, l_j] with l_{j-1} < 0 <= l_j, j = #{l < 0}
         c = self._atom(s, q)
         at = jnp.where(jnp.arange(n + 1) == jnp.sum(losses < 0.0), c, 0.0)
         pm = am + dm + at  # P*: M on copy A, N0 on copy B
         qm = bm + cm + at  # Q*: N0 on copy A, M on copy B
         err = _CDF_ULPS * at
-        return tuple(_materialised(v) for v in (pm, qm, ae + de + err, be + ce + err))
+        return Intervals(*(_materialised(v) for v in (pm, qm, ae + de + err, be + ce + err)), above)
 
 
 class DiscreteLoss:
@@ -468,4 +510,9 @@ class DiscreteLoss:
         w_q = jnp.where(jnp.isneginf(loss), q, q)
         pm = jnp.zeros(n + 1).at[idx].add(w_p)
         qm = jnp.zeros(n + 1).at[idx].add(jnp.where(jnp.isneginf(loss), 0.0, w_q))
-        return pm, qm, 4.0 * _EPS * pm, 4.0 * _EPS * qm
+        # P(L > l_j): the outputs sorted by loss, their P-masses summed from the top (K terms), read at the
+        # number of outputs with loss <= l_j
+        order = jnp.argsort(loss)
+        suffix = jnp.concatenate([jnp.cumsum(w_p[order][::-1])[::-1], jnp.zeros(1)])
+        above = suffix[jnp.searchsorted(loss[order], losses, side="right")]
+        return Intervals(pm, qm, 4.0 * _EPS * pm, 4.0 * _EPS * qm, (above, self.size * _EPS * above))

@@ -1,0 +1,154 @@
+"""PLD discretisation: the tails the pessimistic masses are built from, and a finer grid is never looser.
+
+Issue 26 item 2: at sigma 6.30, q 4.66e-3, 187 257 steps, delta 6.3e-6 the upper eps grew with the grid (1.2594
+automatic, 1.2668 at 2^20, 1.3764 at 2^22): each pessimistic mass was raised by its interval's error bound, about
+the CDF's rounding at the interval's edges over the step h, so their sum grew like N^2 (composed total mass 1.1
+at 2^20).  The masses are now built from their tail sums (``_discretize._assemble``), where one interval's bound
+enters each.  References: mpmath for the tails at the cuts (far in both tails), NumPy reverse sums of the
+interval masses, and the answers' own monotonicity in the grid size.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from amplify_jax import pld
+from amplify_jax.numerics import x64_scope
+from amplify_jax.pld import _discretize, _mechanisms
+from amplify_jax.pld._queries import eps_batch
+
+mp = pytest.importorskip("mpmath")
+
+
+@pytest.fixture
+def float64():
+    """These tests call the private kernels directly, outside the front doors' float64 scope."""
+    with x64_scope():
+        yield
+
+
+def _p_above_mp(mech, s, q, loss):
+    """P(L > loss) under the mechanism's P-law, by mpmath (50 digits): the output x where the loss crosses
+    ``loss``, then the mixture's Gaussian tail beyond it (remove: x above; add: x below)."""
+    mp.mp.dps = 50
+    s, q, loss = mp.mpf(s), mp.mpf(q), mp.mpf(loss)
+    v = loss if mech.relation == "remove" else -loss
+    arg = mp.expm1(v) / q
+    if arg <= -1:  # below the loss range: the whole line is above (remove) or below (add) the cut
+        return mp.mpf(1) if mech.relation == "remove" else mp.mpf(0)
+    x = s * s * mp.log1p(arg) + mp.mpf(1) / 2
+    sf = lambda loc: mp.ncdf(-(x - loc) / s)  # noqa: E731  P(N(loc, s^2) > x)
+    cdf = lambda loc: mp.ncdf((x - loc) / s)  # noqa: E731
+    if mech.relation == "remove":  # P = (1 - q) N(0) + q N(1), loss increasing in x
+        return (1 - q) * sf(0) + q * sf(1)
+    return cdf(0)  # add: P = N(0), loss decreasing in x
+
+
+@pytest.mark.usefixtures("float64")
+@pytest.mark.parametrize("relation", ["remove", "add"])
+@pytest.mark.parametrize("s, q", [(0.8, 0.01), (5.0, 0.3), (1.0, 1.0)])
+def test_gaussian_tails_at_the_cuts_against_mpmath(relation, s, q):
+    """P(L > l_j) at the cuts, deep in both tails (values down to ~1e-200): within the error bound given with
+    it, and that bound a few ulps of the value (relative accuracy in the tails, not the CDF's near 1).  The
+    reference is at the exact output x(l_j); the kernel's x carries the float64 rounding of the loss's
+    inverse (shared with the interval masses, so no mass is lost between them), worth up to (x / s)^2 ulps
+    of the tail: 1e-12 relative is allowed for it."""
+    mech = _mechanisms.GaussianLoss(relation)
+    params = (jnp.float64(s), jnp.float64(q))
+    lmin, lmax = (float(v) for v in mech.loss_range(params))
+    cuts = np.linspace(lmin + 1e-9 * abs(lmin), lmax, 41)
+    iv = mech.intervals(params, jnp.asarray(cuts))
+    above, err = (np.asarray(v) for v in iv.above)
+    for c, a, e in zip(cuts, above, err):
+        ref = _p_above_mp(mech, s, q, c)
+        assert abs(mp.mpf(float(a)) - ref) <= mp.mpf(float(e)) + 1e-12 * ref, (c, a, float(ref), e)
+        assert e <= 1e-13 * max(a, 1e-300) + 1e-15 * min(a, 1 - a + 1e-300) + 1e-300, (c, a, e)
+
+
+@pytest.mark.usefixtures("float64")
+@pytest.mark.parametrize("mech, params", [
+    (_mechanisms.GaussianLoss("remove"), (0.9, 0.05)),
+    (_mechanisms.GaussianLoss("add"), (0.9, 0.05)),
+    (_mechanisms.LaplaceLoss("remove"), (1.3, 0.2)),
+    (_mechanisms.LaplaceLoss("add"), (1.3, 1.0)),
+    (_mechanisms.WorGaussianLoss(), (0.9, 0.05)),
+    (_mechanisms.DiscreteLoss(3), (np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5]))),
+])
+def test_tails_are_the_masses_summed_from_the_top(mech, params):
+    """Every mechanism's P(L > l_j) is the sum of its interval masses above the cut (up to both bounds)."""
+    params = tuple(jnp.asarray(p, dtype=jnp.float64) for p in params)
+    lmin, lmax = (float(v) for v in mech.loss_range(params))
+    cuts = jnp.asarray(np.linspace(lmin - 0.1, lmax + 0.1, 257))
+    iv = mech.intervals(params, cuts)
+    pm, _, pe, _ = (np.asarray(v, dtype=np.float64) for v in iv.masses)
+    above, err = (np.asarray(v) for v in iv.above)
+    summed = np.cumsum(pm[::-1])[::-1][1:]  # intervals j + 1 .. N (the last one holds +inf)
+    slack = np.cumsum(pe[::-1])[::-1][1:] + err + 1e-14 * summed
+    assert np.all(np.abs(above - summed) <= slack)
+    assert np.all(np.diff(above) <= 0) and above[0] <= 1.0 and above[-1] >= 0.0
+
+
+@pytest.mark.usefixtures("float64")
+def test_pessimistic_mass_stays_one_on_fine_grids():
+    """The cause of issue 26's drift: one step's pessimistic total mass (grid + inf) was 1 + O(N^2 eps); now it
+    is 1 within a few ulps at every grid size, and every tail sum still bounds the optimistic one's."""
+    mech = _mechanisms.GaussianLoss("remove")
+    params = (jnp.float64(6.30), jnp.float64(4.66e-3))
+    lmin, lmax = mech.loss_range(params)
+    for n in (2**12, 2**16, 2**20):
+        h = (lmax - lmin) / (n - 2)
+        d_r, d_a = _discretize.discretize_mirrored(mech, params, lmax, h, n)
+        for d in (d_r, d_a):
+            total = float(jnp.sum(d.pess) + d.inf)
+            assert 1.0 <= total <= 1.0 + 1e-12, (n, total)
+            tail_p = np.cumsum(np.asarray(d.pess)[::-1])[::-1]
+            tail_o = np.cumsum(np.asarray(d.opt)[::-1])[::-1]
+            assert np.all(tail_p + float(d.inf) >= tail_o * (1 - 1e-12) - 1e-290)  # subnormals aside
+
+
+POINTS = st.tuples(st.floats(0.5, 40.0), st.floats(1e-4, 1.0), st.integers(1, 200_000), st.floats(-9.0, -3.0))
+GRIDS = (2**10, 2**12, 2**14)
+
+
+@settings(max_examples=4, deadline=None)
+@given(pts=st.lists(POINTS, min_size=4, max_size=4))
+def test_finer_grid_never_looser(pts):
+    """A grid four times finer never gives a larger upper eps at the same point (issue 26 item 2): the upper
+    value before the FFT round-off term is added (``eps_batch``'s third value), delta 1e-9 to 1e-3.  The
+    grids are not nested (each step is aligned to its own window), so two grids' connect-the-dots values may
+    cross by O(h^2): 1e-5 relative is allowed (measured: 3e-7 at sigma 0.5, q 0.5, one step, delta 1e-9; 1.0e-6
+    at sigma 0.5, q 1e-4, one step, delta 1e-9).
+    Before the tail sums, a grid 4x finer added up to 0.35% (sigma 1, q 0.01, 10 000 steps, 2^20 -> 2^22) and
+    8% (the issue's point); ``test_pessimistic_mass_stays_one_on_fine_grids`` checks that cause at 2^20.
+    The answer itself adds the round-off term, which can grow with the grid: see the xfail below.  Four
+    points per call: one compiled program per grid size."""
+    s, q, t, ld = (np.array(v, dtype=np.float64) for v in zip(*pts))
+    with x64_scope():
+        e = [np.asarray(eps_batch(s, q, t, 10.0**ld, "gaussian", n)[2]) for n in GRIDS]
+    for coarse, fine in zip(e, e[1:]):
+        ok = ~np.isfinite(coarse) | (fine <= coarse * (1 + 1e-5))
+        assert np.all(ok), (pts, coarse, fine)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26 item 2, left: the FFT round-off term grows with the grid (its "
+                   "c ~ sqrt(log2 n) and, for few steps, a spectrum that does not decay); where it dominates (small "
+                   "delta, few steps) it outweighs connect-the-dots' gain")
+def test_finer_grid_never_looser_with_the_round_off_term():
+    """The answers themselves.  sigma 0.956, q 1.07e-3, one step, delta 1.16e-11: 0.37890 (2^10), 0.37958
+    (2^12), 0.38026 (2^14); without the round-off term 0.377693, 0.377659, 0.377662.  Also sigma 0.5, q 1e-4,
+    100 steps, delta 1e-9: 2.7664, 2.7674, 2.7684 (without it 2.76311, 2.76289, 2.76286) (2026-11-27)."""
+    kw = dict(sigma=0.9560463537738306, q=0.0010745149838163033, steps=1, delta=1.1559712803875217e-11)
+    e = [float(pld.dpsgd_epsilon(**kw, grid_size=n).epsilon) for n in GRIDS]
+    assert e[1] <= e[0] * (1 + 1e-6) and e[2] <= e[1] * (1 + 1e-6), e
+
+
+@pytest.mark.slow
+def test_the_issue_point_no_longer_grows_with_the_grid():
+    """sigma 6.30, q 4.66e-3, 187 257 steps, delta 6.3e-6: 2^16 to 2^20 (issue 26 measured 1.2668 at 2^20 and
+    1.3764 at 2^22, the automatic grid 1.2594; now 1.26170, 1.26087, 1.26082)."""
+    kw = dict(sigma=6.30, q=4.66e-3, steps=187257, delta=6.3e-6)
+    e = [float(pld.dpsgd_epsilon(**kw, grid_size=n).epsilon) for n in (2**16, 2**18, 2**20)]
+    assert e[0] >= e[1] >= e[2], e
+    lower = float(pld.dpsgd_epsilon(**kw, grid_size=2**20).epsilon_lower)
+    assert e[2] - lower < 0.01 * lower, (e, lower)
