@@ -15,7 +15,7 @@ What stands in for what here:
   (Bayes) classifier gets 95.9% of the test points.
 * the paper's CNN -> a linear softmax classifier (multinomial logistic regression, 650 parameters), plain SGD.
 * the unstated delta0 and delta -> delta0 = 1e-6 and delta = 1e-5 (< 1/n), chosen after the fact: the pair of
-  round values with which the library reproduces the 0.67 of the large run (below; other pairs give other
+  round values with which the library is consistent with the 0.67 of the large run (below; other pairs give other
   values, table in figures/README.md).  The local noise std is sigma * 2C, sigma the least noise
   multiplier for which the Gaussian mechanism is (eps0, delta0)-DP by Balle & Wang 2018, Thm 8 (the analytic
   Gaussian, ``amplify_jax.internal.analytic_gaussian_log_delta``, inverted by ``amplify_jax.invert_monotone``).
