@@ -1038,3 +1038,18 @@ def test_registered_bounds_compile_nothing_for_new_values():
         bounds.evaluate("secrdp.step", **ex, sigma_unc=1.0, sigma_cor=np.linspace(0.5, 4.0, 40), delta=1e-5,
                         adversary="curious")
     assert len(got) <= 1, got
+
+
+def test_accountant_pairs_padded_to_a_power_of_two():
+    """Issue 25: the eigen path pads its (sigma_unc, sigma_cor) pairs to a power of two (at least 8; rows are
+    independent, values bit-identical), so a direct call with 1 and then 5 noise pairs compiles nothing new (it
+    compiled the kernel per number of pairs, and small conversion programs per shape)."""
+    from _compiles import compilations
+
+    g = nx.cycle_graph(16)
+    S.epsilon(g, sigma_unc=1.0, sigma_cor=2.0, clip=1.0, steps=100, delta=1e-5, adversary="curious")
+    with compilations() as got:
+        e = S.epsilon(g, sigma_unc=1.0, sigma_cor=[1.0, 2.0, 3.0, 4.0, 5.0], clip=1.0, steps=100, delta=1e-5,
+                      adversary="curious")
+    assert len(got) == 0, got
+    assert np.all(np.diff(np.asarray(e)) < 0)

@@ -92,8 +92,12 @@ def _eig_path(g: SecGraph, su2, sc2):
         w = _dev(vec * vec)
         lj = _dev(lam)
         step = max(1, _PAIR_CHUNK // g.n)
-        out = [np.asarray(_eig_diag_max(w, lj, _dev(su2[i : i + step]), _dev(sc2[i : i + step])))
-               for i in range(0, su2.size, step)]
+        out = []
+        for i in range(0, su2.size, step):
+            a, b = su2[i : i + step], sc2[i : i + step]
+            m = max(8, 1 << (a.size - 1).bit_length())  # pairs padded to a power of two: one program per size
+            pad = lambda x: np.concatenate([x, np.full(m - x.size, x[0])])  # noqa: E731  (rows are independent)
+            out.append(np.asarray(_eig_diag_max(w, lj, _dev(pad(a)), _dev(pad(b))))[: a.size])
     return np.concatenate(out)
 
 
