@@ -121,7 +121,8 @@ def _assemble(losses, masses, h, n, above, ls=None):
     inf = jnp.minimum(pm[n] + pe[n], 1.0)
     s_hi = (p_above[1:] + p_above_err[1:] + to_hi) * (1.0 + 4.0 * _EPS)
     s_hi = jnp.minimum(s_hi, 1.0)  # a tail sum of a probability is at most 1
-    tails = jax.lax.cummax(jnp.concatenate([jnp.ones(1), s_hi, inf[None]]), reverse=True)
+    # (a reverse running max; associative_scan: lax.cummax lowers to a reduce_window on CPU, 4x slower here)
+    tails = jax.lax.associative_scan(jnp.maximum, jnp.concatenate([jnp.ones(1), s_hi, inf[None]]), reverse=True)
     # the differences of neighbours (exact where within a factor 2, else within half an ulp of the mass):
     # the 4 ulps added keep every tail sum of the rounded masses above the tail's bound
     pess = (tails[:-1] - tails[1:]) * (1.0 + 4.0 * _EPS)
