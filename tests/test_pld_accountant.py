@@ -316,3 +316,21 @@ def test_replace_one_poisson_gaussian_is_the_replace_pair_at_half_sigma():
     ref = dpa.pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE)
     ref.compose(dpa.PoissonSampledDpEvent(0.05, dpa.GaussianDpEvent(2.0)), 100)
     assert ours >= ref.get_epsilon(1e-5)
+
+
+def test_shapes_array_queries_broadcast_array_events_are_refused_with_the_way_out():
+    """Issue 28 item 4, the PLD side: ``epsilon`` / ``delta`` take a 1-D array of query values (one compiled
+    call, the same values as one at a time up to the composition's window, chosen for the call's smallest
+    delta); an event whose parameter is an array (a grid of noise
+    multipliers) is not one event: UnsupportedEventError (a ValueError) naming the broadcasting front doors."""
+    acc = Accountant().compose(E.PoissonSampledDpEvent(0.01, E.GaussianDpEvent(1.0)), 300)
+    d = np.array([1e-5, 1e-6, 1e-7])
+    both = acc.epsilon(d).epsilon
+    assert both.shape == (3,) and np.all(np.diff(both) > 0)
+    # the same grid up to the window, chosen for the call's smallest delta: equal to ~1e-6 (measured 5e-7)
+    assert both[1] == pytest.approx(acc.get_epsilon(1e-6), rel=1e-5)
+    grid = E.PoissonSampledDpEvent(0.01, E.GaussianDpEvent(np.array([0.8, 1.0, 2.0])))
+    fresh = Accountant()
+    assert not fresh.supports(grid)
+    with pytest.raises(ValueError, match="rdp.Accountant"):
+        fresh.compose(grid, 10)

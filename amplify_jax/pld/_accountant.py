@@ -245,6 +245,17 @@ class _Core:
 
     def _maybe_compose(self, event, count, do_compose):
         r = E.walk(event, self._relation)
+        try:
+            if r is None:
+                E.walk(event, self._relation, 1, 1.0, [])  # reads the parameters as numbers (a dry run)
+        except ValueError:  # a parameter out of its range: compose raises it, naming the parameter
+            pass
+        except TypeError as exc:  # float() of an array parameter: a grid of events is not one event here
+            if "0-dimensional" not in str(exc) and "length-1" not in str(exc):
+                raise
+            r = (event, "the PLD accountant composes events with scalar parameters; for a grid of noise "
+                        "multipliers or rates use amplify_jax.pld.dpsgd_epsilon / pld.epsilon (they broadcast), or "
+                        "amplify_jax.rdp.Accountant (array parameters)")
         if r is not None:
             return self._EventError(invalid_event=r[0], error_message=r[1])
         if do_compose:
