@@ -414,25 +414,6 @@ def _gaussian_structure(event):
     return event
 
 
-class _Error:
-    """dp_accounting's CompositionErrorDetails where it is not installed."""
-
-    def __init__(self, invalid_event, error_message):
-        self.invalid_event, self.error_message = invalid_event, error_message
-
-    def __repr__(self):
-        return f"CompositionErrorDetails(invalid_event={self.invalid_event!r}, error_message={self.error_message!r})"
-
-
-def _same(a, b) -> bool:
-    if a is b:
-        return True
-    try:
-        return bool(a == b)
-    except (ValueError, TypeError):  # events holding arrays: equal only when the same object
-        return False
-
-
 class _Core:
     """The accountant's behaviour; :func:`_build` adds dp_accounting's ``PrivacyAccountant`` where installed.
 
@@ -446,7 +427,7 @@ class _Core:
     Others raise ``UnsupportedEventError``; bad parameters raise ValueError naming them.
     """
 
-    _EventError = _Error
+    _EventError = dp_events.CompositionErrorDetails
 
     def __init__(self, orders=None, neighboring_relation=None, *, _base_init=None):
         from . import rdp
@@ -504,7 +485,7 @@ class _Core:
             return
         if kind == "SelfComposed":
             return self._record(event.event, count * int(event.count))
-        if self._events and _same(self._events[-1][0], event):
+        if self._events and dp_events.same_event(self._events[-1][0], event):
             self._events[-1] = (event, self._events[-1][1] + count)
         else:
             self._events.append((event, count))

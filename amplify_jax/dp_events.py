@@ -16,6 +16,8 @@ from dataclasses import dataclass
 __all__ = [
     "NeighboringRelation",
     "UnsupportedEventError",
+    "CompositionErrorDetails",
+    "same_event",
     "DpEvent",
     "NoOpDpEvent",
     "NonPrivateDpEvent",
@@ -174,3 +176,25 @@ class TruncatedSubsampledGaussianDpEvent(DpEvent):
     sampling_probability: float
     truncated_batch_size: int
     noise_multiplier: float
+
+
+class CompositionErrorDetails:
+    """Why an event cannot be composed (dp_accounting's ``CompositionErrorDetails`` where it is not
+    installed): the offending sub-event and a message.  Returned by the accountants' ``_maybe_compose``."""
+
+    def __init__(self, invalid_event, error_message):
+        self.invalid_event, self.error_message = invalid_event, error_message
+
+    def __repr__(self):
+        return f"CompositionErrorDetails(invalid_event={self.invalid_event!r}, error_message={self.error_message!r})"
+
+
+def same_event(a, b) -> bool:
+    """Whether two events are equal (the accountants' ledgers merge a repeated event into one count); events
+    holding arrays compare equal only when they are the same object."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return False

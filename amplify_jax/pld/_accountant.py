@@ -177,25 +177,6 @@ def _relation_name(rel) -> str:
     return name
 
 
-class _Error:
-    """dp_accounting's CompositionErrorDetails where it is not installed."""
-
-    def __init__(self, invalid_event, error_message):
-        self.invalid_event, self.error_message = invalid_event, error_message
-
-    def __repr__(self):
-        return f"CompositionErrorDetails(invalid_event={self.invalid_event!r}, error_message={self.error_message!r})"
-
-
-def _same(a, b) -> bool:
-    if a is b:
-        return True
-    try:
-        return bool(a == b)
-    except (ValueError, TypeError):
-        return False
-
-
 class _Core:
     """A PLD accountant for compositions of different events (dp_accounting's ``PLDAccountant`` interface:
     ``compose``, ``get_epsilon``, ``get_delta``, ``supports``, ``ledger``, ``neighboring_relation``), plus
@@ -212,7 +193,7 @@ class _Core:
     ``UnsupportedEventError``, bad parameters ValueError naming them (nothing is recorded then).
     """
 
-    _EventError = _Error
+    _EventError = dp_events.CompositionErrorDetails
 
     def __init__(self, neighboring_relation=None, value_discretization_interval=None, *, grid_size=None,
                  _base_init=None):
@@ -287,7 +268,7 @@ class _Core:
             return
         if kind == "SelfComposed":
             return self._record(event.event, count * int(event.count))
-        if self._events and _same(self._events[-1][0], event):
+        if self._events and dp_events.same_event(self._events[-1][0], event):
             self._events[-1] = (event, self._events[-1][1] + count)
         else:
             self._events.append((event, count))
