@@ -480,24 +480,12 @@ class _Core:
         self._record(event, count)
 
     def _record(self, event, count):
-        kind = _kind(event)
-        if kind == "NoOp":
-            return
-        if kind == "SelfComposed":
-            return self._record(event.event, count * int(event.count))
-        if self._events and dp_events.same_event(self._events[-1][0], event):
-            self._events[-1] = (event, self._events[-1][1] + count)
-        else:
-            self._events.append((event, count))
+        dp_events.record_event(self._events, event, count)
 
     @property
     def ledger(self):
         """The composed event accounted so far (NoOp when empty), in the events' own vocabulary."""
-        ev = self._event_types
-        parts = [e if c == 1 else ev.SelfComposedDpEvent(e, c) for e, c in self._events]
-        if not parts:
-            return ev.NoOpDpEvent()
-        return parts[0] if len(parts) == 1 else ev.ComposedDpEvent(parts)
+        return dp_events.ledger_event(self._events, self._event_types)
 
     def get_epsilon(self, target_delta):
         """Least eps such that the composition is (eps, target_delta)-DP by the grid's orders; target_delta in

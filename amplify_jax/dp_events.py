@@ -18,6 +18,8 @@ __all__ = [
     "UnsupportedEventError",
     "CompositionErrorDetails",
     "same_event",
+    "record_event",
+    "ledger_event",
     "DpEvent",
     "NoOpDpEvent",
     "NonPrivateDpEvent",
@@ -198,3 +200,26 @@ def same_event(a, b) -> bool:
         return bool(a == b)
     except (ValueError, TypeError):
         return False
+
+
+def record_event(events: list, event, count: int) -> None:
+    """Add ``event`` run ``count`` times to an accountant's ledger ``events`` (a list of (event, count)):
+    NoOp dropped, a self-composition unrolled into its count, a repeat of the last event merged into it."""
+    name = type(event).__name__
+    if name == "NoOpDpEvent" or count == 0:
+        return
+    if name == "SelfComposedDpEvent":
+        return record_event(events, event.event, count * int(event.count))
+    if events and same_event(events[-1][0], event):
+        events[-1] = (event, events[-1][1] + count)
+    else:
+        events.append((event, count))
+
+
+def ledger_event(events: list, types):
+    """The composed event of a ledger ``events`` (see :func:`record_event`) in the vocabulary ``types`` (this
+    module, or dp_accounting): NoOp when empty, the event itself when alone, else their composition."""
+    parts = [e if c == 1 else types.SelfComposedDpEvent(e, c) for e, c in events]
+    if not parts:
+        return types.NoOpDpEvent()
+    return parts[0] if len(parts) == 1 else types.ComposedDpEvent(parts)

@@ -263,24 +263,12 @@ class _Core:
         self._record(event, int(count))
 
     def _record(self, event, count):
-        kind = E.kind_of(event)
-        if kind == "NoOp" or count == 0:
-            return
-        if kind == "SelfComposed":
-            return self._record(event.event, count * int(event.count))
-        if self._events and dp_events.same_event(self._events[-1][0], event):
-            self._events[-1] = (event, self._events[-1][1] + count)
-        else:
-            self._events.append((event, count))
+        dp_events.record_event(self._events, event, count)
 
     @property
     def ledger(self):
         """The composed event accounted so far (NoOp when empty), in the events' own vocabulary."""
-        ev = self._event_types
-        parts = [e if c == 1 else ev.SelfComposedDpEvent(e, c) for e, c in self._events]
-        if not parts:
-            return ev.NoOpDpEvent()
-        return parts[0] if len(parts) == 1 else ev.ComposedDpEvent(parts)
+        return dp_events.ledger_event(self._events, self._event_types)
 
     def get_epsilon(self, target_delta) -> float:
         """The sound eps at ``target_delta`` in [0, 1] (dp_accounting's name): an upper bound of the true eps
