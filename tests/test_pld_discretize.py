@@ -18,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 
 from amplify_jax import pld
 from amplify_jax.numerics import x64_scope
-from amplify_jax.pld import _discretize, _mechanisms
+from amplify_jax.pld import _discretize, _mechanisms, _mixture
 from amplify_jax.pld._queries import eps_batch
 
 mp = pytest.importorskip("mpmath")
@@ -77,6 +77,10 @@ def test_gaussian_tails_at_the_cuts_against_mpmath(relation, s, q):
     (_mechanisms.LaplaceLoss("add"), (1.3, 1.0)),
     (_mechanisms.WorGaussianLoss(), (0.9, 0.05)),
     (_mechanisms.DiscreteLoss(3), (np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5]))),
+    (_mixture.MixtureLoss("remove"), (np.array([0.0, 1.0, 2.0]), np.array([0.5, 0.3, 0.2]), 1.1)),
+    (_mixture.MixtureLoss("add"), (np.array([0.0, 1.0, 2.0]), np.array([0.5, 0.3, 0.2]), 1.1)),
+    (_mixture.RevealedMixture("remove"), (1.0, 0.5, 0.05, 0.1)),
+    (_mixture.RevealedMixture("add"), (1.0, 0.5, 0.05, 0.1)),
 ])
 def test_tails_are_the_masses_summed_from_the_top(mech, params):
     """Every mechanism's P(L > l_j) is the sum of its interval masses above the cut (up to both bounds)."""
