@@ -43,6 +43,8 @@ _CDF_ULPS = 8.0 * _EPS
 
 
 _HALF_SQRT2 = 0.5 * float(np.sqrt(2.0))
+
+
 class Intervals(tuple):
     """What a mechanism's ``intervals(params, losses)`` gives for the N sorted cuts l_0 < ... < l_{N-1}:
     (pm, qm, pe, qe, above, below).  pm, qm: the P- and Q-masses of the N + 1 loss intervals (-inf, l_0],

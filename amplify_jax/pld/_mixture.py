@@ -18,14 +18,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _mechanisms
-from ._mechanisms import REMOVE, RELATIONS, Z_TAIL
+from ._mechanisms import REMOVE, RELATIONS, Z_TAIL, GaussianLoss, Intervals
 
 __all__ = ["MixtureLoss", "RevealedMixture"]
 
 _EPS = float(np.finfo(np.float64).eps)
-#: The interval contract's result type where ``_mechanisms`` has one (masses, and the tails at the cuts).
-_INTERVALS = getattr(_mechanisms, "Intervals", None)
 _SQRT1_2 = float(np.sqrt(0.5))
 #: Bisection steps for x(l): the bracket is at most ~1e6 wide, 2^-100 of it is below an ulp.
 _STEPS = 100
@@ -168,9 +165,7 @@ class MixtureLoss:
             y, dy = self._x_of(-losses, params)
             m, n = ([v[::-1] for v in law] for law in self._laws(y[::-1], dy[::-1], params))
             p, q, above, below = n, m, (n[4], n[5]), (m[2], m[3])
-        if _INTERVALS is None:  # the 4-tuple contract
-            return p[0], q[0], p[1], q[1]
-        return _INTERVALS(p[0], q[0], p[1], q[1], above, below)
+        return Intervals(p[0], q[0], p[1], q[1], above, below)
 
 
 class RevealedMixture:
@@ -183,8 +178,6 @@ class RevealedMixture:
     params_names = ("scale0", "scale1", "q", "w1")
 
     def __init__(self, relation):
-        from ._mechanisms import GaussianLoss
-
         if relation not in RELATIONS:
             raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
         self.relation = relation
@@ -218,13 +211,8 @@ class RevealedMixture:
         a, b = self._g.intervals(p0, losses), self._g.intervals(p1, losses)
         mass = [w0 * x + w1 * y for x, y in zip(a[:2], b[:2])]
         err = [w0 * x + w1 * y + 2.0 * _EPS * m for x, y, m in zip(a[2:4], b[2:4], mass)]
-        if _INTERVALS is None:  # the 4-tuple contract
-            return mass[0], mass[1], err[0], err[1]
         tails = []
-        for ta, tb in ((a.above, b.above), (a.below, b.below)):
-            if ta is None or tb is None:
-                tails.append(None)
-            else:
-                v = w0 * ta[0] + w1 * tb[0]
-                tails.append((v, w0 * ta[1] + w1 * tb[1] + 2.0 * _EPS * v))
-        return _INTERVALS(mass[0], mass[1], err[0], err[1], tails[0], tails[1])
+        for ta, tb in ((a.above, b.above), (a.below, b.below)):  # GaussianLoss gives both
+            v = w0 * ta[0] + w1 * tb[0]
+            tails.append((v, w0 * ta[1] + w1 * tb[1] + 2.0 * _EPS * v))
+        return Intervals(mass[0], mass[1], err[0], err[1], tails[0], tails[1])
