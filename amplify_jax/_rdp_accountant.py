@@ -625,28 +625,13 @@ _CLASS = None
 def _build():
     """The Accountant class: a dp_accounting ``PrivacyAccountant`` where dp_accounting is importable."""
     global _CLASS
-    if _CLASS is not None:
-        return _CLASS
-    try:
-        import dp_accounting
-        from dp_accounting import dp_event as events
-        from dp_accounting import privacy_accountant as pa
-    except ImportError:
-        dp_accounting = None
-    if dp_accounting is None:
-        ns = {"_relations": dp_events.NeighboringRelation, "_event_types": dp_events,
-              "_unsupported": staticmethod(dp_events.UnsupportedEventError)}
-        bases = (_Core,)
-    else:
-        def __init__(self, orders=None, neighboring_relation=pa.NeighboringRelation.ADD_OR_REMOVE_ONE):
-            _Core.__init__(self, orders, neighboring_relation, _base_init=pa.PrivacyAccountant.__init__)
+    if _CLASS is None:
+        def make_init(pa):
+            def __init__(self, orders=None, neighboring_relation=pa.NeighboringRelation.ADD_OR_REMOVE_ONE):
+                _Core.__init__(self, orders, neighboring_relation, _base_init=pa.PrivacyAccountant.__init__)
+            return __init__
 
-        ns = {"__init__": __init__, "_relations": pa.NeighboringRelation, "_event_types": events,
-              "_unsupported": staticmethod(pa.UnsupportedEventError),
-              "_EventError": pa.PrivacyAccountant.CompositionErrorDetails}
-        bases = (_Core, pa.PrivacyAccountant)
-    ns.update({"__module__": "amplify_jax.rdp", "__qualname__": "Accountant", "__doc__": _Core.__doc__})
-    _CLASS = type(bases[-1])("Accountant", bases, ns)  # ABCMeta under dp_accounting
+        _CLASS = dp_events.accountant_class(_Core, "amplify_jax.rdp", make_init)
     return _CLASS
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "same_event",
     "record_event",
     "ledger_event",
+    "accountant_class",
     "DpEvent",
     "NoOpDpEvent",
     "NonPrivateDpEvent",
@@ -223,3 +224,28 @@ def ledger_event(events: list, types):
     if not parts:
         return types.NoOpDpEvent()
     return parts[0] if len(parts) == 1 else types.ComposedDpEvent(parts)
+
+
+def accountant_class(core, module: str, make_init, error=lambda base: base):
+    """The ``Accountant`` class of ``module`` built on ``core`` (the accountants' PEP 562 classes): a
+    dp_accounting ``PrivacyAccountant`` subclass where dp_accounting is importable, its constructor
+    ``make_init(privacy_accountant_module)``, on dp_accounting's events and relations; else ``core`` alone on
+    this module's.  ``error(base)``: the UnsupportedEventError class it raises, from the base one."""
+    import sys
+
+    try:
+        from dp_accounting import dp_event as events
+        from dp_accounting import privacy_accountant as pa
+    except ImportError:
+        pa = None
+    if pa is None:
+        ns = {"_relations": NeighboringRelation, "_event_types": sys.modules[__name__],
+              "_unsupported": staticmethod(error(UnsupportedEventError))}
+        bases = (core,)
+    else:
+        ns = {"__init__": make_init(pa), "_relations": pa.NeighboringRelation, "_event_types": events,
+              "_unsupported": staticmethod(error(pa.UnsupportedEventError)),
+              "_EventError": pa.PrivacyAccountant.CompositionErrorDetails}
+        bases = (core, pa.PrivacyAccountant)
+    ns.update({"__module__": module, "__qualname__": "Accountant", "__doc__": core.__doc__})
+    return type(bases[-1])("Accountant", bases, ns)  # ABCMeta under dp_accounting

@@ -396,36 +396,24 @@ class _Core:
 _CLASS = None
 
 
+def _unsupported_error(base):
+    """The library's UnsupportedEventError is also a ValueError (what the accountant raised for these events
+    before it was a PrivacyAccountant), so callers catching either keep working."""
+    return type("UnsupportedEventError", (base, ValueError), {"__module__": "amplify_jax.pld"})
+
+
 def _build():
     """The Accountant class: a dp_accounting ``PrivacyAccountant`` where dp_accounting is importable."""
     global _CLASS
-    if _CLASS is not None:
-        return _CLASS
-    try:
-        from dp_accounting import dp_event as events
-        from dp_accounting import privacy_accountant as pa
-    except ImportError:
-        pa = None
-    base_error = dp_events.UnsupportedEventError if pa is None else pa.UnsupportedEventError
-    # the library's error is also a ValueError (what the accountant raised for these events before it was a
-    # PrivacyAccountant), so callers catching either keep working
-    error = type("UnsupportedEventError", (base_error, ValueError), {"__module__": "amplify_jax.pld"})
-    if pa is None:
-        ns = {"_relations": dp_events.NeighboringRelation, "_event_types": dp_events,
-              "_unsupported": staticmethod(error)}
-        bases = (_Core,)
-    else:
-        def __init__(self, neighboring_relation=pa.NeighboringRelation.ADD_OR_REMOVE_ONE,
-                     value_discretization_interval=None, *, grid_size=None):
-            _Core.__init__(self, neighboring_relation, value_discretization_interval, grid_size=grid_size,
-                           _base_init=pa.PrivacyAccountant.__init__)
+    if _CLASS is None:
+        def make_init(pa):
+            def __init__(self, neighboring_relation=pa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+                         value_discretization_interval=None, *, grid_size=None):
+                _Core.__init__(self, neighboring_relation, value_discretization_interval, grid_size=grid_size,
+                               _base_init=pa.PrivacyAccountant.__init__)
+            return __init__
 
-        ns = {"__init__": __init__, "_relations": pa.NeighboringRelation, "_event_types": events,
-              "_unsupported": staticmethod(error),
-              "_EventError": pa.PrivacyAccountant.CompositionErrorDetails}
-        bases = (_Core, pa.PrivacyAccountant)
-    ns.update({"__module__": "amplify_jax.pld", "__qualname__": "Accountant", "__doc__": _Core.__doc__})
-    _CLASS = type(bases[-1])("Accountant", bases, ns)  # ABCMeta under dp_accounting
+        _CLASS = dp_events.accountant_class(_Core, "amplify_jax.pld", make_init, _unsupported_error)
     return _CLASS
 
 
