@@ -19,7 +19,8 @@ an accelerator, the same rows again on the host's CPU in the same process (the r
 persistent compilation cache is off for the run (``AMPLIFY_JAX_CACHE=off`` is set before amplify_jax is imported)
 so first calls are what a new machine meets.
 
-    python benchmarks/bench_device.py [--quick] [--compare-cpu] [--only dpsgd_eps,rdp_curve]
+    python benchmarks/bench_device.py [--quick] [--compare-cpu] [--only dpsgd_eps,rdp_curve] [--skip registry]
+        [--sizes auto|accelerator|cpu]
         -> benchmarks/results/bench_device_<platform>.json
 """
 
@@ -158,11 +159,15 @@ def main():
     ap.add_argument("--quick", action="store_true", help="the smallest sizes only (a smoke run)")
     ap.add_argument("--compare-cpu", action="store_true", help="also run every row on the host's CPU")
     ap.add_argument("--only", default="", help="comma list of row name prefixes")
+    ap.add_argument("--skip", default="", help="comma list of row name prefixes to leave out")
+    ap.add_argument("--sizes", choices=("auto", "accelerator", "cpu"), default="auto",
+                    help="grid sizes: the device's own (auto), or an accelerator's / a CPU's on any device (to time "
+                         "a CPU at an accelerator's sizes, run with JAX_PLATFORMS=cpu --sizes accelerator)")
     ap.add_argument("--no-registry", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     dev = jax.devices()[0]
-    accelerator = dev.platform != "cpu"
+    accelerator = dev.platform != "cpu" if args.sizes == "auto" else args.sizes == "accelerator"
     res = {"device": str(dev), "device_kind": getattr(dev, "device_kind", dev.platform), "platform": dev.platform,
            "n_devices": jax.device_count(), "machine": platform.platform(), "cpus": os.cpu_count(),
            "jax": jax.__version__, "load_before": os.getloadavg(), "quick": args.quick}
@@ -171,9 +176,12 @@ def main():
     if args.only:
         keep = tuple(args.only.split(","))
         rows = [r for r in rows if r[0].startswith(keep)]
+    if args.skip:
+        rows = [r for r in rows if not r[0].startswith(tuple(args.skip.split(",")))]
     t0 = time.perf_counter()
     res["rows"] = run_rows(rows)
-    if args.compare_cpu and accelerator:
+    res["sizes"] = "accelerator" if accelerator else "cpu"
+    if args.compare_cpu and dev.platform != "cpu":
         cpu = jax.devices("cpu")[0]
         print(f"--- the same rows on the host CPU ({os.cpu_count()} cores)")
         with jax.default_device(cpu):
