@@ -400,3 +400,149 @@ def test_sweep_store_curves_and_heatmap(page):
     ref = bounds.evaluate("shuffle.fmt-closed-form", eps0=xs[None, :], n=np.array([[1e3], [1e4], [1e5]]),
                           delta=1e-5).epsilon
     np.testing.assert_array_equal(np.array(sw["answer"]["z"], dtype=float), ref)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the Plotly path: where the server finds plotly.js (inside an installed ``plotly`` package) the page draws with
+# it.  plotly is not a dependency, so the test needs a plotly.min.js on this machine: the installed package's, or
+# the file AMPLIFY_JAX_PLOTLY_JS names (e.g. unzipped from a plotly wheel), which is laid out as a package only
+# while the server starts.  Nothing is fetched from the network, by the test or by the page.
+
+
+def _plotly_file():
+    found = explore.plotly_js()
+    if found is not None:
+        return found, False
+    env = os.environ.get("AMPLIFY_JAX_PLOTLY_JS")
+    if env and os.path.isfile(env):
+        return env, True
+    pytest.skip("plotly.js cannot be loaded offline here: the plotly package is not installed (pip install plotly) "
+                "and AMPLIFY_JAX_PLOTLY_JS names no plotly.min.js")
+
+
+@pytest.fixture(scope="module")
+def plotly_server(tmp_path_factory):
+    path, lay_out = _plotly_file()
+    mp = pytest.MonkeyPatch()
+    try:
+        if lay_out:  # a package directory "plotly" with package_data/plotly.min.js, first on sys.path
+            root = tmp_path_factory.mktemp("plotly-pkg")
+            (root / "plotly" / "package_data").mkdir(parents=True)
+            (root / "plotly" / "__init__.py").write_text("")
+            shutil.copyfile(path, root / "plotly" / "package_data" / "plotly.min.js")
+            mp.syspath_prepend(str(root))
+        srv = explore.make_server("127.0.0.1", 0)
+    finally:
+        mp.undo()
+    assert "/static/plotly.min.js" in srv.assets
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+    thread.join(timeout=10)
+
+
+@pytest.fixture
+def plotly_page(browser, plotly_server):
+    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+    pg.set_default_timeout(TIMEOUT_MS)
+    errors, requests = [], []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.on("request", lambda req: requests.append(req.url))
+    pg.base = plotly_server.page_url
+    yield pg
+    pg.close()
+    assert not errors, f"JavaScript errors in the page: {errors}"
+    origin = plotly_server.page_url.split("/?")[0]
+    assert all(u.startswith(origin) for u in requests), [u for u in requests if not u.startswith(origin)]
+
+
+def _plotly_state(page) -> dict:
+    """What Plotly drew: its traces, axes (type, tick values and labels), title, shapes, and the tick labels and
+    legend entries present in the page's SVG."""
+    return page.evaluate("""() => {
+      const gd = document.getElementById("plot"), L = gd._fullLayout;
+      const texts = (sel) => [...gd.querySelectorAll(sel)].map((e) => e.textContent).filter((t) => t.trim());
+      return {
+        traces: gd.data.map((d) => ({ name: d.name, mode: d.mode, x: Array.from(d.x), y: Array.from(d.y),
+                                      symbol: d.marker ? d.marker.symbol : null })),
+        xaxis: { type: L.xaxis.type, range: L.xaxis.range, tickvals: L.xaxis.tickvals, ticktext: L.xaxis.ticktext },
+        yaxis: { type: L.yaxis.type, range: L.yaxis.range, tickvals: L.yaxis.tickvals, ticktext: L.yaxis.ticktext },
+        title: texts(".gtitle").join(" "), shapes: (gd.layout.shapes || []).length,
+        xticks: texts(".xtick text"), yticks: texts(".ytick text"), legend: texts(".legendtext"),
+        svgs: gd.querySelectorAll("svg.main-svg").length,
+      };
+    }""")
+
+
+def test_plotly_draws_the_curves_with_labelled_log_ticks_and_marked_fallbacks(plotly_page):
+    page = plotly_page
+    shown = _open(page, "bound=shuffle.fmt-closed-form&x=eps0&lo=0.1&hi=30&points=25")
+    assert page.evaluate("typeof window.Plotly") == "object" and page.evaluate("window.Plotly.version")
+    assert "Plotly" in page.locator("body").inner_text()  # the page says what draws its curves
+    _check_against_python(shown)
+    st = _plotly_state(page)
+    assert st["svgs"] >= 1 and page.locator("#plot svg #explore-solved").count() == 0  # Plotly's, not matplotlib's
+    # the lines Plotly holds are the curves the page computed (bit for bit) ...
+    lines = [t for t in st["traces"] if t["mode"] == "lines"]
+    solid = [t for t in shown["traces"] if t["style"] == "solid"]
+    assert len(lines) == len(shown["traces"])
+    for t, s in zip(lines, solid):
+        np.testing.assert_array_equal(_column(t["x"]), _column(s["x"]))
+        np.testing.assert_array_equal(_column(t["y"]), _column(s["y"]))
+        assert t["name"].startswith(s["label"] or shown["bound"])
+    # ... on log axes whose ticks are labelled (at least two each, drawn in the SVG, within the data's range)
+    assert shown["logy"] and st["xaxis"]["type"] == st["yaxis"]["type"] == "log"
+    for ax, drawn in (("xaxis", st["xticks"]), ("yaxis", st["yticks"])):
+        assert len(st[ax]["ticktext"]) >= 2 and len(drawn) >= 2, (ax, st[ax], drawn)
+        assert set(drawn) <= set(st[ax]["ticktext"])
+    ys = _column(solid[0]["y"])
+    assert st["yaxis"]["tickvals"][0] >= np.nanmin(ys) / 10 and st["yaxis"]["tickvals"][-1] <= np.nanmax(ys) * 10
+    assert "shuffle.fmt-closed-form" in st["title"]
+    # the fallback points carry a marker of their own and a legend entry
+    marks = [t for t in st["traces"] if t["mode"] == "markers"]
+    status = solid[0]["status"]
+    n_fallback = sum(s == "fallback" for s in status)
+    assert n_fallback > 0 and len(marks) == 1 and marks[0]["symbol"] == "triangle-up-open"
+    assert len(marks[0]["x"]) == n_fallback
+    assert any(e.startswith("fallback: the theorem") for e in st["legend"])
+
+
+def test_plotly_zoom_relabels_the_log_ticks(plotly_page):
+    page = plotly_page
+    _open(page, "bound=shuffle.fmt-closed-form&x=eps0&lo=0.1&hi=30&points=25")
+    before = _plotly_state(page)["yaxis"]
+    # a drag on the plot area zooms in (Plotly's default drag mode), as a user does
+    box = page.locator("#plot .nsewdrag").first.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.45, box["y"] + box["height"] * 0.45)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.55, box["y"] + box["height"] * 0.55, steps=5)
+    page.mouse.up()
+    page.wait_for_function("r => { const a = document.getElementById('plot')._fullLayout.yaxis; "
+                           "return a.range[0] !== r[0] || a.range[1] !== r[1]; }", arg=before["range"])
+    page.wait_for_timeout(300)  # the relayout handler's own relayout
+    st = _plotly_state(page)
+    lo, hi = (10 ** v for v in st["yaxis"]["range"])
+    assert hi / lo < 100  # zoomed in
+    for ax, drawn in (("xaxis", st["xticks"]), ("yaxis", st["yticks"])):
+        vals = st[ax]["tickvals"]
+        a, b = (10 ** v for v in st[ax]["range"])
+        inside = [v for v in vals if min(a, b) <= v <= max(a, b)]
+        assert len(inside) >= 2 and len(drawn) >= 2, (ax, st[ax], drawn)
+
+
+def test_plotly_solved_answer_marked(plotly_page):
+    page = plotly_page
+    shown = _open(page, "bound=shuffle.fmt-closed-form&x=n&lo=100&hi=1000000&points=25&p.eps0=2")
+    assert _plotly_state(page)["shapes"] == 0
+    page.select_option("#solve-for", "n")
+    page.locator("#solve-target").fill("0.5")
+    page.locator("#solve").click()
+    page.wait_for_function("n => { const s = window.explorerShown; return s.solved && s.drawn > n && s.mark; }",
+                           arg=shown["drawn"])
+    shown = page.evaluate("window.explorerShown")
+    assert shown["solved"]["status"] == "ok" and shown["mark"]["x"] == shown["solved"]["value"]
+    st = _plotly_state(page)
+    assert st["shapes"] == 1 and len(st["xticks"]) >= 2 and len(st["yticks"]) >= 2
+    assert page.locator("#plot .annotation-text").count() == 1

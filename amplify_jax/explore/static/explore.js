@@ -479,7 +479,8 @@ async function draw() {
       title: { text: lines.join("<br>"), font: { size: 12 }, x: 0.01, xanchor: "left", y: 0.98, yanchor: "top" },
       xaxis: { title: { text: c.x.name }, ...(S.logx ? logAxis(xs) : { type: "linear" }) },
       yaxis: { title: { text: ylabel }, ...(logy ? logAxis(ys) : { type: "linear" }) },
-      showlegend: data.length > 1,
+      showlegend: data.length > 1,   // below the plot, so that long entries do not narrow it
+      legend: { orientation: "h", x: 0, xanchor: "left", y: -0.14, yanchor: "top" },
       shapes: !mark ? [] : mark.x === undefined
         ? [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: mark.y, y1: mark.y, line: { dash: "dash", color: "#555" } }]
         : [{ type: "line", x0: mark.x, x1: mark.x, yref: "paper", y0: 0, y1: 1, line: { dash: "dot", color: "#555" } }],
