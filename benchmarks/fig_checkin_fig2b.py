@@ -300,7 +300,9 @@ def plot(res, path, quick):
     ax.set_ylabel(f"epsilon (delta = {DELTA:g})")
     ax.set_title(f"(a) privacy: n = {priv['n']}, gamma = {GAMMA:g}, eps0 = {EPS0:g} "
                  f"(delta0 = {DELTA0:g}, sigma = {priv['sigma']:.3f})", fontsize=9)
-    ax.legend(fontsize=6.5, loc="upper left", handlelength=4.5)
+    lo = min(np.nanmin(arr(priv[key])) for key, *_ in CURVES)
+    ax.set_ylim(bottom=lo / 20)  # a decade and more below the curves for the legend
+    ax.legend(fontsize=6.5, loc="lower right", handlelength=4.5)
     eval_rounds = np.asarray(cfg["eval_rounds"])
     ax = axes[1]
     for key, label, color in (("private", "Federated DP-SGD", "b"), ("clipped_no_noise", "clipped, no noise", "k")):
@@ -321,6 +323,8 @@ def plot(res, path, quick):
     ax.set_xlabel(f"epsilon at that round (delta = {DELTA:g})")
     ax.set_ylabel("test accuracy")
     ax.set_title("(c) privacy-utility trade-off (same run, each accounting)", fontsize=9)
+    lo, hi = np.nanmin(acc), np.nanmax(acc)
+    ax.set_ylim(lo - 0.45 * (hi - lo), hi + 0.05 * (hi - lo))  # room below the curves for the legend
     ax.legend(fontsize=6.5, loc="lower right", handlelength=4.5)
     for a in axes:
         a.grid(True, which="both", alpha=0.3)
