@@ -143,7 +143,8 @@ def registry_rows(accelerator: bool):
     return rows
 
 
-def run_rows(rows):
+def run_rows(rows, save=lambda out: None):
+    """Every row in turn; ``save(rows so far)`` after each, so a run cut short by a time limit keeps its rows."""
     out = []
     for name, fn, points, value_of in rows:
         try:
@@ -151,6 +152,7 @@ def run_rows(rows):
         except Exception as exc:  # a row that fails is reported with its reason, the others still run
             print(f"{name}: failed: {type(exc).__name__}: {exc}", flush=True)
             out.append({"name": name, "error": f"{type(exc).__name__}: {exc}"[:500]})
+        save(out)
     return out
 
 
@@ -178,21 +180,28 @@ def main():
         rows = [r for r in rows if r[0].startswith(keep)]
     if args.skip:
         rows = [r for r in rows if not r[0].startswith(tuple(args.skip.split(",")))]
+    out = Path(args.out or Path(__file__).parent / "results" / f"bench_device_{dev.platform}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save(key):
+        def _save(rows_so_far):
+            res[key] = rows_so_far
+            out.write_text(json.dumps(res, indent=1))
+        return _save
+
     t0 = time.perf_counter()
-    res["rows"] = run_rows(rows)
+    res["rows"] = run_rows(rows, save("rows"))
     res["sizes"] = "accelerator" if accelerator else "cpu"
     if args.compare_cpu and dev.platform != "cpu":
         cpu = jax.devices("cpu")[0]
         print(f"--- the same rows on the host CPU ({os.cpu_count()} cores)")
         with jax.default_device(cpu):
-            res["cpu_rows"] = run_rows(rows)
+            res["cpu_rows"] = run_rows(rows, save("cpu_rows"))
         for g, c in zip(res["rows"], res["cpu_rows"]):
             if "warm_s" in g and "warm_s" in c:
                 g["speedup_vs_cpu_warm"] = c["warm_s"] / g["warm_s"]
     res["total_s"] = time.perf_counter() - t0
     res["load_after"] = os.getloadavg()
-    out = Path(args.out or Path(__file__).parent / "results" / f"bench_device_{dev.platform}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1))
     print(f"total {res['total_s']:.0f} s; wrote {out}")
     return 0
