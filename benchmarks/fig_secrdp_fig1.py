@@ -69,7 +69,9 @@ ratio.  (a') uses the library's sound noise pairs; the authors' pairs overshoot 
 per-step eps up to 1e-4 above the target: eps 1.27-1.32 at eps = 1, 3.24-3.59 at 3; figures/README.md).  Their other
 differences ((b): T = 5000, a clip threshold per method, the loss of the users' AVERAGE model minus 0.3236, while
 a9a's optimum is 0.3226) are documented in figures/README.md,
-not drawn: tried on the real a9a (--a9a), they do not give (b)'s order of magnitude either.
+not drawn: tried on the real a9a (--a9a), they do not give (b)'s order of magnitude either, and the authors' own
+plot of (b) does not show it (LDP / Decor 1.0-3.3x, read from its PDF by benchmarks/decor_authors_plot.py): (b) as
+plotted is what we get; the sentence is what deviates.
 
     python benchmarks/fig_secrdp_fig1.py                 ->  figures/secrdp_fig1.png
     python benchmarks/fig_secrdp_fig1.py --quick --output /tmp/f1.png --data /tmp/f1.json   (tests: small T)

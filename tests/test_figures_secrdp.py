@@ -150,3 +150,46 @@ def test_fig1a_order_of_magnitude_needs_the_authors_single_step_size():
         for r in out.values():
             assert (r[("decor", topo, 10.0)] / r[("cdp", "complete", 10.0)]
                     > r[("decor", topo, 1.0)] / r[("cdp", "complete", 1.0)]), topo
+
+
+def _authors_plot_reader():
+    spec = importlib.util.spec_from_file_location("decor_authors_plot", ROOT / "benchmarks" / "decor_authors_plot.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _plot_like_the_authors(path, values, order):
+    """A PDF drawn as reproduce_libsvm.py draws Fig. 1(b): log y, a shaded band, a line with markers per curve."""
+    from amplify_jax.plotting import figure
+
+    colours = {"CDP": "tab:purple", "LDP": "tab:orange", "Decor": "tab:green"}
+    styles = {"complete": "solid", "grid": (0, (5, 5)), "ring": (0, (1, 1))}
+    markers = {"CDP": "D", "LDP": "^", "Decor": "o"}
+    eps = list(_authors_plot_reader().EPSILONS)
+    fig, ax = figure(1, 1, figsize=(5, 3.8))
+    ax = np.atleast_1d(ax)[0]
+    for method, topo in order:
+        v = values[method, topo]
+        ax.fill_between(eps, v * 0.9, v * 1.1, color=colours[method], alpha=0.2)
+        ax.plot(eps, v, color=colours[method], linestyle=styles[topo], marker=markers[method])
+    ax.set_yscale("log")
+    fig.savefig(path)
+
+
+def test_authors_plot_reader_recovers_the_drawn_values(tmp_path):
+    """benchmarks/decor_authors_plot.py (the evidence that the authors' own Fig. 1(b) shows LDP / Decor of 1.0-3.3x,
+    figures/README.md) reads back values drawn by matplotlib as the authors drew them, and refuses a PDF whose
+    curves are not in their order (colour check)."""
+    mod = _authors_plot_reader()
+    rng = np.random.default_rng(7)
+    values = {c: np.exp(rng.uniform(math.log(0.05), math.log(0.3), len(mod.EPSILONS))) for c in mod.CURVES}
+    _plot_like_the_authors(tmp_path / "ok.pdf", values, mod.CURVES)
+    got = mod.read(tmp_path / "ok.pdf")
+    assert got["y_residual"] < 1e-3 and len(got["y_ticks"]) >= 2
+    for c in mod.CURVES:
+        np.testing.assert_allclose(got["values"][c], values[c], rtol=1e-5)
+    swapped = (mod.CURVES[0], mod.CURVES[4], mod.CURVES[2], mod.CURVES[3], mod.CURVES[1]) + mod.CURVES[5:]
+    _plot_like_the_authors(tmp_path / "swapped.pdf", values, swapped)
+    with pytest.raises(ValueError, match="colour"):
+        mod.read(tmp_path / "swapped.pdf")
