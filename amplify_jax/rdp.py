@@ -18,6 +18,7 @@ References
 from __future__ import annotations
 
 import numpy as np
+import jax
 import jax.numpy as jnp
 
 from . import _validate as V
@@ -499,8 +500,25 @@ def subsampled_gaussian_wor_rdp(orders, *, q, sigma, sensitivity=1.0):
     top = int(np.ceil(a.max()))
     ints = np.arange(2, top + 1, dtype=np.float64)
     base = ints * (np.broadcast_to(d / s, shape)[..., None] ** 2) / 2.0
-    curve = without_replacement_rdp(base, q=np.broadcast_to(qq, shape))
-    return interpolate_integer_rdp(a, curve)
+    # one program (issue 25): Thm 9's kernel on NumPy arrays (an eager jnp operation is a small program per shape),
+    # interpolated on the host by the same operations as interpolate_integer_rdp: the same values, bit for bit
+    q_b = np.broadcast_to(qq, shape)
+    curve = np.asarray(_wor_kernel(np.array(base), np.array(q_b), np.full(shape, np.inf)))
+    with x64_scope():
+        return jax.device_put(_interpolate_integer_host(a, curve))
+
+
+def _interpolate_integer_host(a, r):
+    """:func:`interpolate_integer_rdp`'s formula in NumPy (``a`` checked orders <= A, ``r`` the curve at 2..A)."""
+    top = r.shape[-1] + 1
+    grid = np.arange(1, top + 1, dtype=np.float64)
+    k = np.concatenate([np.zeros(r.shape[:-1] + (1,)), (grid[1:] - 1.0) * r], axis=-1)  # (alpha-1) eps
+    lo = np.clip(np.floor(a), 1, top - 1).astype(int)
+    t = a - lo
+    val = (1 - t) * k[..., lo - 1] + t * k[..., lo]
+    # the division as the former eager jnp op computed it (the same values): XLA makes a division by a broadcast
+    # divisor a product with its reciprocal (within an ulp of the quotient); one point's is a plain division
+    return val * (1.0 / (a - 1.0)) if val.size > a.size else val / (a - 1.0)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ References, each independent of the package's kernels:
 Batches are of 4 points (or 8) so that the compiled kernels (one per slab size) are shared by the tests.
 """
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -309,3 +311,35 @@ def test_registry_bound():
     np.testing.assert_array_equal(r.outputs["epsilon_lower"], d.epsilon_lower)
     with pytest.raises(ValueError, match="sensitivity"):
         bounds.evaluate("pld.wor-gaussian", sigma=2.0, q=0.01, steps=100, delta=1e-5, sensitivity=0.0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The RDP bound of the same mechanism (rdp.wor-subsampled-gaussian): its compiled programs (issue 25)
+
+
+def test_wor_rdp_compiles_one_program_per_size_and_keeps_its_values():
+    """Issue 25: the WBK Thm 9 curve of the Gaussian compiles its kernel only, one program per batch size and top
+    order (it compiled 23 small programs of eager jnp operations at one point, 11 at a new size): new q, sigma
+    and orders of the same top compile nothing; its values are, bit for bit, those of the two public steps it
+    combines (``without_replacement_rdp`` at the integer orders, then ``interpolate_integer_rdp``)."""
+    from _compiles import compilations
+
+    from amplify_jax import bounds, rdp
+
+    ev = functools.partial(bounds.evaluate, "rdp.wor-subsampled-gaussian")
+    for n in (1, 3):  # a top order of 29 that no other test asks for: each call a new program (23 and 11 on 2a00b88)
+        with compilations() as got:
+            ev(orders=[2.0, 8.0, 29.0], q=np.linspace(0.01, 0.05, n), sigma=1.0)
+        assert len(got) <= 1, (n, got)
+    with compilations() as got:
+        r = ev(orders=[3.0, 16.0, 29.0], q=[[0.1], [0.3]], sigma=[0.7, 1.5, 4.0])  # 6 points: the same chunk size
+    assert len(got) == 0, got
+    assert r.rdp.shape == (2, 3, 3) and np.all(np.diff(r.rdp, axis=-1) > 0)
+
+    a = np.array([1.5, 2.0, 2.5, 7.3, 32.0])
+    for q, s in ((np.array([[0.0], [1e-4], [0.05], [1.0]]), np.array([0.6, 1.0, 20.0])), (0.02, 1.3)):
+        shape = np.broadcast_shapes(np.shape(q), np.shape(s))
+        base = np.arange(2, 33, dtype=np.float64) * np.broadcast_to(1.0 / s, shape)[..., None] ** 2 / 2.0
+        two_steps = rdp.interpolate_integer_rdp(a, rdp.without_replacement_rdp(base, q=np.broadcast_to(q, shape)))
+        got = rdp.subsampled_gaussian_wor_rdp(a, q=q, sigma=s)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(two_steps))
