@@ -71,7 +71,8 @@ differences ((b): T = 5000, a clip threshold per method, the loss of the users' 
 a9a's optimum is 0.3226) are documented in figures/README.md,
 not drawn: tried on the real a9a (--a9a), they do not give (b)'s order of magnitude either, and the authors' own
 plot of (b) does not show it (LDP / Decor 1.0-3.3x, read from its PDF by benchmarks/decor_authors_plot.py): (b) as
-plotted is what we get; the sentence is what deviates.
+plotted is what we get; the sentence is what deviates.  Their plot of (a) (same reader, --panel a) gives 7-73x, and
+each value of (a') is 0.53-1.67 times theirs.
 
     python benchmarks/fig_secrdp_fig1.py                 ->  figures/secrdp_fig1.png
     python benchmarks/fig_secrdp_fig1.py --quick --output /tmp/f1.png --data /tmp/f1.json   (tests: small T)

@@ -159,14 +159,13 @@ def _authors_plot_reader():
     return mod
 
 
-def _plot_like_the_authors(path, values, order):
-    """A PDF drawn as reproduce_libsvm.py draws Fig. 1(b): log y, a shaded band, a line with markers per curve."""
+def _plot_like_the_authors(path, values, order, eps):
+    """A PDF drawn as the authors' scripts draw Fig. 1(a), (b): log y, a shaded band, a line with markers per curve."""
     from amplify_jax.plotting import figure
 
     colours = {"CDP": "tab:purple", "LDP": "tab:orange", "Decor": "tab:green"}
     styles = {"complete": "solid", "grid": (0, (5, 5)), "ring": (0, (1, 1))}
     markers = {"CDP": "D", "LDP": "^", "Decor": "o"}
-    eps = list(_authors_plot_reader().EPSILONS)
     fig, ax = figure(1, 1, figsize=(5, 3.8))
     ax = np.atleast_1d(ax)[0]
     for method, topo in order:
@@ -177,19 +176,27 @@ def _plot_like_the_authors(path, values, order):
     fig.savefig(path)
 
 
-def test_authors_plot_reader_recovers_the_drawn_values(tmp_path):
-    """benchmarks/decor_authors_plot.py (the evidence that the authors' own Fig. 1(b) shows LDP / Decor of 1.0-3.3x,
-    figures/README.md) reads back values drawn by matplotlib as the authors drew them, and refuses a PDF whose
-    curves are not in their order (colour check)."""
+@pytest.mark.parametrize("panel, lo, hi", [("b", 0.05, 0.3), ("a", 1e-3, 3e3)])
+def test_authors_plot_reader_recovers_the_drawn_values(tmp_path, panel, lo, hi):
+    """benchmarks/decor_authors_plot.py (the evidence that the authors' own Fig. 1(b) shows LDP / Decor of 1.0-3.3x
+    and their (a) 7-73x, figures/README.md) reads back values drawn by matplotlib as the authors drew them (over a
+    range under a decade, as their (b), and over six, as their (a)), and refuses a PDF whose curves are not in
+    their order (colour check)."""
     mod = _authors_plot_reader()
+    eps, order = mod.PANELS[panel]
     rng = np.random.default_rng(7)
-    values = {c: np.exp(rng.uniform(math.log(0.05), math.log(0.3), len(mod.EPSILONS))) for c in mod.CURVES}
-    _plot_like_the_authors(tmp_path / "ok.pdf", values, mod.CURVES)
-    got = mod.read(tmp_path / "ok.pdf")
+    values = {c: np.exp(rng.uniform(math.log(lo), math.log(hi), len(eps))) for c in order}
+    _plot_like_the_authors(tmp_path / "ok.pdf", values, order, eps)
+    got = mod.read(tmp_path / "ok.pdf", panel)
     assert got["y_residual"] < 1e-3 and len(got["y_ticks"]) >= 2
-    for c in mod.CURVES:
+    for c in order:
         np.testing.assert_allclose(got["values"][c], values[c], rtol=1e-5)
-    swapped = (mod.CURVES[0], mod.CURVES[4], mod.CURVES[2], mod.CURVES[3], mod.CURVES[1]) + mod.CURVES[5:]
-    _plot_like_the_authors(tmp_path / "swapped.pdf", values, swapped)
+    cdp = order.index(("CDP", "complete"))
+    other = next(i for i, (m, _) in enumerate(order) if m == "LDP")
+    swapped = list(order)
+    swapped[cdp], swapped[other] = swapped[other], swapped[cdp]
+    _plot_like_the_authors(tmp_path / "swapped.pdf", values, swapped, eps)
     with pytest.raises(ValueError, match="colour"):
-        mod.read(tmp_path / "swapped.pdf")
+        mod.read(tmp_path / "swapped.pdf", panel)
+    with pytest.raises(ValueError, match="points, expected"):  # the other panel's budgets
+        mod.read(tmp_path / "ok.pdf", "a" if panel == "b" else "b")
