@@ -34,6 +34,9 @@ __all__ = ["MECHANISMS", "DEFAULT_SIGMA_RANGE", "Calibration", "SGMCurve", "dpsg
 
 
 class Calibration(NamedTuple):
+    """The minimal noise multiplier for a target eps (:func:`dpsgd_calibrate_sigma`, :func:`calibrate_sigma`):
+    the feasible end of the search, with eps recomputed there."""
+
     sigma: jax.Array  #: the minimal noise multiplier found (feasible side)
     epsilon: jax.Array  #: eps at that sigma: dpsgd_epsilon's value there (the re-check), <= target where OK
     status: jax.Array  #: calibrate.OK / INFEASIBLE / AT_LIMIT / NOT_MONOTONE

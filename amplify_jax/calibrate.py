@@ -60,6 +60,9 @@ STATUS_NAMES = {int(s): str(s) for s in Status}
 
 
 class Inversion(NamedTuple):
+    """The answer of :func:`invert_monotone` (and its host and differentiable variants), per element: the
+    feasible endpoint, its status code, and the function recomputed there."""
+
     value: jax.Array  #: the feasible endpoint (see status)
     status: jax.Array  #: int32 status code per element
     achieved: jax.Array  #: fn(value, *args), re-computed

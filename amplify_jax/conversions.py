@@ -52,13 +52,18 @@ METHODS = ("balle2020", "mironov")
 
 
 class EpsilonResult(NamedTuple):
-    epsilon: jax.Array
-    order: jax.Array
+    """eps at a delta from an RDP curve (:func:`epsilon_from_rdp`, :func:`optimal_epsilon`, the DP-SGD accountant),
+    with the order that gave it."""
+
+    epsilon: jax.Array  #: the (eps, delta) bound's eps, rounded up
+    order: jax.Array  #: the Rényi order at which it was attained
 
 
 class DeltaResult(NamedTuple):
-    delta: jax.Array
-    order: jax.Array
+    """delta at an eps from an RDP curve (:func:`delta_from_rdp`), with the order that gave it."""
+
+    delta: jax.Array  #: the (eps, delta) bound's delta, rounded up
+    order: jax.Array  #: the Rényi order at which it was attained
 
 
 _EPS = float(np.finfo(np.float64).eps)

@@ -554,6 +554,9 @@ def _clones_epsilon_stats(eps0, n, delta, *, rtol=1e-9, tail_sd=None, max_iter=1
 
 
 class ClonesDelta(NamedTuple):
+    """delta(eps) of the clones reduction (:func:`clones_delta`): the sound upper bound with a lower bound beside
+    it, and each direction's hockey-stick divergence bracketed."""
+
     upper: jax.Array  #: sound upper bound on max(D(P||Q), D(Q||P)) (truncated mass included)
     lower: jax.Array  #: lower bound on the same
     pq_lower: jax.Array  #: lower bound on D(P||Q)
