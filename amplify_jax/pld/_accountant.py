@@ -24,6 +24,23 @@ eps at or above it, as it is for the Laplace mechanism.  Degenerate events: NoOp
 randomized response over one bucket or with a uniform output, an empty batch, a zero sensitivity cost
 nothing (eps 0, delta 0); zero noise (and NonPrivate) answers eps = inf, delta = 1.
 
+Grids (issue 28 item 4): an event's noise parameters, Poisson rates and counts may be arrays
+(``_events.BATCHABLE``: ``GaussianDpEvent.noise_multiplier``, ``PoissonSampledDpEvent.sampling_probability``,
+``SelfComposedDpEvent.count``, ``compose``'s ``count``, ...), and the accountant then accounts one composition
+per point of their broadcast shape (``shape``; NumPy's rules, across the events of one call and across
+calls).  A query broadcasts with it: ``get_epsilon(delta)`` / ``epsilon(delta)`` answer an array of shape
+broadcast(``shape``, delta's shape), each point answering the deltas that fall on it exactly as the
+one-composition accountant at that point asked ``epsilon`` of those deltas (a 1-D array) would: the same
+items merged the same way, the same pairs, passes and grid choices (its own finer grid where its own check
+asks).  The points of one structure (the same kinds of pairs after merging, the same number of query values
+up to the padding) run through one compiled program, the accountant's kernel vmapped over the points
+(``_eps_kernel_grid``), in chunks of a fixed size; its values equal the one-composition kernel's to ~1e-9
+relative (XLA rounds the batched sums apart; measured up to 2.2e-8 on 2^10 points), not bit for bit.
+Points of finite pairs are composed exactly on the host, point by point.  Arrays where a grid is not taken
+(the number of randomized-response buckets, a discrete Laplace sensitivity, data set and batch sizes: each
+value a pair of another support size, so a compilation of its own), or that do not broadcast, raise
+``UnsupportedEventError`` naming them.
+
 Where it answers differently from dp_accounting 0.6.0's ``PLDAccountant``: a ``RandomizedResponseDpEvent``
 composed ``count`` times is composed ``count`` times (dp_accounting composes it once, whatever the count:
 10 releases of 4-bucket randomized response at p = 0.5 give delta(1) = 0.940 here, 0.285 there); under
@@ -37,6 +54,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -44,11 +62,12 @@ from .. import dp_events
 from ..numerics import float64_jit, x64_scope
 from . import _events as E
 from ._compose import compose, delta_at, epsilon_at
-from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, check_grid_size
+from ._grid import (AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, GROUP_BYTES, auto_refined_size, bytes_per_point,
+                    check_grid_size, points_at_once)
 from ._mechanisms import RELATIONS, REMOVE, DiscreteLoss
 from ._mixture import MixtureLoss, RevealedMixture
 from ._queries import DELTA_QUERY_TAIL, TAIL_FRACTION, event
-from ._results import PldDelta, PldEpsilon, auto_check, status_of
+from ._results import PldDelta, PldEpsilon, auto_check, grid_error, status_of
 
 __all__ = ["Gaussian", "Laplace", "RandomizedResponse", "PoissonSampled", "SampledWithoutReplacement",
            "SelfComposed", "Composed", "Accountant"]
@@ -149,6 +168,51 @@ def _delta_kernel(pars, counts, eps, coarsen, kinds, n):
     return up, jnp.minimum(lo, up), jnp.minimum(bare, up), jnp.max(jnp.stack([c.h for c in cs]))
 
 
+@float64_jit(static_argnames=("kinds", "n"))
+def _eps_kernel_grid(pars, counts, delta, coarsen, kinds, n):
+    """``_eps_kernel`` at each point of a grid of compositions of one structure (leading axis: the points)."""
+    return jax.vmap(lambda p, c, d: _eps_kernel.jitted(p, c, d, coarsen, kinds, n))(pars, counts, delta)
+
+
+@float64_jit(static_argnames=("kinds", "n"))
+def _delta_kernel_grid(pars, counts, eps, coarsen, kinds, n):
+    """``_delta_kernel`` at each point of a grid of compositions of one structure."""
+    return jax.vmap(lambda p, c, e: _delta_kernel.jitted(p, c, e, coarsen, kinds, n))(pars, counts, eps)
+
+
+_GRID_KERNELS = {_eps_kernel: _eps_kernel_grid, _delta_kernel: _delta_kernel_grid}
+
+
+def _grid_chunk(n, items):
+    """Points of one call of a grid kernel: ``_grid.points_at_once(n)`` (8 on a CPU up to 2^17 points, 64 on
+    an accelerator), halved while the composition's items' working memory (each item is composed on its own
+    n-point grid) exceeds ``GROUP_BYTES``.  One shape per grid size and structure, whatever the grid's
+    number of points: a grid smaller than a chunk is padded to it (a single point costs a chunk), as the
+    front doors' batches are (``_queries._run``)."""
+    g = points_at_once(n)
+    while g > 1 and g * bytes_per_point(n) * max(items, 1) > GROUP_BYTES:
+        g //= 2
+    return g
+
+
+def _on_grid(kernel, pars, c, x, coarsen, kinds, n):
+    """``kernel`` (a grid kernel) over G points, in chunks of one shape (the last padded with its last
+    point): NumPy (up, lo, bare) (G, K) and h (G,)."""
+    g = c.shape[0]
+    size = _grid_chunk(n, len(kinds))
+    outs = []
+    for i in range(0, g, size):
+        k = min(size, g - i)
+
+        def cut(a, i=i, k=k):
+            a = np.asarray(a)[i:i + k]
+            return np.concatenate([a, np.repeat(a[-1:], size - k, axis=0)]) if k < size else a
+
+        outs.append(kernel(jax.tree_util.tree_map(cut, pars), cut(c), cut(x), coarsen, kinds, n))
+    return tuple(np.concatenate([np.asarray(o[j])[:min(size, g - i * size)] for i, o in enumerate(outs)])
+                 for j in range(4))
+
+
 #: The least number of query values of one compiled call of the accountant's kernels (``_Core._run``).
 _QUERY_BUCKET = 8
 #: The largest grid a ``value_discretization_interval`` may ask for (2^20 points).
@@ -212,7 +276,8 @@ class _Core:
         self._interval = None if value_discretization_interval is None else v
         self._n = check_grid_size(grid_size, ())
         self._auto = grid_size is None
-        self._items = []  # (kind, a, q, count)
+        self._shape = ()  # the grid's shape: broadcast of every composed event's (() for one composition)
+        self._parts = []  # per compose call: (its shape, [items (kind, a, q, count) at each of its points])
         self._events = []  # the ledger: (event, count)
 
     # -- dp_accounting's interface -------------------------------------------------------------------------
@@ -221,82 +286,119 @@ class _Core:
     def neighboring_relation(self):
         return self._neighboring_relation
 
+    @property
+    def shape(self) -> tuple:
+        """The shape of the grid of compositions accounted (() for one composition): the broadcast of the
+        array parameters of every event composed (``_events.BATCHABLE``) and of array counts."""
+        return self._shape
+
     def supports(self, event) -> bool:
         return self._maybe_compose(event, 0, False) is None
 
     def _maybe_compose(self, event, count, do_compose):
-        r = E.walk(event, self._relation)
-        try:
-            if r is None:
-                E.walk(event, self._relation, 1, 1.0, [])  # reads the parameters as numbers (a dry run)
-        except ValueError:  # a parameter out of its range: compose raises it, naming the parameter
-            pass
-        except TypeError as exc:  # float() of an array parameter: a grid of events is not one event here
-            if "0-dimensional" not in str(exc) and "length-1" not in str(exc):
-                raise
-            r = (event, "the PLD accountant composes events with scalar parameters; for a grid of noise "
-                        "multipliers or rates use amplify_jax.pld.dpsgd_epsilon / pld.epsilon (they broadcast), or "
-                        "amplify_jax.rdp.Accountant (array parameters)")
+        shape, r = E.batch_shape(event)
+        if r is None:
+            try:
+                np.broadcast_shapes(self._shape, shape, np.shape(count))
+            except ValueError:
+                r = (event, f"the event's grid (shape {shape}) does not broadcast with the accountant's (shape "
+                            f"{self._shape})")
+        if r is None:
+            point = E.at_point(event, (0,) * len(shape), shape)
+            r = E.walk(point, self._relation)
+            try:
+                if r is None:
+                    E.walk(point, self._relation, 1, 1.0, [])  # reads the parameters as numbers (a dry run)
+            except ValueError:  # a parameter out of its range: compose raises it, naming the parameter
+                pass
+            except TypeError as exc:  # float() of a sequence where a number is read
+                r = (event, f"a parameter is not a number ({exc}); grids of events: array parameters at "
+                            f"{E.grid_names()}")
         if r is not None:
-            return self._EventError(invalid_event=r[0], error_message=r[1])
+            return self._EventError(invalid_event=E.original(r[0]), error_message=r[1])
         if do_compose:
             self._add(event, count)
         return None
 
-    def compose(self, event, count: int = 1):
-        """Account ``event`` composed ``count`` (a positive integer) times; returns self (calls chain)."""
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise ValueError(f"Expected count to be a positive integer, got count={count!r}")
-        err = self._maybe_compose(event, int(count), False)
+    def compose(self, event, count=1):
+        """Account ``event`` composed ``count`` times (a positive integer, or an array of them: a grid of
+        counts); returns self (calls chain).  An event with array parameters (``_events.BATCHABLE``: noise
+        multipliers, rates, counts) is a grid of events, which broadcasts with the grid accounted so far."""
+        c = np.asarray(count) if not isinstance(count, bool) else None
+        if (c is None or c.dtype.kind not in "iu" or (c < 1).any() or c.size == 0 or
+                (c.ndim == 0 and not isinstance(count, (int, np.integer)))):
+            raise ValueError(f"Expected count to be a positive integer (or an array of them), got count={count!r}")
+        err = self._maybe_compose(event, count, False)
         if err is not None:
             raise self._unsupported(f"Unsupported event: {event}. Error: [{err.error_message}] caused by subevent "
                                     f"{err.invalid_event}.")
-        self._add(event, int(count))
+        self._add(event, count if c.ndim else int(count))
         return self
 
     def _add(self, event, count):
-        items = []
-        E.walk(event, self._relation, int(count), 1.0, items)
+        ev_shape, _ = E.batch_shape(event)
+        shape = tuple(np.broadcast_shapes(ev_shape, np.shape(count)))
+        counts = np.broadcast_to(np.asarray(count), shape)
+        points = []
+        for idx in np.ndindex(*shape):
+            items = []
+            E.walk(E.at_point(event, idx, shape) if ev_shape else event, self._relation, int(counts[idx]), 1.0,
+                   items)
+            points.append(items)
+        new = tuple(np.broadcast_shapes(self._shape, shape))
         if self._relation == "ADD_OR_REMOVE_ONE":
-            E.one_relation(self._items + items)
-        self._items.extend(items)
-        self._record(event, int(count))
+            for b in range(int(np.prod(new, dtype=np.int64))):
+                E.one_relation(self._items_at(b, new) + points[_flat_index(shape, new, b)])
+        self._parts.append((shape, points))
+        self._shape = new
+        self._record(event, count)
+
+    def _items_at(self, b, shape=None):
+        """The items of every part at the flat point ``b`` of the grid ``shape`` (the accountant's)."""
+        shape = self._shape if shape is None else shape
+        return [it for s, pts in self._parts for it in pts[_flat_index(s, shape, b)]]
+
+    @property
+    def _items(self):
+        """Every item of the composition (one point; the first point of a grid)."""
+        return self._items_at(0)
 
     def _record(self, event, count):
-        dp_events.record_event(self._events, event, count)
+        if np.ndim(count) or E.batch_shape(event)[0] != ():  # a grid: its own ledger entry, never merged
+            self._events.append((event, count) if not np.ndim(count) else
+                                (self._event_types.SelfComposedDpEvent(event, count), 1))
+        else:
+            dp_events.record_event(self._events, event, count)
 
     @property
     def ledger(self):
         """The composed event accounted so far (NoOp when empty), in the events' own vocabulary."""
         return dp_events.ledger_event(self._events, self._event_types)
 
-    def get_epsilon(self, target_delta) -> float:
+    def get_epsilon(self, target_delta):
         """The sound eps at ``target_delta`` in [0, 1] (dp_accounting's name): an upper bound of the true eps
-        (inf where none is certified)."""
-        return float(self.epsilon(target_delta).epsilon[0])
+        (inf where none is certified).  A float for one composition and a scalar delta; else an array of
+        shape broadcast(``shape``, delta's shape) (see :meth:`epsilon`)."""
+        out = self.epsilon(target_delta).epsilon
+        return float(out[0]) if not self._shape and np.ndim(target_delta) == 0 else \
+            out.reshape(np.broadcast_shapes(self._shape, np.shape(target_delta)))
 
-    def get_delta(self, target_epsilon) -> float:
+    def get_delta(self, target_epsilon):
         """The sound delta at ``target_epsilon`` >= 0 (inf allowed; dp_accounting's name): an upper bound of
-        the true delta."""
-        return float(self.delta(target_epsilon).delta[0])
+        the true delta; a float or an array as :meth:`get_epsilon`."""
+        out = self.delta(target_epsilon).delta
+        return float(out[0]) if not self._shape and np.ndim(target_epsilon) == 0 else \
+            out.reshape(np.broadcast_shapes(self._shape, np.shape(target_epsilon)))
 
     # -- queries ---------------------------------------------------------------------------------------------
 
-    def _state(self):
-        """(non_private, merged items of the grid, pure cap, exact atoms or None)."""
-        non_private = any(k == E.NON_PRIVATE for k, _, _, _ in self._items)
-        m = _merged([it for it in self._items if it[0] != E.NON_PRIVATE])
+    @staticmethod
+    def _state(items):
+        """(non_private, merged items of the grid, pure cap, exact atoms or None) of one point's items."""
+        non_private = any(k == E.NON_PRIVATE for k, _, _, _ in items)
+        m = _merged([it for it in items if it[0] != E.NON_PRIVATE])
         cap = E.pure_cap(m)
         return non_private, m, cap, (E.exact_discrete(m) if m else None)
-
-    def _arrays(self):
-        """(kinds, a, q, counts) of the merged items whose parameters are numbers (the continuous pairs)."""
-        m = _merged(self._items)
-        kinds = tuple(k for k, _, _ in m)
-        a = np.array([x for _, x, _ in m], dtype=np.float64)
-        q = np.array([x for _, _, x in m], dtype=np.float64)
-        c = np.array(list(m.values()), dtype=np.float64)
-        return kinds, a, q, c
 
     @staticmethod
     def _kernel_inputs(m):
@@ -346,16 +448,99 @@ class _Core:
                     up, lo = np.minimum(up, uf), np.maximum(lo, lf)
         return up[:k], lo[:k]
 
-    def epsilon(self, delta) -> PldEpsilon:
-        """(epsilon, epsilon_lower, status) at each delta in [0, 1] (a scalar or a 1-D array)."""
-        from .. import _validate as V
+    def _run_grid(self, kernel, jobs, rtol):
+        """``_run`` for many points at once: ``jobs`` a list of (merged items, query values); the points of
+        one structure (kinds, the pairs' shapes, the padded number of queries) go through the grid kernel
+        together, each with exactly ``_run``'s passes and choices (its own finer grid, from its own check):
+        one compiled program per structure and grid size.  Returns [(up, lo)] in the order of ``jobs``."""
+        grid_kernel = _GRID_KERNELS[kernel]
+        groups = {}
+        for j, (m, x) in enumerate(jobs):
+            kinds, pars, c = self._kernel_inputs(m)
+            xp = np.pad(x, (0, _query_bucket(x.size) - x.size), mode="edge")
+            key = (kinds, tuple(np.shape(v) for v in jax.tree_util.tree_leaves(pars)), xp.size)
+            groups.setdefault(key, []).append((j, pars, c, xp, x.size))
+        out = [None] * len(jobs)
+        n = DEFAULT_GRID_SIZE if self._interval else self._n
+        with x64_scope():
+            for (kinds, _, _), rows in groups.items():
+                pars = jax.tree_util.tree_map(lambda *a: np.stack(a), *[r[1] for r in rows])
+                c = np.stack([r[2] for r in rows])
+                x = np.stack([r[3] for r in rows])
+                real = np.arange(x.shape[1])[None, :] < np.array([r[4] for r in rows])[:, None]
+                u1, l1, b1, h = _on_grid(grid_kernel, pars, c, x, 1.0, kinds, n)
+                up, lo = u1, l1
+                sizes = np.zeros(len(rows), dtype=np.int64)
+                if self._interval:
+                    need = h > self._interval
+                    sizes[need] = [min(MAX_INTERVAL_GRID, 1 << int(math.ceil(math.log2(n * v / self._interval))))
+                                   for v in h[need]]
+                elif self._auto:
+                    u2, l2, b2, _ = _on_grid(grid_kernel, pars, c, x, 2.0, kinds, DEFAULT_GRID_SIZE)
+                    per = auto_refined_size(grid_error(u1, b1, u2, b2), u1, (), rtol)
+                    sizes = np.max(np.where(real, per, 0), axis=1)
+                    up, lo = np.minimum(u1, u2), np.maximum(l1, l2)
+                for size in np.unique(sizes[sizes > 0]):
+                    idx = np.flatnonzero(sizes == size)
+                    sub = jax.tree_util.tree_map(lambda a: a[idx], pars)
+                    uf, lf, _, _ = _on_grid(grid_kernel, sub, c[idx], x[idx], 1.0, kinds, int(size))
+                    up[idx], lo[idx] = np.minimum(up[idx], uf), np.maximum(lo[idx], lf)
+                for i, r in enumerate(rows):
+                    out[r[0]] = (up[i, :r[4]], lo[i, :r[4]])
+        return out
 
-        d = np.atleast_1d(V.probability("delta", delta)).astype(np.float64).ravel()
-        non_private, m, cap, exact = self._state()
+    def _rows(self, x):
+        """The query values ``x`` (checked, any shape) against the grid: (rows (P, K), the output shape,
+        the order mapping rows back) with P the grid's points and K the query values of each point."""
+        shape = tuple(np.broadcast_shapes(self._shape, x.shape))
+        p = int(np.prod(self._shape, dtype=np.int64))
+        owner = np.broadcast_to(np.arange(p).reshape(self._shape), shape).ravel()
+        order = np.argsort(owner, kind="stable")
+        return np.broadcast_to(x, shape).ravel()[order].reshape(p, -1), shape, order
+
+    def _answer(self, query, x):
+        """(up, lo) of the query at the values x (checked): for one composition, 1-D over x raveled; for a
+        grid, of shape broadcast(``shape``, x's shape), each point's values computed as one composition's
+        1-D query over the values that fall on it."""
+        if not self._shape:
+            rows, out_shape, order = x.reshape(1, -1), None, None
+        else:
+            rows, out_shape, order = self._rows(x)
+        eps_q = query == "epsilon"
+        kernel, rtol = (_eps_kernel, AUTO_RTOL) if eps_q else (_delta_kernel, AUTO_RTOL_DELTA)
+        plans, jobs = [], []
+        for b, v in enumerate(rows):
+            plan = (self._plan_eps if eps_q else self._plan_delta)(self._items_at(b), v)
+            if plan[2] is not None:
+                jobs.append((plan[3], v[plan[2]]))
+            plans.append(plan)
+        if not self._shape:
+            done = [self._run(kernel, m, v, rtol) for m, v in jobs]
+        else:
+            done = self._run_grid(kernel, jobs, rtol) if jobs else []
+        ups, los, it = np.empty(rows.shape), np.empty(rows.shape), iter(done)
+        for b, (up, lo, mask, m, cap) in enumerate(plans):
+            if mask is not None:
+                up[mask], lo[mask] = next(it)
+            if m and eps_q:
+                up = np.minimum(up, cap)
+            elif m:
+                up = np.where(rows[b] < cap, up, 0.0)
+            ups[b], los[b] = up, (np.minimum(lo, up) if m else lo)
+        if order is None:
+            return ups[0], los[0]
+        up_out, lo_out = np.empty(ups.size), np.empty(los.size)
+        up_out[order], lo_out[order] = ups.ravel(), los.ravel()
+        return up_out.reshape(out_shape), lo_out.reshape(out_shape)
+
+    def _plan_eps(self, items, d):
+        """One point's eps query at the deltas d (1-D): (up, lo, mask of d for the kernel or None, merged
+        items, pure cap), everything but the kernel's values."""
+        non_private, m, cap, exact = self._state(items)
         up, lo = np.zeros_like(d), np.zeros_like(d)
         if non_private:  # dp_accounting's convention: inf at every delta, 1 included
-            up = np.full_like(d, np.inf)
-            return PldEpsilon(up, lo, status_of(up))
+            return np.full_like(d, np.inf), lo, None, {}, math.inf
+        mask = None
         if m:
             inner = (d > 0.0) & (d < 1.0)
             up = np.where(d == 0.0, cap, 0.0)
@@ -363,34 +548,54 @@ class _Core:
                 up = np.where(d < 1.0, E.epsilon_of_atoms(exact, d), 0.0)
                 lo = up.copy()
             elif inner.any():
-                u, l_ = self._run(_eps_kernel, m, d[inner], AUTO_RTOL)
-                up[inner], lo[inner] = u, l_
-            up = np.minimum(up, cap)
-            lo = np.minimum(lo, up)
-        return PldEpsilon(up, lo, status_of(up))
+                mask = inner
+        return up, lo, mask, m, cap
 
-    def delta(self, epsilon) -> PldDelta:
-        """(delta, delta_lower, status) at each epsilon >= 0 (inf allowed; a scalar or a 1-D array)."""
-        e = np.atleast_1d(np.asarray(epsilon, dtype=np.float64)).ravel()
-        if np.isnan(e).any() or (e < 0).any():
-            bad = e[np.isnan(e) | (e < 0)][0]
-            raise ValueError(f"Expected epsilon >= 0, got epsilon={bad!r}")
-        non_private, m, cap, exact = self._state()
+    def _plan_delta(self, items, e):
+        """One point's delta query at the epsilons e (1-D), as :meth:`_plan_eps`."""
+        non_private, m, cap, exact = self._state(items)
         up, lo = np.zeros_like(e), np.zeros_like(e)
         if non_private:
-            up = np.ones_like(e)
-            return PldDelta(up, lo, status_of(up))
+            return np.ones_like(e), lo, None, {}, math.inf
+        mask = None
         if m:
             below = e < cap  # at or above the pure-DP cap delta is 0 (no +inf losses: finite pairs only)
             if exact is not None:
                 up = E.delta_of_atoms(exact, e)
                 lo = up.copy()
             elif below.any():
-                u, l_ = self._run(_delta_kernel, m, e[below], AUTO_RTOL_DELTA)
-                up[below], lo[below] = u, l_
-            up = np.where(below, up, 0.0)
-            lo = np.minimum(lo, up)
+                mask = below
+        return up, lo, mask, m, cap
+
+    def epsilon(self, delta) -> PldEpsilon:
+        """(epsilon, epsilon_lower, status) at each delta in [0, 1].  One composition (``shape`` ()): delta a
+        scalar or an array, the answers 1-D over it raveled, one composition serving every value.  A grid
+        (array event parameters or counts): the answers have shape broadcast(``shape``, delta's shape) by
+        NumPy's rules, each grid point answering the deltas that fall on it exactly as one composition's
+        accountant asked for those deltas (1-D) would (up to the last ~9 digits: the compiled program is the
+        same one vmapped, whose sums XLA rounds apart)."""
+        from .. import _validate as V
+
+        d = np.asarray(V.probability("delta", delta), dtype=np.float64)
+        up, lo = self._answer("epsilon", d if self._shape else d.ravel())
+        return PldEpsilon(up, lo, status_of(up))
+
+    def delta(self, epsilon) -> PldDelta:
+        """(delta, delta_lower, status) at each epsilon >= 0 (inf allowed); shapes as :meth:`epsilon`."""
+        e = np.asarray(epsilon, dtype=np.float64)
+        if np.isnan(e).any() or (e < 0).any():
+            bad = e[np.isnan(e) | (e < 0)].ravel()[0]
+            raise ValueError(f"Expected epsilon >= 0, got epsilon={bad!r}")
+        up, lo = self._answer("delta", e if self._shape else e.ravel())
         return PldDelta(up, lo, status_of(up))
+
+
+def _flat_index(shape, grid, b):
+    """The flat index, in an array of ``shape`` broadcast to ``grid``, of the grid's flat point ``b``."""
+    if not shape:
+        return 0
+    idx = np.unravel_index(b, grid)[len(grid) - len(shape):]
+    return int(np.ravel_multi_index(tuple(i if s > 1 else 0 for i, s in zip(idx, shape)), shape))
 
 
 _CLASS = None

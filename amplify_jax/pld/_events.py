@@ -76,7 +76,8 @@ import numpy as np
 from ._results import EPS0_RANGE, check_parameter
 
 __all__ = ["walk", "one_relation", "discrete_pairs", "pure_cap", "exact_discrete", "delta_of_atoms",
-           "epsilon_of_atoms", "NON_PRIVATE", "DISCRETE"]
+           "epsilon_of_atoms", "NON_PRIVATE", "DISCRETE", "BATCHABLE", "batch_shape", "at_point", "original",
+           "grid_names"]
 
 NON_PRIVATE = "non-private"
 DISCRETE = "discrete"
@@ -86,8 +87,109 @@ _AOR, _RO, _RS = "ADD_OR_REMOVE_ONE", "REPLACE_ONE", "REPLACE_SPECIAL"
 
 def kind_of(event) -> str:
     """The event's class name without ``DpEvent`` (dp_accounting's and amplify_jax's names alike)."""
+    if isinstance(event, _At):
+        event = event.event_
     name = type(event).__name__
     return name[:-len("DpEvent")] if name.endswith("DpEvent") else name
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Grids of events: array parameters, one event per point (the accountant's batches)
+
+#: Event attributes that may hold an array: the noise parameters, the Poisson rates and the counts.  An
+#: event tree whose such attributes are arrays is a grid of events over their broadcast shape, each point
+#: the tree with every array replaced by its element there (:func:`at_point`).
+BATCHABLE = {
+    "Gaussian": ("noise_multiplier",), "Laplace": ("noise_multiplier",),
+    "PoissonSampled": ("sampling_probability",), "SelfComposed": ("count",),
+    "RandomizedResponse": ("noise_parameter", "eps0"), "DiscreteLaplace": ("noise_parameter",),
+    "MixtureOfGaussians": ("standard_deviation",),
+    "TruncatedSubsampledGaussian": ("sampling_probability", "noise_multiplier"),
+}
+#: Attributes that must stay one number for the whole grid: each fixes the size of a pair's support or of
+#: a data set (a grid over them would be one compiled program per value), or is a vector already.
+_SCALAR_ONLY = {
+    "RandomizedResponse": ("num_buckets",), "DiscreteLaplace": ("sensitivity",),
+    "SampledWithoutReplacement": ("source_dataset_size", "sample_size"),
+    "TruncatedSubsampledGaussian": ("dataset_size", "truncated_batch_size"),
+}
+
+
+class _At:
+    """``event`` at one point ``index`` of the grid ``shape``: its batchable array attributes read as the
+    element there (a Python number), its sub-events as views at the same point, every other attribute as
+    it is.  :func:`kind_of` reads the event's own class."""
+
+    __slots__ = ("event_", "index_", "shape_")
+
+    def __init__(self, event, index, shape):
+        self.event_, self.index_, self.shape_ = event, index, shape
+
+    def __getattr__(self, name):
+        v = getattr(self.event_, name)
+        if name == "event":
+            return _At(v, self.index_, self.shape_)
+        if name == "events":
+            return tuple(_At(e, self.index_, self.shape_) for e in v)
+        if name in BATCHABLE.get(kind_of(self.event_), ()) and np.ndim(v) > 0:
+            return np.broadcast_to(np.asarray(v), self.shape_)[self.index_].item()
+        return v
+
+    def __repr__(self):
+        return f"{self.event_!r} at {self.index_}"
+
+
+def _subevents(event):
+    k = kind_of(event)
+    if k == "Composed":
+        return list(event.events)
+    if k in ("SelfComposed", "PoissonSampled", "SampledWithoutReplacement"):
+        return [event.event]
+    return []
+
+
+def batch_shape(event):
+    """(shape, None): the broadcast shape of the array attributes in ``event``'s tree (() where none is an
+    array); or (None, (sub-event, message)) where an array stands where a grid is not taken (``_SCALAR_ONLY``,
+    or any attribute of an event outside ``BATCHABLE``) or the arrays do not broadcast together."""
+    shapes = []
+    stack = [event]
+    while stack:
+        ev = stack.pop()
+        k = kind_of(ev)
+        for name in _SCALAR_ONLY.get(k, ()) + tuple(
+                a for a in ("noise_multiplier", "sampling_probability", "count", "noise_parameter", "eps0",
+                            "standard_deviation") if a not in BATCHABLE.get(k, ())):
+            v = getattr(ev, name, None)
+            if v is not None and np.ndim(v) > 0:
+                return None, (ev, f"`{name}` of `{type(ev).__name__}` must be one number: the PLD accountant "
+                                  f"takes a grid of events over {grid_names()} only (got an array of "
+                                  f"shape {np.shape(v)})")
+        for name in BATCHABLE.get(k, ()):
+            v = getattr(ev, name, None)
+            if v is not None and np.ndim(v) > 0:
+                shapes.append(np.shape(v))
+        stack.extend(_subevents(ev))
+    try:
+        return tuple(np.broadcast_shapes(*shapes)) if shapes else (), None
+    except ValueError:
+        return None, (event, f"the array parameters of the event do not broadcast together (shapes {shapes})")
+
+
+def grid_names():
+    """The batchable attributes, named for the messages."""
+    return ", ".join(f"{k}.{a}" for k, names in BATCHABLE.items() for a in names)
+
+
+def original(event):
+    """The event a point view (:func:`at_point`) was made from; any other event itself."""
+    return event.event_ if isinstance(event, _At) else event
+
+
+def at_point(event, index, shape):
+    """``event`` at the point ``index`` (a tuple) of its grid ``shape`` (:func:`batch_shape`); the event
+    itself where the shape is ()."""
+    return event if shape == () else _At(event, index, shape)
 
 
 def _relation_msg(allowed, what, rel):
