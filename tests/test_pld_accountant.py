@@ -12,6 +12,9 @@ import sys
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from amplify_jax import dp_events as E
 from amplify_jax.pld import Accountant
@@ -417,6 +420,26 @@ def test_grid_of_finite_pairs_is_exact_per_point():
         assert got[:, j].tolist() == ref.delta([0.5, 1.0]).delta.tolist()
 
 
+@settings(max_examples=25, deadline=None)
+@given(p=hnp.arrays(np.float64, hnp.array_shapes(max_dims=2, max_side=3), elements=st.floats(0.05, 0.95)),
+       counts=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+       eps=st.lists(st.floats(0.0, 3.0), min_size=1, max_size=3))
+def test_grid_broadcasting_property(p, counts, eps):
+    """Any grid of noise parameters (up to 2-D) composed with a grid of counts along a new leading axis, and
+    queries along a third: the answer has NumPy's broadcast shape and each entry is the one-composition
+    accountant's at that point and query (finite pairs: exact on the host, equal to the last bit)."""
+    rr = E.RandomizedResponseDpEvent
+    c = np.array(counts).reshape((-1,) + (1,) * p.ndim)
+    e = np.array(eps).reshape((-1,) + (1,) * c.ndim)
+    acc = Accountant(REL.REPLACE_SPECIAL).compose(rr(p, 3)).compose(rr(0.5, 2), c)
+    got = acc.get_delta(e)
+    assert acc.shape == c.shape[:1] + p.shape and got.shape == e.shape[:1] + acc.shape
+    for idx in np.ndindex(*got.shape):
+        k, t, pi = idx[0], idx[1], idx[2:]
+        one = Accountant(REL.REPLACE_SPECIAL).compose(rr(float(p[pi]), 3)).compose(rr(0.5, 2), int(counts[t]))
+        assert got[idx] == one.delta([float(e.ravel()[k])]).delta[0]
+
+
 @pytest.mark.parametrize("event, name", [
     (E.RandomizedResponseDpEvent(0.5, np.array([3, 4])), "num_buckets"),
     (E.DiscreteLaplaceDpEvent(1.0, np.array([1, 2])), "sensitivity"),
@@ -452,3 +475,17 @@ def test_grid_on_the_automatic_grid_equals_one_accountant_per_point():
     for (i, t), (j, s) in itertools.product(enumerate((100, 200_000)), enumerate((0.9, 2.0))):
         ref = Accountant().compose(E.PoissonSampledDpEvent(0.02, E.GaussianDpEvent(s)), t).get_epsilon(1e-10)
         assert got[i, j] == pytest.approx(ref, rel=GRID_RTOL)
+
+
+@pytest.mark.slow  # the delta grid kernel's programs at 2^10, 2^14 and the interval's grid: 4 min at load 12 on 2 cores
+def test_grid_delta_queries_and_interval_equal_one_accountant_per_point():
+    """delta queries on a grid of Gaussians (the delta kernel vmapped), with ``value_discretization_interval``
+    (each point's own finer grid from its own step), against the one-composition accountant per point."""
+    sig = np.array([4.0, 8.0])
+    for make in (lambda: Accountant(grid_size=GRID_N), lambda: Accountant(value_discretization_interval=2e-4)):
+        acc = make().compose(E.GaussianDpEvent(sig), np.array([[16], [64]]))
+        got = acc.get_delta(np.array([0.5, 1.0])[:, None, None])
+        assert got.shape == (2, 2, 2)
+        for t, (j, s) in itertools.product((0, 1), enumerate(sig)):
+            one = make().compose(E.GaussianDpEvent(s), (16, 64)[t])
+            assert got[:, t, j] == pytest.approx(one.delta([0.5, 1.0]).delta, rel=GRID_RTOL)
