@@ -418,6 +418,9 @@ def test_grid_of_finite_pairs_is_exact_per_point():
     for j, pj in enumerate(p):
         ref = Accountant(REL.REPLACE_ONE).compose(E.RandomizedResponseDpEvent(pj, 4), 5)
         assert got[:, j].tolist() == ref.delta([0.5, 1.0]).delta.tolist()
+    paired = acc.get_delta(np.array([0.5, 1.0, 2.0]))  # the grid's own shape: one query per point
+    assert paired.tolist() == [Accountant(REL.REPLACE_ONE).compose(E.RandomizedResponseDpEvent(pj, 4), 5)
+                               .get_delta(x) for pj, x in zip(p, (0.5, 1.0, 2.0))]
 
 
 @settings(max_examples=25, deadline=None)
