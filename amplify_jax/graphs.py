@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -109,43 +108,19 @@ def star_graph(n) -> sp.csr_matrix:
     return _sym_csr(np.zeros(n - 1, dtype=int), j, n)
 
 
-def random_regular_graph(d=None, n=None, *, seed, degree=None) -> sp.csr_matrix:
+def random_regular_graph(d, n, *, seed) -> sp.csr_matrix:
     """A uniformly random d-regular graph on n users: networkx's ``random_regular_graph(d, n, seed)``, seeded;
-    d < n and n * d even.
-
-    Deprecated (for one release): the old order of ``amplify_jax.secrdp.random_regular_graph(n, degree,
-    seed=...)``.  A call whose first argument exceeds the second (impossible in the new order, where d < n) or
-    that names ``degree=`` is read in the old order and emits a ``DeprecationWarning``.
-    """
+    d < n and n * d even."""
     import networkx as nx
 
-    if degree is not None:  # old keyword: random_regular_graph(n, degree=...)
-        if n is not None:
-            raise ValueError(f"Expected random_regular_graph(d, n, seed=...), got both n={n!r} and degree={degree!r}.")
-        d, n = degree, d
-        _warn_old_order()
-    if d is None or n is None:
-        raise ValueError(f"Expected random_regular_graph(d, n, seed=...), got d={d!r}, n={n!r}.")
     dd = V.count("d", d, minimum=1)
     nn = V.count("n", n, minimum=1)
-    if degree is None and dd > nn:  # old positional order (n, degree): d < n always holds in the new one
-        dd, nn = nn, dd
-        _warn_old_order()
     if nn < 2:
         raise ValueError(f"Expected n >= 2, got n={nn}.")
     if dd >= nn or (nn * dd) % 2:
         raise ValueError(f"Expected d < n with n * d even, got d={dd}, n={nn}.")
     g = nx.random_regular_graph(dd, nn, seed=V.count("seed", seed, minimum=0))
     return adjacency(g)
-
-
-def _warn_old_order():
-    warnings.warn(
-        "random_regular_graph(n, degree, seed=...) is deprecated: use networkx's order "
-        "random_regular_graph(d, n, seed=...) (amplify_jax.graphs); the old order goes in the next release.",
-        DeprecationWarning,
-        stacklevel=3,
-    )
 
 
 def erdos_renyi_graph(n, p, *, seed) -> sp.csr_matrix:

@@ -1,8 +1,7 @@
-"""amplify_jax.graphs: the builders, graphs named by a spec string or a file, and the deprecated argument order."""
+"""amplify_jax.graphs: the builders (random_regular_graph in networkx's order) and graphs named by a spec string or
+a file."""
 
 from __future__ import annotations
-
-import warnings
 
 import networkx as nx
 import numpy as np
@@ -44,18 +43,11 @@ def test_secrdp_reexports_the_same_builders():
         assert getattr(S, name) is getattr(G, name), name
 
 
-def test_random_regular_old_order_is_deprecated_alias():
-    new = G.random_regular_graph(4, 20, seed=1)
-    with pytest.warns(DeprecationWarning, match="random_regular_graph"):
-        old = S.random_regular_graph(20, 4, seed=1)  # the old (n, degree) order
-    assert _same(old, new)
-    with pytest.warns(DeprecationWarning):
-        old_kw = S.random_regular_graph(20, degree=4, seed=1)
-    assert _same(old_kw, new)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the new order warns nothing
-        G.random_regular_graph(4, 20, seed=1)
-        G.random_regular_graph(d=4, n=20, seed=1)
+def test_random_regular_graph_order_and_domain():
+    """networkx's order (d, n): keywords give the same graph; the former order (n, d) is now refused (d < n)."""
+    assert _same(G.random_regular_graph(d=4, n=20, seed=1), G.random_regular_graph(4, 20, seed=1))
+    with pytest.raises(ValueError, match="d < n"):
+        G.random_regular_graph(20, 4, seed=1)
     with pytest.raises(ValueError, match="n \\* d even"):
         G.random_regular_graph(3, 9, seed=0)
     with pytest.raises(ValueError, match="d < n"):

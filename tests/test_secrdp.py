@@ -952,68 +952,16 @@ def test_registered_monotone_directions_hold(id_):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# renamed names (one release): target_epsilon, q, NoiseCalibration
+# NoiseCalibration: Decor's result type, not DP-SGD's Calibration
 
 
-def test_renamed_params_are_declared():
-    target = {"epsilon": "target_epsilon"}
-    both = {"epsilon": "target_epsilon", "sampling_rate": "q"}
-    rate = {"sampling_rate": "q"}
-    declared = {f: getattr(S, f).__renamed_params__ for f in (
-        "eps1_budget", "closed_form_eps1", "min_sigma_cor", "baselines", "noise_frontier", "optimal_noise",
-        "example_level_eps1_budget", "example_level_min_sigma_cor", "example_level_rdp", "example_level_epsilon")}
-    assert declared == {"eps1_budget": target, "closed_form_eps1": target, "min_sigma_cor": target,
-                        "baselines": target, "noise_frontier": target, "optimal_noise": target,
-                        "example_level_eps1_budget": both, "example_level_min_sigma_cor": both,
-                        "example_level_rdp": rate, "example_level_epsilon": rate}
-
-
-def test_old_spellings_still_work_and_warn():
-    kw = dict(steps=3500, delta=1e-5)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        want = np.asarray(S.closed_form_eps1(target_epsilon=10.0, **kw))
-        assert np.asarray(S.closed_form_eps1(10.0, **kw)) == want  # positional: no warning
-        assert np.asarray(S.eps1_budget(10.0, **kw)) == want
-        base = S.baselines(16, clip=1.0, target_epsilon=10.0, **kw)
-    with pytest.warns(DeprecationWarning, match="target_epsilon"):
-        assert np.asarray(S.closed_form_eps1(epsilon=10.0, **kw)) == want
-    with pytest.warns(DeprecationWarning, match="target_epsilon"):
-        assert np.asarray(S.eps1_budget(epsilon=10.0, **kw)) == want
-    with pytest.warns(DeprecationWarning, match="target_epsilon"):
-        old = S.baselines(16, clip=1.0, epsilon=10.0, **kw)
-    assert all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(old, base))
-    g = S.ring_graph(8)
-    ex = dict(sigma_unc=1.0, sigma_cor=2.0, clip=1.0, batch_size=16, steps=10)
-    new = np.asarray(S.example_level_rdp([2.0, 4.0], g, q=0.02, **ex))
-    with pytest.warns(DeprecationWarning, match="'sampling_rate' is renamed 'q'"):
-        np.testing.assert_array_equal(np.asarray(S.example_level_rdp([2.0, 4.0], g, sampling_rate=0.02, **ex)), new)
-
-
-@pytest.mark.parametrize("call", [
-    lambda: S.closed_form_eps1(epsilon=10.0, target_epsilon=10.0, steps=10, delta=1e-5),
-    lambda: S.eps1_budget(epsilon=10.0, target_epsilon=10.0, steps=10, delta=1e-5),
-    lambda: S.baselines(16, clip=1.0, epsilon=10.0, target_epsilon=10.0, steps=10, delta=1e-5),
-    lambda: S.example_level_rdp([2.0], S.ring_graph(8), sigma_unc=1.0, sigma_cor=2.0, clip=1.0, batch_size=16,
-                                q=0.02, sampling_rate=0.02),
-])
-def test_old_and_new_names_together_raise(call):
-    with pytest.raises(ValueError, match="got both"):
-        call()
-
-
-def test_calibration_renamed_noise_calibration():
+def test_noise_calibration_is_not_the_dpsgd_calibration():
     import amplify_jax
     from amplify_jax import accountants
 
     assert "NoiseCalibration" in S.__all__ and "Calibration" not in S.__all__
-    with pytest.warns(DeprecationWarning, match="NoiseCalibration"):
-        old = S.Calibration
-    assert old is S.NoiseCalibration
     assert S.NoiseCalibration is not accountants.Calibration
     assert getattr(amplify_jax, "Calibration", accountants.Calibration) is accountants.Calibration
-    with pytest.raises(AttributeError):
-        S.NoSuchName  # noqa: B018
 
 
 def test_registered_bounds_compile_nothing_for_new_values():

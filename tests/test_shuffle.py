@@ -375,63 +375,14 @@ def test_registered_closed_forms_equal_the_family_and_flag_fallbacks():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# renamed names (one release): the eps at which a delta is computed is `epsilon`
+# the registry's vocabulary: the eps at which a delta is computed is `epsilon`
 
 
-def test_renamed_params_are_declared():
-    from amplify_jax.shuffle import blanket as BL
-
-    for fn in (S.erlingsson_delta, S.clones_delta, S.blanket_delta, S.blanket_properties, BL.rr_delta,
-               BL.rr_delta_traced):
-        assert fn.__renamed_params__ == {"eps": "epsilon"}, fn.__name__
+def test_delta_functions_take_epsilon():
     import inspect
 
     assert list(inspect.signature(S.blanket_delta).parameters)[0] == "epsilon"
     assert "delta" in inspect.signature(S.blanket_epsilon).parameters  # eps at a fixed delta: keeps delta
-
-
-def test_old_spellings_still_work_and_warn():
-    import warnings
-
-    from amplify_jax.shuffle import blanket as BL
-
-    gen = S.generic_randomizer(4.0)
-    cases = [  # (function, positional-free keywords besides epsilon, value)
-        (S.erlingsson_delta, dict(eps0=0.4, n=5000), 0.15),
-        (S.blanket_properties, dict(randomizer=gen), 0.25),
-        (S.blanket_delta, dict(n=5000, randomizer=S.generic_randomizer(0.4)), 0.05),
-        (S.clones_delta, dict(eps0=np.array([1.0, 2.0, 3.0, 2.5, 4.0]), n=np.array([50, 200, 30, 10, 1])),
-         np.array([0.3, 0.1, 1.0, 2.0, 0.5])),  # the shapes of the brute-force test: one compilation
-    ]
-    for fn, kw, e in cases:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", DeprecationWarning)
-            new = fn(epsilon=e, **kw)
-            pos = fn(e, **kw)  # positional: no warning
-        with pytest.warns(DeprecationWarning, match=f"{fn.__name__}: 'eps' is renamed 'epsilon'"):
-            old = fn(eps=e, **kw)
-        for a, b, c in zip(new, pos, old):
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
-    args = [np.asarray(x, np.float64) for x in (1.0, 100.0, 10.0, 10.0, 0.5)]
-    # a traced kernel, called as kernels call it (under jit: one program each, not ~150 op-by-op compilations)
-    new = jax.jit(lambda *a: BL.rr_delta_traced("hoeffding", *a))(*args)
-    with pytest.warns(DeprecationWarning, match="'eps' is renamed 'epsilon'"):
-        old = jax.jit(lambda e, n, d, T, s: BL.rr_delta_traced("hoeffding", eps=e, n=n, d=d, T=T, sigma=s))(*args)
-    np.testing.assert_array_equal(np.asarray(new), np.asarray(old))
-
-
-@pytest.mark.parametrize("call", [
-    lambda: S.erlingsson_delta(eps=0.1, epsilon=0.1, eps0=0.4, n=5000),
-    lambda: S.clones_delta(eps=0.1, epsilon=0.1, eps0=2.0, n=100),
-    lambda: S.blanket_delta(eps=0.1, epsilon=0.1, n=100, randomizer=S.generic_randomizer(1.0)),
-    lambda: S.blanket_properties(eps=0.1, epsilon=0.1, randomizer=S.generic_randomizer(1.0)),
-    lambda: S.blanket.rr_delta("exact", eps=1.0, epsilon=1.0, n=10.0, d=0.0, T=2.0, sigma=0.5),
-    lambda: S.blanket.rr_delta_traced("exact", eps=1.0, epsilon=1.0, n=10.0, d=0.0, T=2.0, sigma=0.5),
-])
-def test_old_and_new_names_together_raise(call):
-    with pytest.raises(ValueError, match="got both eps and epsilon"):
-        call()
 
 
 def test_blanket_window_one_program_per_octave():

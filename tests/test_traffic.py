@@ -410,89 +410,25 @@ def test_registered_local_and_pure_bounds():
 
 
 # ------------------------------------------------------------------------------------------------------
-# renamed names (one release): epsilon, target_epsilon / target_delta, results named after their answer
+# the registry's vocabulary: results named after their answer
 
 
-def test_renamed_params_are_declared():
-    at = {"eps": "epsilon"}
-    target = {"eps": "target_epsilon", "delta": "target_delta"}
-    declared = {f: getattr(tr, f).__renamed_params__ for f in (
-        "scrambler_delta", "amplification_variable_bounds", "plan_privacy", "fewest_dummies", "smallest_sampling",
-        "messages_per_scrambler")}
-    assert declared == {"scrambler_delta": at, "amplification_variable_bounds": at, "plan_privacy": at,
-                        "fewest_dummies": target, "smallest_sampling": target, "messages_per_scrambler": target}
-    assert not hasattr(tr.scrambler_epsilon, "__renamed_params__")  # eps at a fixed delta: keeps delta
-
-
-def test_old_spellings_still_work_and_warn():
-    import warnings
-
-    kw = dict(targets=20, n=100, sampling=0.2, dummies=50, method="hoeffding")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        new = tr.scrambler_delta(epsilon=1.0, **kw)
-        bounds_new = tr.amplification_variable_bounds(epsilon=[0.5, 1.0], targets=20, sampling=0.2)
-        plan_new = tr.plan_privacy(tr.aggregate_plan(2), epsilon=0.4, delta=1e-6)
-    with pytest.warns(DeprecationWarning, match="scrambler_delta: 'eps' is renamed 'epsilon'"):
-        old = tr.scrambler_delta(eps=1.0, **kw)
-    with pytest.warns(DeprecationWarning, match="'eps' is renamed 'epsilon'"):
-        bounds_old = tr.amplification_variable_bounds(eps=[0.5, 1.0], targets=20, sampling=0.2)
-    with pytest.warns(DeprecationWarning, match="'eps' is renamed 'epsilon'"):
-        plan_old = tr.plan_privacy(tr.aggregate_plan(2), eps=0.4, delta=1e-6)
-    for a, b in zip((*new, *bounds_new, *plan_new), (*old, *bounds_old, *plan_old)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    # a deployment search with the old target keywords (the arguments of test_fewest_dummies_round_trip)
-    dkw = dict(targets=20, n=100, sampling=0.2, sources=10_000, max_messages=[40_000, 10_000_000], method="bennett")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        dnew = tr.fewest_dummies(target_epsilon=1.0, target_delta=1e-4, **dkw)
-    with pytest.warns(DeprecationWarning, match="'delta' is renamed 'target_delta'"):
-        with pytest.warns(DeprecationWarning, match="fewest_dummies: 'eps' is renamed 'target_epsilon'"):
-            dold = tr.fewest_dummies(eps=1.0, delta=1e-4, **dkw)
-    assert type(dold) is type(dnew) is tr.DummiesDeployment
-    for a, b in zip(dnew, dold):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-
-
-@pytest.mark.parametrize("call", [
-    lambda: tr.scrambler_delta(eps=1.0, epsilon=1.0, targets=20, n=10, sampling=0.2, dummies=5),
-    lambda: tr.amplification_variable_bounds(eps=1.0, epsilon=1.0, targets=20, sampling=0.2),
-    lambda: tr.plan_privacy(tr.aggregate_plan(1), eps=1.0, epsilon=1.0, delta=0.0),
-    lambda: tr.fewest_dummies(eps=1.0, target_epsilon=1.0, target_delta=1e-4, targets=20, n=10, sampling=0.2),
-    lambda: tr.smallest_sampling(1.0, delta=1e-4, target_delta=1e-4, targets=20, n=10, dummies=5),
-    lambda: tr.messages_per_scrambler(eps=1.0, target_epsilon=1.0, target_delta=1e-4, targets=20, sampling=0.2,
-                                      dummies=5),
-])
-def test_old_and_new_names_together_raise(call):
-    with pytest.raises(ValueError, match="got both"):
-        call()
-
-
-def test_results_name_their_answer_and_keep_old_fields():
-    import warnings
-
+def test_results_name_their_answer():
     z, st_ = np.zeros(2), np.array([Status.OK, Status.INFEASIBLE], np.int32)
     for cls, field in ((tr.DummiesDeployment, "dummies"), (tr.SamplingDeployment, "sampling"),
                        (tr.ScramblerSizeDeployment, "n")):
         r = cls(z + 3.0, st_, z, z, z)
         assert isinstance(r, tr.Deployment) and isinstance(r, tuple) and r._fields[0] == field
         assert r._fields[1:] == ("status", "delta", "limit", "messages")
-        with pytest.warns(DeprecationWarning, match=rf"{cls.__name__}.value is renamed .{field}"):
-            assert r.value is getattr(r, field)
         value, status, *_ = r  # unpacking order unchanged
-        assert value is r[0] and status is st_
+        assert value is r[0] is getattr(r, field) and status is st_
     pure = tr.local_epsilon(targets=10, sampling=0.5, dummies=2)
     capped = tr.scrambler_pure_epsilon(targets=3, n=3, sampling=0.3, dummies=1)
     plan = tr.plan_privacy(tr.aggregate_plan(2), epsilon=0.4, delta=1e-6)
     inv = tr.EpsilonInversion(np.array(0.5), np.array(Status.OK, np.int32), np.array(1e-6))
-    for r, name in ((pure, "PureEpsilon"), (capped, "ScramblerPureEpsilon"), (plan, "PlanPrivacy"),
-                    (inv, "EpsilonInversion")):
+    for r in (pure, capped, plan, inv):
         assert r._fields[0] == "epsilon" and r[0] is r.epsilon
-        with pytest.warns(DeprecationWarning, match=rf"{name}.eps is renamed .epsilon"):
-            assert r.eps is r.epsilon
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        e, valid = pure  # unpacking order unchanged, no warning
+    e, valid = pure  # unpacking order unchanged
     assert e is pure.epsilon and valid is pure.valid
 
 

@@ -113,8 +113,7 @@ App. D.1.
 Graphs: the builders (``ring_graph``, ``torus_graph``, ``complete_graph``, ``star_graph``,
 ``random_regular_graph(d, n, seed=...)`` in networkx's order, ``erdos_renyi_graph``) and ``adjacency`` live in
 :mod:`amplify_jax.graphs` and are re-exported here; ``amplify_jax.graphs.from_spec`` reads specs such as
-``"ring:16"`` and graph files.  The old order ``random_regular_graph(n, degree, seed=...)`` still works for one
-release, with a ``DeprecationWarning``.
+``"ring:16"`` and graph files.
 
 The bound registry (``amplify_jax.bounds``) holds this subpackage's bounds as ``secrdp.step`` (:func:`epsilon`),
 ``secrdp.step-rdp``, ``secrdp.spectral``, ``secrdp.spectral-rdp``, ``secrdp.closed-form``,
@@ -122,8 +121,6 @@ The bound registry (``amplify_jax.bounds``) holds this subpackage's bounds as ``
 """
 
 from __future__ import annotations
-
-import warnings as _warnings
 
 from ..graphs import adjacency as adjacency
 from ..graphs import complete_graph as complete_graph
@@ -210,18 +207,5 @@ __all__ = [
     "example_level_eps1_budget",
     "example_level_min_sigma_cor",
 ]
-
-
-
-def __getattr__(name):
-    """``Calibration``: the deprecated name of :class:`NoiseCalibration` (renamed so that it is not confused with
-    ``amplify_jax.accountants.Calibration``); it goes in the next release."""
-    if name == "Calibration":
-        _warnings.warn("amplify_jax.secrdp.Calibration is renamed NoiseCalibration (not to be confused with "
-                       "amplify_jax.accountants.Calibration); the old name goes in the next release.",
-                       DeprecationWarning, stacklevel=2)
-        return NoiseCalibration
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 from . import _bounds  # noqa: F401,E402  (registers the bounds)

@@ -29,7 +29,6 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..numerics import x64_scope
 from ._adversaries import SIGMA_UNC_RANGE, _check_connectivity, _clip, _sigma_unc, _validate_adversary
 from ._certified import _fast_affordable
@@ -109,7 +108,7 @@ def _eps1_fn(g: SecGraph, adversary, c) -> _Eps1Fn:
 
 class NoiseCalibration(NamedTuple):
     """Calibrated noise levels of Decor (arrays broadcast over the inputs).  Not to be confused with
-    ``amplify_jax.accountants.Calibration`` (DP-SGD); ``secrdp.Calibration`` is a deprecated alias of this type.
+    ``amplify_jax.accountants.Calibration`` (DP-SGD).
 
     sigma_unc, sigma_cor: the noise pair (sigma_cor is the minimal one for the given sigma_unc, rounded up to
         within rtol: the feasible endpoint of the bisection, re-checked).
@@ -130,7 +129,6 @@ class NoiseCalibration(NamedTuple):
     eps1_budget: jax.Array
 
 
-@renamed_params(epsilon="target_epsilon")
 def eps1_budget(target_epsilon, *, steps, delta, method="closed_form"):
     """The largest per-step eps1 such that T steps stay (target_epsilon, delta)-SecLDP (App. D.1, step 1).
 
@@ -249,7 +247,6 @@ def _calibration_result(g, adversary, c, su, clip_a, budget, rtol) -> NoiseCalib
                            jnp.asarray(achieved), jnp.asarray(np.broadcast_to(budget, shape)))
 
 
-@renamed_params(epsilon="target_epsilon")
 def min_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta, steps, adversary="eavesdropper", colluders=None,
                   method="closed_form", rtol=1e-6) -> NoiseCalibration:
     """For a fixed sigma_unc, the minimal sigma_cor such that T steps of Decor are (target_epsilon, delta)-SecLDP
@@ -280,7 +277,6 @@ class Baselines(NamedTuple):
     eps1_budget: jax.Array
 
 
-@renamed_params(epsilon="target_epsilon")
 def baselines(n, *, clip, target_epsilon, delta, steps, method="closed_form") -> Baselines:
     """Local-DP and central-DP noise levels for n users (see :class:`Baselines`)."""
     nn = V.integer("n", n, minimum=1)
@@ -315,7 +311,6 @@ def _honest_size(g, c):
     return g.n if c is None else g.n - c
 
 
-@renamed_params(epsilon="target_epsilon")
 def noise_frontier(graph, *, clip, target_epsilon, delta, steps, adversary="eavesdropper", colluders=None, num=32,
                    method="closed_form", rtol=1e-6) -> Frontier:
     """The frontier of admissible (sigma_unc, sigma_cor) pairs for one target (scalar target_epsilon, delta,
@@ -353,7 +348,6 @@ def noise_frontier(graph, *, clip, target_epsilon, delta, steps, adversary="eave
                         jnp.asarray(np.full(su.shape, budget)))
 
 
-@renamed_params(epsilon="target_epsilon", sampling_rate="q")
 def example_level_eps1_budget(target_epsilon, *, delta, steps, batch_size, q, sampling="poisson",
                               orders=None, rtol=1e-7, method="balle2020"):
     """The largest per-step eps1 (at the user clip C used by the accountant) such that T subsampled steps are
@@ -412,7 +406,6 @@ def example_level_eps1_budget(target_epsilon, *, delta, steps, batch_size, q, sa
     return lo
 
 
-@renamed_params(epsilon="target_epsilon", sampling_rate="q")
 def example_level_min_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta, steps, batch_size, q,
                                 sampling="poisson", adversary="eavesdropper", colluders=None, orders=None,
                                 rtol=1e-6) -> NoiseCalibration:

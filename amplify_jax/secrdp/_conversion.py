@@ -14,7 +14,6 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..numerics import x64_scope
 from ._rounding import _dev
 from ._step import step_account
@@ -34,7 +33,6 @@ def closed_form_epsilon(eps1, *, steps, delta):
         return _dev(x + 2.0 * np.sqrt(x * np.log(1.0 / d)))
 
 
-@renamed_params(epsilon="target_epsilon")
 def closed_form_eps1(target_epsilon, *, steps, delta):
     """The inverse of :func:`closed_form_epsilon`: the largest per-step eps1 whose T-step closed form is
     <= target_epsilon, eps1 = (sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))^2 / T (App. D.1, step 1), evaluated

@@ -12,7 +12,6 @@ import numpy as np
 
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..numerics import x64_scope
 from ._rounding import _dev
 from ._step import step_account
@@ -81,7 +80,6 @@ def _subsampled_curve(orders, q, sigma, sampling):
     return core_rdp.subsampled_gaussian_wor_rdp(orders, q=q, sigma=sigma)
 
 
-@renamed_params(sampling_rate="q")
 def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, q, steps=1,
                       sampling="poisson", adversary="eavesdropper", colluders=None):
     """Example-level SecRDP curve of T steps of Decor with subsampled mini-batches (Decor Sec. 6.2 and
@@ -110,7 +108,6 @@ def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, 
         return _dev(t[..., None] * np.asarray(curve))
 
 
-@renamed_params(sampling_rate="q")
 def example_level_epsilon(graph, *, sigma_unc, sigma_cor, clip, batch_size, q, steps, delta,
                           sampling="poisson", adversary="eavesdropper", colluders=None, orders=None,
                           method="balle2020"):

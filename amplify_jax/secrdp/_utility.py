@@ -13,7 +13,6 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..numerics import x64_scope
 from ..status import Status
 from ._adversaries import _clip, _validate_adversary
@@ -67,7 +66,6 @@ def utility_weights(graph, cost="gossip", kappa=None):
     return float(np.trace(w @ w) / g.n), float(np.trace(w @ lap @ w) / g.n)
 
 
-@renamed_params(epsilon="target_epsilon")
 def optimal_noise(graph, *, clip, target_epsilon, delta, steps, adversary="eavesdropper", colluders=None, cost="gossip",
                   kappa=None, num=24, iterations=60, learning_rate=0.1, method="closed_form") -> OptimalNoise:
     """The admissible pair minimising a utility cost k_unc sigma_unc^2 + k_cor sigma_cor^2 (see

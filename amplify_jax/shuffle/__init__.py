@@ -32,8 +32,7 @@ Bennett bound of Lemma 3 in its corrected form (docs/errata.md#e-traffic-lemma3-
 
 Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``epsilon`` is the eps at which a delta is
 computed (:func:`erlingsson_delta`, :func:`clones_delta`, :func:`blanket_delta`, :func:`blanket_properties`,
-``blanket.rr_delta``, ``blanket.rr_delta_traced``), ``delta`` the one at which an eps is.  The previous
-spelling ``eps=`` still works for one release and emits a DeprecationWarning.
+``blanket.rr_delta``, ``blanket.rr_delta_traced``), ``delta`` the one at which an eps is.
 """
 
 from ._closed_forms import ClosedForm as ClosedForm

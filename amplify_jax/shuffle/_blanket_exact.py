@@ -19,7 +19,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._compat import renamed_params
 from ..calibrate import invert_monotone_kernel
 from ..numerics import float64_jit, log_binom_pmf, x64_scope
 from . import _binomial as B
@@ -403,7 +402,6 @@ def _rr_planned(method, eps, n, d, T, sigma, tail_sd):
 _TRACED_WM, _TRACED_S, _TRACED_ROWS = WM_MAX, 16, 512
 
 
-@renamed_params(eps="epsilon")
 def rr_delta_traced(method, epsilon, n, d, T, sigma, tail_sd=DEFAULT_TAIL_SD):
     """Lemma 2 for the target randomizer as a pure jnp function of (broadcasting) arrays, with static windows
     (512 bins -- WM_MAX, as in the planned kernel -- of up to 16 m' values; a 512-row CDF table; the inner
@@ -411,7 +409,7 @@ def rr_delta_traced(method, epsilon, n, d, T, sigma, tail_sd=DEFAULT_TAIL_SD):
     parameters are traced (traffic's deployment inversions).  Sound for every
     input (truncations bounded, K capped where the table ends, with the Bennett bound); exact while the
     windows suffice.  ``method`` in {"hoeffding", "bennett", "exact"}; ``epsilon``: the eps at which delta is
-    computed (``eps=`` is its deprecated spelling, warns)."""
+    computed."""
     eps, n, d, T, sigma = jnp.broadcast_arrays(*(jnp.asarray(x, jnp.float64) for x in (epsilon, n, d, T, sigma)))
     shape = eps.shape
     flat = [x.reshape(-1) for x in (eps, n, d, T, sigma)]

@@ -16,7 +16,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
-from .._compat import renamed_params
 from ..calibrate import INFEASIBLE, NOT_MONOTONE
 from ..numerics import BENNETT_PHI_REL_ERROR, bennett_phi, float64_jit
 
@@ -209,10 +208,9 @@ def _props_kernel(kind, eps, eps0, k, sigma):
     return BlanketProperties(gamma + 0.0 * eps, 1.0 - jnp.exp(eps) + 0.0 * gamma, l_max, l_min, l_max - l_min, c)
 
 
-@renamed_params(eps="epsilon")
 def blanket_properties(epsilon, *, randomizer) -> BlanketProperties:
-    """gamma and the bounds on L (max, min, range, second moment) of a randomizer at ``epsilon`` (broadcasts;
-    ``eps=`` is the deprecated spelling, warns).  ``epsilon`` in [0, :data:`PROPERTIES_MAX_EPSILON`]."""
+    """gamma and the bounds on L (max, min, range, second moment) of a randomizer at ``epsilon`` (broadcasts).
+    ``epsilon`` in [0, :data:`PROPERTIES_MAX_EPSILON`]."""
     r = _check_randomizer(randomizer)
     eps = _validate.between("epsilon", _validate.nonnegative("epsilon", epsilon), 0.0, PROPERTIES_MAX_EPSILON)
     _validate.broadcastable(epsilon=eps, eps0=r.eps0, k=r.k, sigma=r.sigma)

@@ -62,7 +62,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
-from .._compat import renamed_params
 from ..numerics import float64_jit, x64_scope
 from . import _binomial as B
 from ._blanket_concentration import _bucket
@@ -583,10 +582,8 @@ def _clones_delta_kernel(eps, eps0, n, *, W, L, z_lo):
     return ClonesDelta(up, lo, lo, lo, up, up)
 
 
-@renamed_params(eps="epsilon")
 def clones_delta(epsilon, *, eps0, n, tail_sd=None) -> ClonesDelta:
-    """delta(epsilon) of the clone pair (upper and lower bounds; both directions are equal), broadcasting.
-    ``eps=`` is the deprecated spelling of ``epsilon=`` (warns)."""
+    """delta(epsilon) of the clone pair (upper and lower bounds; both directions are equal), broadcasting."""
     eps = _validate.nonnegative("epsilon", epsilon)
     eps0, n, _ = _check(eps0, n, 0.5)
     shape = _validate.broadcastable(epsilon=eps, eps0=eps0, n=n)

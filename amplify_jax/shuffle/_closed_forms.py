@@ -14,7 +14,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
-from .._compat import renamed_params
 from ..approx_dp import fmt_closed_form
 from ..numerics import float64_jit
 
@@ -74,12 +73,10 @@ def _erlingsson_delta_kernel(eps, eps0, n):
     return delta, valid
 
 
-@renamed_params(eps="epsilon")
 def erlingsson_delta(epsilon, *, eps0, n):
     """The delta of Erlingsson et al. 2019 at a given eps: exp(-n (epsilon / (12 eps0))^2) (the inverse form).
 
-    Returns (delta, valid); valid as in :func:`erlingsson_epsilon` (delta < 1/100 included).  ``eps=`` is the
-    deprecated spelling of ``epsilon=`` (warns).
+    Returns (delta, valid); valid as in :func:`erlingsson_epsilon` (delta < 1/100 included).
     """
     epsilon = _validate.nonnegative("epsilon", epsilon)
     eps0 = _validate.positive("eps0", eps0)

@@ -90,7 +90,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
-from .._compat import renamed_params
 from ..numerics import x64_scope
 from ._blanket_concentration import _conc_eps_kernel, _conc_kernel, _conc_window
 from ._blanket_exact import EXACT_MAX_M as EXACT_MAX_M
@@ -176,12 +175,11 @@ def _mc_options(confidence, samples):
             _validate.count("samples", samples, minimum=2))
 
 
-@renamed_params(eps="epsilon")
 def rr_delta(method, epsilon, n, d, T, sigma, *, key=None, confidence=0.95, samples=5000,
              tail_sd=DEFAULT_TAIL_SD):
     """delta of Lemma 2 for the target randomizer at ``epsilon`` (validated numpy inputs that broadcast) as
     numpy arrays (delta, estimate) of the broadcast shape; the shared engine of :func:`blanket_delta` and
-    ``amplify_jax.traffic.scrambler_delta``.  ``eps=`` is the deprecated spelling of ``epsilon=`` (warns)."""
+    ``amplify_jax.traffic.scrambler_delta``."""
     shape = np.broadcast_shapes(*(np.shape(x) for x in (epsilon, n, d, T, sigma)))
     fe, fn, fd, fT, fs = _flat(shape, epsilon, n, d, T, sigma)
     if method == "monte_carlo":
@@ -192,13 +190,11 @@ def rr_delta(method, epsilon, n, d, T, sigma, *, key=None, confidence=0.95, samp
     return delta.reshape(shape), delta.reshape(shape)
 
 
-@renamed_params(eps="epsilon")
 def blanket_delta(epsilon, *, n, randomizer, dummies=0, method="hoeffding", key=None, confidence=0.95,
                   samples=5000, tail_sd=DEFAULT_TAIL_SD) -> BlanketDelta:
     """delta(epsilon) of the shuffle model with d dummies (Ladjel Lemma 2 / Thm 5; Balle et al. 2019 at d = 0).
 
-    epsilon, n, dummies and the randomizer's numeric fields broadcast (``eps=`` is the deprecated spelling of
-    ``epsilon=``, warns).  ``method`` in
+    epsilon, n, dummies and the randomizer's numeric fields broadcast.  ``method`` in
     {"hoeffding", "bennett", "exact", "monte_carlo"} (see the module docstring; "exact" and "monte_carlo"
     need a randomized-response or target randomizer).  Monte Carlo needs ``key`` (a PRNG key) and returns
     the one-sided upper confidence bound at ``confidence`` in ``delta`` and the point estimate in

@@ -66,8 +66,7 @@ Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``epsilon`` 
 computed (and a plan's clusters' eps), ``target_epsilon`` / ``target_delta`` what a deployment search must
 meet, ``delta`` the fixed side of :func:`scrambler_epsilon`; results name their answer (``.epsilon``;
 ``.dummies``, ``.sampling``, ``.n`` for the deployments) and their ``status`` holds
-:class:`amplify_jax.status.Status` codes.  The previous spellings (``eps=``, a deployment's ``eps=`` /
-``delta=``, ``.eps`` and a deployment's ``.value``) still work for one release and emit a DeprecationWarning.
+:class:`amplify_jax.status.Status` codes.
 """
 
 from ._plans import ExecutionPlan as ExecutionPlan

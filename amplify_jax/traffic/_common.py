@@ -1,6 +1,6 @@
 """Helpers shared by the sections of the traffic subpackage (Ladjel, Anciaux, Bellet, Scerri): float64 copies
 for the kernels, the validation of a cluster's common parameters (epsilon, T, n, sigma, d), and the
-warning of a renamed result field."""
+caps of the deployment searches."""
 
 from __future__ import annotations
 
@@ -28,12 +28,6 @@ def _warn_cap(question, name, cap, infeasible, where):
     k, m = int(np.count_nonzero(infeasible)), int(np.size(infeasible))
     warnings.warn(f"{question}: no {name} up to {cap:g} (the cap of this question, {where}) meets the target at "
                   f"{k} of {m} points: status infeasible there, the answer is the cap.", UserWarning, stacklevel=3)
-
-
-def _renamed_field(cls, old, new):
-    """Warn that field ``old`` of result type ``cls`` is renamed ``new`` (one release)."""
-    warnings.warn(f"{cls}.{old} is renamed .{new}; the old name goes in the next release.", DeprecationWarning,
-                  stacklevel=3)
 
 
 def _f64(*xs):

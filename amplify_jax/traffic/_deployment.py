@@ -5,13 +5,11 @@ target_delta), under a network-load or individual-load budget."""
 from __future__ import annotations
 
 import collections
-import warnings
 
 import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..calibrate import invert_monotone
 from ..status import Status
 from ..shuffle.blanket import rr_delta_traced
@@ -36,16 +34,10 @@ class Deployment(tuple):
     enough; NOT_MONOTONE, the re-check failed (do not use the answer); MAX_ITER, feasible but the bracket did
     not reach rtol.  ``delta`` is re-computed at the answer by :func:`scrambler_delta`; ``limit`` is the
     budget's end of the parameter range; ``messages`` the network load (:func:`scrambler_costs`) at the answer
-    when ``sources`` is given (else zeros).  ``.value`` is the deprecated generic name of the answer (warns).
+    when ``sources`` is given (else zeros).
     Target deltas below :data:`MIN_TARGET_DELTA` (1e-15) are refused (see there)."""
 
     __slots__ = ()
-
-    @property
-    def value(self) -> np.ndarray:
-        warnings.warn(f"{type(self).__name__}.value is renamed .{self._fields[0]}; the old name goes in the next "
-                      "release.", DeprecationWarning, stacklevel=2)
-        return self[0]
 
 
 class DummiesDeployment(Deployment,
@@ -135,7 +127,6 @@ def _finish_deploy(result, value, status, limit, eps, delta, T, n, sigma, d, met
     return result(np.asarray(value), status, chk, np.asarray(limit), np.asarray(msgs))
 
 
-@renamed_params(eps="target_epsilon", delta="target_delta")
 def fewest_dummies(
     target_epsilon, target_delta, *, targets, n, sampling, sources=None, max_messages=None, max_dummies=DUMMIES_CAP,
     method="exact"
@@ -148,8 +139,7 @@ def fewest_dummies(
     1000, the cap ``bounds.invert`` of ``traffic.scrambler`` over dummies searches to as well; points no d up to
     it satisfies are INFEASIBLE, with a warning naming it).  Integer bisection by
     amplify_jax.calibrate.invert_monotone (delta is non-increasing in d), feasible endpoint re-checked.
-    ``target_delta`` >= :data:`MIN_TARGET_DELTA` (1e-15).
-    ``eps=``, ``delta=`` are the deprecated spellings of ``target_epsilon=``, ``target_delta=`` (warn)."""
+    ``target_delta`` >= :data:`MIN_TARGET_DELTA` (1e-15)."""
     method = _deploy_method(method)
     eps, delta = _target(target_epsilon, target_delta)
     _, T, n_, sigma, _ = _check_common(0.0, targets, n, sampling, 0)
@@ -187,7 +177,6 @@ def fewest_dummies(
                           sources)
 
 
-@renamed_params(eps="target_epsilon", delta="target_delta")
 def smallest_sampling(
     target_epsilon, target_delta, *, targets, n, dummies, sources=None, max_messages=None, rtol=1e-6,
     method="exact"
@@ -197,8 +186,7 @@ def smallest_sampling(
     utility, or consents S_t = S / (1 - sigma) at fixed utility), under a network-load budget ``max_messages``
     on the volume S_t + SF (n + d) (needs ``sources``), which caps sigma.  Bisection by
     amplify_jax.calibrate.invert_monotone (delta is non-increasing in sigma), feasible endpoint re-checked;
-    sigma = 0 is tried first (status AT_LIMIT when it suffices).  ``eps=``, ``delta=`` are the deprecated
-    spellings of ``target_epsilon=``, ``target_delta=`` (warn)."""
+    sigma = 0 is tried first (status AT_LIMIT when it suffices)."""
     method = _deploy_method(method)
     eps, delta = _target(target_epsilon, target_delta)
     _, T, n_, _, d = _check_common(0.0, targets, n, 0.0, dummies)
@@ -236,7 +224,6 @@ def smallest_sampling(
     return _finish_deploy(SamplingDeployment, value, status, limit, eps, delta, T, n_, value, d, method, sources)
 
 
-@renamed_params(eps="target_epsilon", delta="target_delta")
 def messages_per_scrambler(
     target_epsilon, target_delta, *, targets, sampling, dummies, max_channels=None, max_n=N_CAP, sources=None,
     method="exact"
@@ -247,8 +234,7 @@ def messages_per_scrambler(
     ``traffic.scrambler`` over n searches to as well); ``n`` is the fewest n with
     ``scrambler_delta(target_epsilon) <= target_delta`` (integer bisection by
     amplify_jax.calibrate.invert_monotone, re-checked; delta is non-increasing in n).  Every n in [n, limit]
-    meets the target; status INFEASIBLE when even ``limit`` does not.  ``eps=``, ``delta=`` are the deprecated
-    spellings of ``target_epsilon=``, ``target_delta=`` (warn)."""
+    meets the target; status INFEASIBLE when even ``limit`` does not."""
     method = _deploy_method(method)
     eps, delta = _target(target_epsilon, target_delta)
     _, T, _, sigma, d = _check_common(0.0, targets, 1, sampling, dummies)

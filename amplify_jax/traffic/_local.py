@@ -12,21 +12,15 @@ import numpy as np
 
 from .. import _validate as V
 from ..numerics import float64_jit
-from ._common import _f64, _renamed_field
+from ._common import _f64
 
 
 class PureEpsilon(NamedTuple):
     """A pure eps-DP guarantee ``epsilon``; ``valid`` is False where the theorem's hypotheses fail and the
-    returned eps is the fallback described by the function (or +inf where no finite eps exists).  ``.eps`` is
-    the deprecated name of ``.epsilon`` (warns)."""
+    returned eps is the fallback described by the function (or +inf where no finite eps exists)."""
 
     epsilon: jax.Array
     valid: jax.Array
-
-    @property
-    def eps(self) -> jax.Array:
-        _renamed_field("PureEpsilon", "eps", "epsilon")
-        return self.epsilon
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -10,8 +10,6 @@ from typing import Mapping, NamedTuple
 import numpy as np
 
 from .. import _validate as V
-from .._compat import renamed_params
-from ._common import _renamed_field
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -20,18 +18,12 @@ from ._common import _renamed_field
 
 
 class PlanPrivacy(NamedTuple):
-    """(epsilon, delta) of a whole execution plan (Thm 1) and the data entry points that attain them.  ``.eps``
-    is the deprecated name of ``.epsilon`` (warns)."""
+    """(epsilon, delta) of a whole execution plan (Thm 1) and the data entry points that attain them."""
 
     epsilon: np.ndarray
     delta: np.ndarray
     worst_eps_root: str
     worst_delta_root: str
-
-    @property
-    def eps(self) -> np.ndarray:
-        _renamed_field("PlanPrivacy", "eps", "epsilon")
-        return self.epsilon
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,12 +124,10 @@ def _per_cluster(name, values, plan: ExecutionPlan, check):
     return {c: v for c in plan.protected}
 
 
-@renamed_params(eps="epsilon")
 def plan_privacy(plan: ExecutionPlan, *, epsilon, delta) -> PlanPrivacy:
     """Privacy of an execution plan from the guarantees of its clusters (Ladjel et al., Thm 1).
 
-    ``epsilon`` and ``delta`` (the clusters' guarantees; ``eps=`` is the deprecated spelling of ``epsilon=``,
-    warns) are either mappings cluster -> value (array-likes that broadcast; clusters not named
+    ``epsilon`` and ``delta`` (the clusters' guarantees) are either mappings cluster -> value (array-likes that broadcast; clusters not named
     are data-independent, 0) or one value applied to every ``plan.protected`` cluster.  Result: the worst,
     over data entry points, of the sums of eps_i and of delta_i over the item's data path (each cluster counted
     once: a valid plan's cluster sees an item in at most one of its nodes).  As in the theorem the worst eps and

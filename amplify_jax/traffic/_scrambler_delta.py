@@ -14,11 +14,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..numerics import float64_jit
 from ..shuffle.blanket import rr_delta, rr_epsilon
 from ..status import Status
-from ._common import _check_common, _f64, _renamed_field
+from ._common import _check_common, _f64
 
 METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
 
@@ -41,17 +40,11 @@ class EpsilonInversion(NamedTuple):
     :class:`amplify_jax.status.Status` codes: ``Status.OK`` (0) where it was found below the local guarantee,
     ``Status.FALLBACK`` (5) where no eps below the local guarantee reaches delta, so ``epsilon`` is the local
     guarantee (Thm 2 with d = 0; +inf when sigma = 0, where no finite eps exists).  (Before the naming scheme
-    the fallback was coded 1.)  ``achieved`` is delta re-evaluated at ``epsilon``.  ``.eps`` is the deprecated
-    name of ``.epsilon`` (warns)."""
+    the fallback was coded 1.)  ``achieved`` is delta re-evaluated at ``epsilon``."""
 
     epsilon: jax.Array
     status: jax.Array
     achieved: jax.Array
-
-    @property
-    def eps(self) -> jax.Array:
-        _renamed_field("EpsilonInversion", "eps", "epsilon")
-        return self.epsilon
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -91,12 +84,10 @@ _l_stats_kernel = float64_jit(lambda e, t, s: _l_stats(e, t, s))
 L_STATS_MAX_EPSILON = 300.0
 
 
-@renamed_params(eps="epsilon")
 def amplification_variable_bounds(epsilon, *, targets, sampling):
     """(a, b_minus, b_plus, c) at ``epsilon``: -E[L], the range and E[L^2] of Ladjel's privacy amplification
     variable (Eq. 2, Lemma 5 with the sign of the upper end corrected: docs/errata.md#e-traffic-lemma5),
-    T convention.  Broadcasts.  ``epsilon`` in [0, :data:`L_STATS_MAX_EPSILON`].
-    ``eps=`` is the deprecated spelling of ``epsilon=`` (warns)."""
+    T convention.  Broadcasts.  ``epsilon`` in [0, :data:`L_STATS_MAX_EPSILON`]."""
     eps = V.between("epsilon", V.nonnegative("epsilon", epsilon), 0.0, L_STATS_MAX_EPSILON)
     T = V.integer("targets", targets, minimum=2)
     sigma = V.probability("sampling", sampling)
@@ -132,7 +123,6 @@ def _to_jax(*xs):
         return tuple(jax.device_put(np.asarray(x)) for x in xs)  # jnp.asarray compiles a program per shape
 
 
-@renamed_params(eps="epsilon")
 def scrambler_delta(
     epsilon,
     *,
@@ -146,7 +136,6 @@ def scrambler_delta(
     samples=_DEFAULT_SAMPLES,
 ) -> DeltaBound:
     """delta(epsilon) of the scrambler algorithm ``A_sigma^{n,d}`` (Ladjel et al., Thm 4 and App. E).
-    ``eps=`` is the deprecated spelling of ``epsilon=`` (warns).
 
     ``n`` messages are locally sampled at rate ``sigma`` (T convention: a sampled message goes to a target
     drawn uniformly among all T targets; blanket mass gamma = sigma), the scrambler adds ``d`` dummies drawn

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _validate as V
 from ..numerics import float64_jit, log_comb, logsumexp
-from ._common import _f64, _renamed_field
+from ._common import _f64
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -63,17 +63,11 @@ class ScramblerPureEpsilon(NamedTuple):
     T - 1 convention randomizer (post-processing; Thm 3 as printed is not sound, see
     :func:`scrambler_pure_epsilon`).  ``printed``: Thm 3's formula as printed (where its hypotheses hold, capped
     by the local guarantee; elsewhere the local guarantee) -- for reproducing Figure 5 only, it can be smaller
-    than the true eps.  ``valid``: the theorem's hypotheses hold.  ``.eps`` is the deprecated name of
-    ``.epsilon`` (warns)."""
+    than the true eps.  ``valid``: the theorem's hypotheses hold."""
 
     epsilon: jax.Array
     printed: jax.Array
     valid: jax.Array
-
-    @property
-    def eps(self) -> jax.Array:
-        _renamed_field("ScramblerPureEpsilon", "eps", "epsilon")
-        return self.epsilon
 
 
 def scrambler_pure_epsilon(*, targets, n, sampling, dummies) -> ScramblerPureEpsilon:
