@@ -21,7 +21,7 @@ from amplify_jax import checkin as C
 from amplify_jax.checkin import _distributed
 from amplify_jax.conversions import epsilon_from_rdp
 from amplify_jax.numerics import x64_scope
-from amplify_jax.rdp import pure_dp_rdp, without_replacement_rdp
+from amplify_jax.rdp import DEFAULT_ORDERS as RDP_DEFAULT_ORDERS, pure_dp_rdp, without_replacement_rdp
 from amplify_jax.shuffle import fmt_closed_form_epsilon
 from amplify_jax.status import Status
 from _monotone import assert_declared_monotone
@@ -637,3 +637,50 @@ def test_order_cap_flagged_by_the_registry():
     ok = bounds.evaluate(bid, sigma=1.0, steps=100, **base)
     assert float(ok.order) < 64.0 and int(np.ravel(ok.status)[0]) == Status.OK
     assert not C.order_at_cap([64.0, 7.0], C.CHECKIN_ORDERS, [0.0, 1.0]).any()  # eps 0 or inside: not flagged
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Compiled programs (issue 25)
+
+
+_ROUTES = {  # eps at x (sigma or eps0), its RDP curve, its orders
+    "distributed-gaussian": (
+        lambda s, **k: C.distributed_gaussian_epsilon(n=1000, gamma=0.05, sigma=s, **k),
+        lambda s: C.distributed_gaussian_rdp(C.CHECKIN_ORDERS, n=1000, gamma=0.05, sigma=s), C.CHECKIN_ORDERS),
+    "subsampled-shuffle": (  # converted at delta - T delta_round
+        lambda e, **k: C.subsampled_shuffle_checkin_epsilon(n=10000, gamma=0.1, eps0=e, shuffle_delta=1e-8, **k),
+        lambda e: C.subsampled_shuffle_checkin_rdp(RDP_DEFAULT_ORDERS, n=10000, gamma=0.1, eps0=e,
+                                                   shuffle_delta=1e-8), RDP_DEFAULT_ORDERS),
+    "shuffled-lower": (
+        lambda e, **k: C.shuffled_checkin_epsilon(n=1000, gamma=0.1, eps0=e, bound="lower", **k),
+        lambda e: C.shuffled_checkin_lower_rdp(C.LOWER_ORDERS, n=1000, gamma=0.1, eps0=e), C.LOWER_ORDERS),
+}
+
+
+@pytest.mark.parametrize("route", sorted(_ROUTES))
+def test_epsilon_routes_compile_two_programs_per_shape(route):
+    """Issue 25: an eps of the distributed Gaussian, the Sec. 4.1 route and the Thm 3 lower bound compiles its
+    RDP kernel and one conversion program per shape (on da60679 a first call compiled 8, 7 and 5 programs: the
+    eager jnp.asarray, multiply, broadcast and log of the composition and conversion, a small program each per
+    shape); new values of the same shape and window compile nothing.  Shape (5,), which the registry (padded
+    to 1, 8, 64, 256 points) does not use.  The conversion is conversions.epsilon_from_rdp's, bit for bit, on
+    the composed curve."""
+    from _compiles import compilations
+
+    eps_of, rdp_of, orders = _ROUTES[route]
+    x = np.linspace(0.8, 1.2, 5)
+    with compilations() as got:
+        r = eps_of(x, steps=100, delta=1e-5)
+    assert len(got) <= 2, got
+    with compilations() as got:
+        r2 = eps_of(x * 1.05, steps=70, delta=2e-6)
+    assert len(got) == 0, got
+    assert np.all(np.isfinite(r2.epsilon)) and np.all(np.asarray(r2.epsilon) > 0)
+    curve = rdp_of(x)
+    if hasattr(curve, "delta"):
+        curve, left = curve.rdp, 1e-5 - 100.0 * np.asarray(curve.delta)
+    else:
+        left = 1e-5
+    ref = epsilon_from_rdp(orders, 100.0 * np.asarray(curve), delta=left)
+    np.testing.assert_array_equal(np.asarray(r.epsilon), np.asarray(ref.epsilon))
+    np.testing.assert_array_equal(np.asarray(r.order), np.asarray(ref.order))

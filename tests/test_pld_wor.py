@@ -327,7 +327,7 @@ def test_wor_rdp_compiles_one_program_per_size_and_keeps_its_values():
     from amplify_jax import bounds, rdp
 
     ev = functools.partial(bounds.evaluate, "rdp.wor-subsampled-gaussian")
-    for n in (1, 3):  # a top order of 29 that no other test asks for: each call a new program (23 and 11 on 2a00b88)
+    for n in (1, 3):  # a top order of 29 that no other test asks for: each call a new program (23 and 11 on da60679)
         with compilations() as got:
             ev(orders=[2.0, 8.0, 29.0], q=np.linspace(0.01, 0.05, n), sigma=1.0)
         assert len(got) <= 1, (n, got)

@@ -63,14 +63,12 @@ def order_at_cap(order, orders, value=None) -> np.ndarray:
 def _report_cap_curve(alpha_int, rdp, steps, delta, what):
     """The conversion of a calibration's answer (curve ``rdp`` per round, composed over ``steps``) checked for the
     order cap (:func:`_report_cap`)."""
-    from ..conversions import epsilon_from_rdp
-
     o = np.asarray(alpha_int, dtype=np.float64)
     r = np.asarray(rdp)
     shape = np.broadcast_shapes(r.shape[:-1], np.shape(steps), np.shape(delta))
     total = np.broadcast_to(np.asarray(steps, dtype=np.float64)[..., None] * r, shape + o.shape)
     ok = np.all(np.isfinite(total), axis=-1)
-    res = epsilon_from_rdp(o, np.where(ok[..., None], total, 0.0), delta=np.broadcast_to(delta, shape))
+    res = _epsilon_from_rdp(o, np.where(ok[..., None], total, 0.0), delta=np.broadcast_to(delta, shape))
     return _report_cap(np.where(ok, np.asarray(res.order), 0.0), o, np.where(ok, np.asarray(res.epsilon), 0.0),
                        what)
 
@@ -84,6 +82,31 @@ def _report_cap(order, orders, value, what):
                       f"{at.size} points; the value is a valid bound, but wider orders may give a smaller one.",
                       OrderCapWarning, stacklevel=3)
     return at
+
+
+def _epsilon_from_rdp(orders, rdp, *, delta):
+    """:func:`amplify_jax.conversions.epsilon_from_rdp` (Balle et al. 2020) in one compiled program per shape
+    (issue 25): the same checks, and the same operations on NumPy arrays (its eager ``jnp.asarray``,
+    ``jnp.log`` and ``broadcast_to`` were a small program each per shape), so the same values."""
+    from ..conversions import EpsilonResult
+
+    a = V.orders("orders", orders)
+    r = V.finite("rdp", np.asarray(rdp))
+    if np.any(r < 0):
+        raise ValueError(f"Expected rdp >= 0, got rdp={r[r < 0].flat[0]!r}.")
+    d = V.unit_open("delta", delta)
+    shape = V.broadcastable(rdp=r[..., 0], delta=d)
+    with x64_scope():
+        return EpsilonResult(*_grid_epsilon_kernel(a, np.broadcast_to(r, shape + a.shape), np.broadcast_to(d, shape)))
+
+
+@float64_jit
+def _grid_epsilon_kernel(orders, rdp, delta):
+    from ..conversions import rdp_epsilon_terms
+
+    e = rdp_epsilon_terms(orders, rdp, jnp.log(delta)[..., None], "balle2020")
+    i = jnp.argmin(e, axis=-1)
+    return jnp.take_along_axis(e, i[..., None], -1)[..., 0], orders[i]
 
 
 @renamed_params(rounds="steps")
@@ -122,8 +145,6 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
     the RDP route's conversion costs more at few rounds (at Fig. 2(a)'s setting its best order stays 21 and
     eps >= 0.72); benchmarks/fig_pld_tightening.py measures both.
     """
-    from ..conversions import epsilon_from_rdp
-
     from ..pld import selects
 
     # this route's default method is "exact" (not an option given)
@@ -134,9 +155,8 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
     d = V.unit_open("delta", delta)  # checked before the curve is computed (compiled)
     rdp = distributed_gaussian_rdp(o, n=n, gamma=gamma, sigma=sigma, method=method)
     shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, delta=d)
-    with x64_scope():
-        total = jnp.broadcast_to(jnp.asarray(t)[..., None] * rdp, shape + rdp.shape[-1:])
-    res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), np.asarray(total), delta=np.broadcast_to(d, shape))
+    total = np.broadcast_to(t[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
+    res = _epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
     _report_cap(res.order, o, res.epsilon, "distributed_gaussian_epsilon")
     return res
 
@@ -432,8 +452,6 @@ def shuffled_checkin_epsilon(*, n, gamma, eps0, steps, delta, bound="upper", met
     is still valid for the upper bound; pass wider ``orders``).
     (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
-    from ..conversions import epsilon_from_rdp
-
     V.one_of("bound", bound, ("upper", "lower"))
     o = (CHECKIN_ORDERS if bound == "upper" else LOWER_ORDERS) if orders is None else orders
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
@@ -444,7 +462,7 @@ def shuffled_checkin_epsilon(*, n, gamma, eps0, steps, delta, bound="upper", met
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, delta=d)
     total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
-    res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
+    res = _epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
     _report_cap(res.order, o, res.epsilon, f"shuffled_checkin_epsilon(bound={bound!r})")
     return res
 
@@ -469,7 +487,6 @@ def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, steps, delta, shuffle_
     :data:`amplify_jax.rdp.DEFAULT_ORDERS` (any orders > 1 work on this route).  (``rounds=`` is the deprecated
     spelling of ``steps=``.)
     """
-    from ..conversions import epsilon_from_rdp
     from ..rdp import DEFAULT_ORDERS
 
     o = DEFAULT_ORDERS if orders is None else orders
@@ -482,9 +499,10 @@ def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, steps, delta, shuffle_
     left = np.broadcast_to(d, shape) - spent
     valid = left > 0
     total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(r.rdp), shape + r.rdp.shape[-1:])
-    res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.where(valid, left, 0.5))
-    with x64_scope():
-        eps = jnp.where(jnp.asarray(valid), res.epsilon, jnp.inf)
+    res = _epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.where(valid, left, 0.5))
+    eps = np.where(valid, np.asarray(res.epsilon), np.inf)
     _report_cap(np.where(valid, np.asarray(res.order), 0.0), o, np.where(valid, np.asarray(res.epsilon), 0.0),
                 "subsampled_shuffle_checkin_epsilon")
-    return ApproxEpsilon(eps, res.order, jnp.asarray(valid), jnp.broadcast_to(r.fallback, shape))
+    with x64_scope():  # NumPy's where and broadcast, then one transfer each (no program per shape)
+        return ApproxEpsilon(*(jax.device_put(np.array(x)) for x in (eps, res.order, valid,
+                                                                     np.broadcast_to(np.asarray(r.fallback), shape))))

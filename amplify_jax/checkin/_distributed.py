@@ -15,7 +15,7 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from ..rdp import SIGMA_RANGE
-from ..numerics import float64_jit, x64_scope
+from ..numerics import float64_jit
 from ..rdp import without_replacement_log_excess
 from ._weighted import (DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _chernoff_grid, _finish_rdp,
                         _int_orders, _map_batch, _sum_plan)
@@ -102,13 +102,11 @@ def distributed_gaussian_rdp(orders, *, n, gamma, sigma, method="exact", chernof
     gf = np.broadcast_to(g, shape)
     sf = np.broadcast_to(s, shape)
     dgrid = _chernoff_grid(chernoff_delta, shape)  # checked whatever the method (used by eq11 only)
-    with x64_scope():
-        if method == "eq11":
-            return _gauss_eq11_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(sf), jnp.asarray(dgrid),
-                                      alpha_int)
-        width = _sum_plan(nf, gf, tol)
-        return _distributed_gaussian_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(sf), alpha_int, width,
-                                            method == "exact_paper_rate")
+    # NumPy arrays to the kernels: a jnp.asarray is a small program per shape (issue 25)
+    if method == "eq11":
+        return _gauss_eq11_kernel(nf, gf, sf, np.asarray(dgrid), alpha_int)
+    width = _sum_plan(nf, gf, tol)
+    return _distributed_gaussian_kernel(nf, gf, sf, alpha_int, width, method == "exact_paper_rate")
 
 
 @float64_jit(static_argnames=("alpha_int",))

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jax.scipy import special as jsp
 
 from .. import _validate as V
-from ..numerics import float64_jit, log_expm1, logsumexp, x64_scope
+from ..numerics import float64_jit, log_expm1, logsumexp
 from ._weighted import (_SAFETY_REL, DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _chernoff_grid,
                         _finish_rdp, _int_orders, _map_batch, _sum_plan)
 
@@ -119,13 +119,13 @@ def shuffled_checkin_upper_rdp(orders, *, n, gamma, eps0, method="exact", cherno
     gf = np.broadcast_to(g, shape)
     ef = np.broadcast_to(e0, shape)
     dgrid = _chernoff_grid(chernoff_delta, shape)  # checked whatever the method (used by eq7 only)
-    with x64_scope():
-        if method == "eq7":
-            if np.any(gf <= 0):
-                raise ValueError(f"Expected gamma > 0 for method='eq7', got gamma={np.min(gf)!r}.")
-            return _eq7_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(ef), jnp.asarray(dgrid), alpha_int)
-        width = _sum_plan(nf, gf, tol)
-        return _shuffled_checkin_exact_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(ef), alpha_int, width)
+    # NumPy arrays to the kernels: a jnp.asarray is a small program per shape (issue 25)
+    if method == "eq7":
+        if np.any(gf <= 0):
+            raise ValueError(f"Expected gamma > 0 for method='eq7', got gamma={np.min(gf)!r}.")
+        return _eq7_kernel(nf, gf, ef, np.asarray(dgrid), alpha_int)
+    width = _sum_plan(nf, gf, tol)
+    return _shuffled_checkin_exact_kernel(nf, gf, ef, alpha_int, width)
 
 
 @float64_jit(static_argnames=("alpha_int",))
@@ -174,6 +174,5 @@ def shuffled_checkin_lower_rdp(orders, *, n, gamma, eps0, chernoff_delta=None):
     dgrid = _chernoff_grid(chernoff_delta, shape)
     if np.any(dgrid <= 0):
         raise ValueError(f"Expected chernoff_delta > 0, got chernoff_delta={np.min(dgrid)!r}.")
-    with x64_scope():
-        return _eq8_kernel(jnp.asarray(np.broadcast_to(nn.astype(np.float64), shape)), jnp.asarray(gf),
-                           jnp.asarray(np.broadcast_to(e0, shape)), jnp.asarray(dgrid), alpha_int)
+    return _eq8_kernel(np.broadcast_to(nn.astype(np.float64), shape), gf, np.broadcast_to(e0, shape),
+                       np.asarray(dgrid), alpha_int)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from ..approx_dp import fmt_closed_form, subsampled_epsilon
-from ..numerics import float64_jit, x64_scope
+from ..numerics import float64_jit
 from ..rdp import randomized_response_log_excess
 from ._weighted import DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _finish_rdp, _map_batch, _sum_plan
 
@@ -89,7 +89,7 @@ def subsampled_shuffle_checkin_rdp(orders, *, n, gamma, eps0, delta0=0.0, shuffl
     ds = V.unit_open("shuffle_delta", shuffle_delta)
     tol = V.scalar("tail_tol", tail_tol, V.unit_open)
     shape = V.broadcastable(n=nn, gamma=g, eps0=e0, delta0=d0, shuffle_delta=ds)
-    b = lambda x: jnp.asarray(np.broadcast_to(np.asarray(x, dtype=np.float64), shape))  # noqa: E731
+    b = lambda x: np.broadcast_to(np.asarray(x, dtype=np.float64), shape)  # noqa: E731
     width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), tol)
-    with x64_scope():
-        return _conversion_kernel(b(nn), b(g), b(e0), b(d0), b(ds), jnp.asarray(a), width)
+    # NumPy arrays to the kernel: a jnp.asarray is a small program per shape (issue 25)
+    return _conversion_kernel(b(nn), b(g), b(e0), b(d0), b(ds), np.asarray(a), width)
