@@ -755,3 +755,46 @@ def test_registered_kernels_equal_the_direct_calls():
     np.testing.assert_array_equal(ok.rdp, np.asarray(N.network_sgd_rdp([2.0, 4.0], sigma=10.0, n=1000,
                                                                         contributions=100.0)))
     assert r.rdp[1] == np.inf and r.status == Status.FALLBACK
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Compiled programs (issue 25)
+
+
+def test_sgd_rdp_compiles_one_program_per_shape():
+    """Issue 25: Lemma 1's curve is one compiled program per shape (on da60679 its eager operations compiled 8
+    small programs at a new shape): new sigma, n, contributions and orders of the same shapes compile nothing.
+    Values: 4 T_u alpha L^2 ln(n / c) / (sigma^2 n / c), by NumPy."""
+    from _compiles import compilations
+
+    sigma = np.array([10.0, 12.0, 15.0, 20.0, 30.0])  # 5 points: a shape the registry (1, 8, 64, 256) does not use
+    with compilations() as got:
+        N.network_sgd_rdp([2.0, 3.0, 5.0], sigma=sigma, n=1000, contributions=100.0)
+    assert len(got) <= 1, got
+    with compilations() as got:
+        r = N.network_sgd_rdp([2.0, 4.0, 6.0], sigma=sigma * 1.1, n=[[500], [2000]], contributions=50.0,
+                              lipschitz=0.5, colluders=[[2], [4]])
+    assert len(got) <= 1, got  # the (2, 5) shape
+    n_eff = np.array([[250.0], [500.0]])
+    ref = 4.0 * 50.0 * 0.25 * np.log(n_eff) / ((sigma * 1.1) ** 2 * n_eff)
+    np.testing.assert_allclose(np.asarray(r), ref[..., None] * np.array([2.0, 4.0, 6.0]), rtol=1e-14)
+
+
+def test_histogram_compiles_one_program_per_shape():
+    """Issue 25: Thm 6's histogram bound is one compiled program per shape (on da60679 three more per shape:
+    the eager broadcast, stage and division of its inputs); new values of the same shape compile nothing, and
+    each point is the bound of that point alone (the grid reversed gives the values reversed)."""
+    from _compiles import compilations
+
+    kw = dict(steps=10**7, eps0=1.0, delta=1e-5, delta_prime=1e-6, delta_hat=1e-6)
+    n = np.array([1e5, 2e5, 4e5])  # 3 points: a shape the registry does not use
+    with compilations() as got:
+        N.complete_graph_histogram_bound(n=n, **kw)
+    assert len(got) <= 1, got
+    with compilations() as got:
+        r = N.complete_graph_histogram_bound(n=n * 1.5, **{**kw, "eps0": 0.7, "steps": 3 * 10**6})
+        flipped = N.complete_graph_histogram_bound(n=n[::-1] * 1.5, **{**kw, "eps0": 0.7, "steps": 3 * 10**6})
+    assert len(got) == 0, got
+    for a, b in zip(r, flipped):
+        np.testing.assert_array_equal(np.asarray(a)[::-1], np.asarray(b))
+    assert np.all(np.diff(np.asarray(r.epsilon)) < 0)  # more users, more amplification

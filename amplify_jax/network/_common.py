@@ -10,7 +10,6 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
-from ..numerics import x64_scope
 
 
 class NetworkBound(NamedTuple):
@@ -66,8 +65,9 @@ def _f64(x):
 
 
 def _b(shape, *arrays):
-    with x64_scope():
-        return tuple(jnp.broadcast_to(_f64(a), shape) for a in arrays)
+    """float64 NumPy arrays broadcast to ``shape``, for a kernel's arguments (issue 25: an eager
+    ``jnp.broadcast_to`` or ``jnp.asarray`` is a small compiled program per shape; NumPy's are none)."""
+    return tuple(np.broadcast_to(np.asarray(a, dtype=np.float64), shape) for a in arrays)
 
 
 def _n(name, n):

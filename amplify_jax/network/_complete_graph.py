@@ -121,8 +121,8 @@ def complete_graph_sum_bound(*, n, steps, eps0, delta0, delta_prime, delta_hat, 
     if cycle_delta == "group" and np.any(d0 <= 0):
         raise ValueError(f"Expected delta0 > 0 with cycle_delta='group' (the Gaussian's calibration), got "
                          f"delta0={np.min(d0)!r}.")
-    return _sum_bound_kernel(nb / cb, tb, eb, d0b, dpb, dhb, jnp.asarray(bool(fixed_contributions)),
-                             jnp.asarray(cycle_delta == "group"))
+    return _sum_bound_kernel(nb / cb, tb, eb, d0b, dpb, dhb, np.asarray(bool(fixed_contributions)),
+                             np.asarray(cycle_delta == "group"))
 
 
 def _closed_group_delta(n, eps0, d_base, gaussian):
@@ -262,7 +262,7 @@ def complete_graph_histogram_bound(*, n, steps, eps0, delta, delta_prime, delta_
                              f"delta={np.min(d)!r}; use form='fmt'.")
     shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta=d, delta_prime=dp, delta_hat=dh, colluders=cc)
     nb, tb, eb, db, dpb, dhb, cb = _b(shape, nn, tt, e, d, dp, dh, cc)
-    return _hist_kernel(nb / cb, tb, eb, db, dpb, dhb, jnp.asarray(form == "fmt"), jnp.asarray(cycle_delta == "group"))
+    return _hist_kernel(nb / cb, tb, eb, db, dpb, dhb, np.asarray(form == "fmt"), np.asarray(cycle_delta == "group"))
 
 
 @float64_jit
@@ -293,4 +293,4 @@ def spotted_contributions_epsilon(*, n, contributions, eps0, delta_prime, delta_
     dp = V.unit_open("delta_prime", delta_prime)
     dt = V.unit_open("delta_tilde", delta_tilde)
     shape = V.broadcastable(n=nn, contributions=nu, eps0=e, delta_prime=dp, delta_tilde=dt)
-    return _spotted_kernel(*_b(shape, nn, nu, e, dp, dt), jnp.asarray(composition == "advanced"))
+    return _spotted_kernel(*_b(shape, nn, nu, e, dp, dt), np.asarray(composition == "advanced"))

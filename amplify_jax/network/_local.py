@@ -38,7 +38,7 @@ def local_sum_bound(*, n, steps, eps0, delta0, delta_prime, delta_hat, fixed_con
     dp = V.unit_open("delta_prime", delta_prime)
     dh = V.unit_open("delta_hat", delta_hat)
     shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta0=d0, delta_prime=dp, delta_hat=dh)
-    r = _local_sum_kernel(*_b(shape, nn, tt, e, d0, dp, dh), jnp.asarray(bool(fixed_contributions)))
+    r = _local_sum_kernel(*_b(shape, nn, tt, e, d0, dp, dh), np.asarray(bool(fixed_contributions)))
     over = ~np.isfinite(np.asarray(r.epsilon))  # e^eps0 overflows from eps0 ~ 709 (eps0 = 1e300: +inf)
     if np.any(over):
         i = tuple(int(j) for j in np.argwhere(over)[0]) if over.ndim else ()

@@ -64,7 +64,7 @@ def ring_noise(*, n, steps, sigma_loc, distributed=False):
     s = V.positive("sigma_loc", sigma_loc)
     shape = V.broadcastable(n=nn, steps=k, sigma_loc=s)
     nb, kb, sb = _b(shape, nn, k, s)
-    return _ring_noise_kernel(nb, kb, sb, jnp.asarray(bool(distributed)))
+    return _ring_noise_kernel(nb, kb, sb, np.asarray(bool(distributed)))
 
 
 @renamed_params(eps="target_epsilon")
@@ -153,5 +153,5 @@ def ring_histogram_bound(*, n, steps, eps0, delta, delta_prime, form="erlingsson
         if np.any(nn <= 1000):
             raise ValueError(f"Theorem 2 requires n > 1000, got n={np.min(nn)!r}; use form='fmt'.")
     shape = V.broadcastable(n=nn, steps=k, eps0=e, delta=d, delta_prime=dp)
-    eps, delta_t, valid = _ring_hist_kernel(*_b(shape, nn, k, e, d, dp), jnp.asarray(form == "fmt"))
+    eps, delta_t, valid = _ring_hist_kernel(*_b(shape, nn, k, e, d, dp), np.asarray(form == "fmt"))
     return NetworkBound(eps, delta_t, valid)

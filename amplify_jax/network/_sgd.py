@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from .. import _validate as V
 from .._compat import renamed_params
 from ..approx_dp import advanced_composition, analytic_gaussian_epsilon, subsampled_epsilon
-from ..numerics import float64_jit, x64_scope
+from ..numerics import float64_jit
 from ..rdp import MAX_ORDER
 from ._common import NetworkBound, SgdCalibration, SgdEpsilon, _b, _colluders, _n
 from ._composition import _chernoff_count
@@ -178,9 +178,14 @@ def network_sgd_rdp(orders, *, sigma, n, contributions, lipschitz=1.0, colluders
     if np.any(np.broadcast_to(s, shape)[..., None] < need):
         raise ValueError(f"Expected sigma >= L sqrt(2 alpha (alpha - 1)) for every alpha in orders (Lemma 1), got "
                          f"sigma={np.min(s)!r} with max(orders)={a.max()!r} (needs sigma >= {need.max()!r}).")
-    with x64_scope():
-        sb, nb, tb, lb, cb = _b(shape, s, nn, tu, L, cc)
-        return _lemma1_coef(sb, nb / cb, tb, lb)[..., None] * jnp.asarray(a)
+    return _sgd_rdp_kernel(*_b(shape, s, nn, tu, L, cc), a)
+
+
+@float64_jit
+def _sgd_rdp_kernel(sigma, n, tu, L, c, alpha):
+    """Lemma 1's curve c alpha at n / c users, one program per shape (issue 25; its eager operations were a
+    small program each)."""
+    return _lemma1_coef(sigma, n / c, tu, L)[..., None] * alpha
 
 
 def _network_sgd_eps(sigma, n, tu, delta, L, method):
