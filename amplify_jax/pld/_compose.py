@@ -23,22 +23,34 @@ One composition is a tuple of events (mechanism, its parameters, how many times 
    only over the band of coefficients that can matter: a composition of many steps is
    wide and smooth, and its spectrum negligible beyond the first few dozen coefficients; the ones left at 0
    are bounded in modulus and that bound is added to step 4's (``_composed_spectrum``).
-4. **Round-off.**  The FFT's error is ||dz||_2 <= c eps_mach log2(n) ||z||_2 in the worst case (Higham 2002,
-   "Accuracy and Stability of Numerical Algorithms", Thm. 24.2) and of order eps_mach sqrt(log2 n) ||z||_2
-   in practice (probabilistic rounding analysis, Higham & Mary 2019): per coefficient about
-   eps_mach sqrt(log2 n) ||p||_2.  Raising a coefficient z to the power T multiplies its error by
-   T |z|^{T-1}; the power's own rounding, exp(T log z), is ~2 |T log z| ulps of |z^T| (``_log_power``).
-   The l2 norm of the error of the composed masses is the l2 norm of the spectrum's error over
-   sqrt(n) (Parseval), estimated from the actual spectra with the practical per-coefficient size times
-   ``FFT_C`` (= 8), and the inverse transform's own error added.  A query's delta is a weighted sum of the
-   masses, weights w_k = (1 - e^{eps - l_k})_+ in [0, 1], so its error is at most that l2 norm times
-   ||w||_2 (Cauchy-Schwarz), which is added to the pessimistic delta (subtracted from the optimistic).
-   (Until issue 13's tightness work the l1 norm, sqrt(n) times the l2 one, was added whatever eps: at
-   delta ~1e-10 that was ~10% of delta, and eps 0.2-0.5% above dp_accounting's; ||w||_2 counts only the
-   grid points above eps.)  It is an estimate, not a worst-case bound: the worst case (log2 n instead of
-   sqrt(log2 n), l1 instead of l2 per coefficient) would add ~1e-9 at 10^4 steps and make every delta
-   below that unreachable, which no measured case comes near (tests/test_pld.py compares with the
-   Gaussian's closed form down to delta = 1e-18).
+4. **Round-off.**  One event run once (every count 0 or 1, one of them 1: a single DP-SGD step) needs no
+   transform: its discretised masses are the composition, exactly, and no round-off term is added (issue
+   26: the term grew with the grid, 0.37890, 0.37958, 0.38026 at 2^10, 2^12, 2^14 points for sigma 0.956,
+   q 1.07e-3, delta 1.2e-11; now 0.377680, 0.377642, 0.377640).  Otherwise the FFT's error is ||dz||_2 <= c
+   eps_mach log2(n) ||z||_2 in the worst case (Higham 2002, "Accuracy and Stability of Numerical
+   Algorithms", Thm. 24.2) and of order eps_mach sqrt(log2 n) ||z||_2 in practice (probabilistic rounding
+   analysis, Higham & Mary 2019): per coefficient about eps_mach sqrt(log2 n) ||p||_2, times ``FFT_C``
+   (= 8).  Raising a coefficient z to the power T multiplies its error by T |z|^{T-1}; the power's own
+   rounding, exp(T log z), is ~2 |T log z| ulps of |z^T| (``_log_power``).  That gives a per-coefficient
+   estimate g_k of the composed spectrum's error dZ_k.  A query's delta is a weighted sum of the masses,
+   weights w_j = (1 - e^{eps - l_j})_+ in [0, 1], so the spectrum's error moves it by (1 / n) sum_k dZ_k W_k
+   (W the weights' DFT), bounded two ways, the smaller taken (``_roundoff_term``):
+   (i) the masses' error in l2 norm, sqrt(sum_k g_k^2 / n) (Parseval), times ||w||_2 (Cauchy-Schwarz; issue
+   13: the l1 norm used before was up to 30x larger at a small delta);
+   (ii) coefficient by coefficient: g_0 ||w||_1 / n + (1 / n) sum_{k >= 1} g_k / |sin(pi k / n)|, since
+   summation by parts bounds |W_k| by the weights' circular total variation (<= 2: they rise along the
+   window and drop once at its wrap) over 2 |sin(pi k / n)| (``_spectral_weights``).
+   (i) grows like the square root of the number of grid points above eps where the composed masses are
+   concentrated in a few grid cells (few steps at a small rate), (ii) only like log n: for few steps at a
+   small delta the term of (i) grew with the grid faster than connect-the-dots' error shrank (issue 26).
+   The inverse transform's own error, c ||x||_2 in l2 norm, is added times ||w||_2; it is the one part that
+   can still grow with the grid (where ||x||_2 does not fall as the grid refines), measured at most 3e-5
+   relative in eps per 4x grid (tests/test_pld_discretize.py).  The optimistic masses are read clipped at 0
+   (``_epsilon_core``), so their negative parts are subtracted from the optimistic delta as well.  It is an
+   estimate, not a worst-case bound: the worst case (log2 n instead of sqrt(log2 n), l1 instead of l2 per
+   coefficient) would add ~1e-9 at 10^4 steps and make every delta below that unreachable, which no
+   measured case comes near (tests/test_pld.py compares with the Gaussian's closed form down to delta =
+   1e-18; benchmarks/pld_roundoff_check.py with a long-double composition).
 
 Queries (``delta_at`` / ``epsilon_at``) read the composed masses: delta(eps) = sum_k p_k (1 - e^{eps - l_k})_+
 + inf + errors (pessimistic; the optimistic side has its tail mass on its grid already and adds no inf),
@@ -54,6 +66,8 @@ evaluation of the interval masses.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -75,8 +89,9 @@ class Composed(tuple):
     Fields: start, h, pess (n,), opt (n,), inf (P-mass at +inf), add (added to the pessimistic delta: the
     upper tail beyond the window and the dropped coefficients' bound), sub (subtracted from the optimistic
     delta: the lower tail, the dropped coefficients), eta and hoeff (the optimistic rounding's drift and its
-    probability), r2 (2,): the round-off estimate of the (pessimistic, optimistic) masses in l2 norm, which
-    a query multiplies by the l2 norm of its weights (``_roundoff_weight``)."""
+    probability), r2 (2, 4): the round-off estimates of the (pessimistic, optimistic) masses, (sp2, dc, sp1,
+    inv) each, which a query combines with the norms of its weights (``_roundoff_term``); all 0 for one
+    event run once (no transform)."""
 
     __slots__ = ()
     _fields = ("start", "h", "pess", "opt", "inf", "add", "sub", "eta", "hoeff", "r2")
@@ -178,7 +193,7 @@ def compose(events, params, counts, n, log_tail, coarsen=1.0):
     counts = [jnp.asarray(t, dtype=jnp.float64) for t in counts]
     # 1. window from Chernoff on coarse merged PLDs
     cut = [merged(m, p, WINDOW_GRID) for m, p in zip(events, params)]
-    lo, width, lam_hi, lam_lo = _window(cut, ranges, counts, log_tail)
+    lo, width, lam_hi, lam_lo = _window(cut, ranges, counts, log_tail, n)
     h = width / (n - 2) * coarsen
     # 2. discretise each event on step h, from its own range's low end; 3.-4. compose
     discs = []
@@ -200,8 +215,8 @@ def compose_mirrored(mech, params, count, n, log_tail, coarsen=1.0):
     lmin, lmax = mech.loss_range(params)
     ranges = ((lmin, lmax), (-lmax, -lmin))  # the add relation's loss is the negated remove one
     cut_r, cut_a = merged_mirrored(mech, params, WINDOW_GRID)
-    lo_r, width_r, lam_hi_r, lam_lo_r = _window([cut_r], ranges[:1], [t], log_tail)
-    lo_a, width_a, lam_hi_a, lam_lo_a = _window([cut_a], ranges[1:], [t], log_tail)
+    lo_r, width_r, lam_hi_r, lam_lo_r = _window([cut_r], ranges[:1], [t], log_tail, n)
+    lo_a, width_a, lam_hi_a, lam_lo_a = _window([cut_a], ranges[1:], [t], log_tail, n)
     h = _aligned_step(jnp.maximum(width_r, width_a) / (n - 2) * coarsen, lmax - lmin)
     d_r, d_a = discretize_mirrored(mech, params, lmax, h, n)
     low = lmax - (n - 1) * h
@@ -254,10 +269,20 @@ def _chernoff_best(cut, counts, log_tail, sign):
     return v[best], jnp.concatenate([coarse, fine])[best]
 
 
-def _window(cut, ranges, counts, log_tail):
+def _window(cut, ranges, counts, log_tail, n=None):
     """Step 1 of ``compose``: from the events' merged PLDs ``cut`` ((losses, masses) each), loss ranges and
     counts, (lo, width, lam_hi, lam_lo): the window's low end, the width the grid must span (the window's or
-    the widest event range, whichever is wider), and the Chernoff parameters of its two ends."""
+    the widest event range, whichever is wider), and the Chernoff parameters of its two ends.
+
+    With the grid size ``n``, a low end within ``_SNAP`` grid steps' rounding drift (h sqrt(T ln(1 / tail) /
+    2), Hoeffding, as ``_fourier``'s eta) of the composed support's bottom, and within 5% of the width, is
+    moved down to it.  The merged PLD's atoms sit at their intervals' own losses, the discretised ones at
+    the grid points around them: where most of one step's mass lies within a step of its loss range's bottom
+    (a small rate), the discretisation puts much more mass on the bottom grid point than the merged PLD
+    near it, and the composed mass below a window cut a step or two above the bottom (Chernoff on the
+    merged PLD) can exceed delta.  That mass wraps around to the window's top, where it raised the upper
+    value (sound, not tight): sigma 0.554, q 2.1e-4, 265 steps, delta 4.2e-9 gave eps 10.996 on 2^12 points
+    against 2.293 on 2^10 and 2^14 (issue 26: a finer grid must never be looser)."""
     widest = 0.0
     lo_sup = 0.0
     hi_sup = 0.0
@@ -269,7 +294,15 @@ def _window(cut, ranges, counts, log_tail):
     lo, lam_lo = _chernoff_best(cut, counts, log_tail, -1.0)
     hi = jnp.clip(hi, lo_sup, hi_sup)
     lo = jnp.clip(-lo, lo_sup, hi)
+    if n is not None:
+        width = jnp.maximum(jnp.maximum(hi - lo, widest), 1e-9)
+        drift = width / (n - 2) * jnp.sqrt(sum(counts) * -log_tail / 2.0)
+        lo = jnp.where(lo - lo_sup <= jnp.minimum(_SNAP * drift, 0.05 * width), lo_sup, lo)
     return lo, jnp.maximum(jnp.maximum(hi - lo, widest), 1e-9), lam_hi, lam_lo
+
+
+#: ``_window`` moves the low end to the composed support's bottom within this many rounding drifts of it.
+_SNAP = 2.0
 
 
 def _fourier(discs, counts, h, n, lo, lam_hi, lam_lo, log_tail):
@@ -287,8 +320,12 @@ def _fourier(discs, counts, h, n, lo, lam_hi, lam_lo, log_tail):
     zs = []  # per event: the spectra of its pessimistic and optimistic masses, (2, n // 2 + 1)
     norms = []  # and their ||masses||_2, (2,)
     j = jnp.arange(n)
+    direct = 0.0  # the masses of the one event run once, where that is the whole composition
+    single = sum(jnp.where(t == 1.0, 1, 0) for t in counts) == 1
     for (d, lmin), t in zip(discs, counts):
         masses = jnp.stack([d.pess, d.opt])
+        single = single & ((t == 0.0) | (t == 1.0))
+        direct = direct + jnp.where(t == 1.0, masses, 0.0)
         zs.append(jnp.fft.rfft(masses, axis=-1))
         norms.append(jnp.sqrt(jnp.sum(masses * masses, axis=-1)))
         log_keep = log_keep + jnp.where(t > 0, t * jnp.log1p(-d.inf), 0.0)
@@ -298,8 +335,9 @@ def _fourier(discs, counts, h, n, lo, lam_hi, lam_lo, log_tail):
         kp3 = kp3 + jnp.where(t > 0, t * _log_mgf_grid(lmin, h, d.pess, lam3), 0.0)
         ko3 = ko3 + jnp.where(t > 0, t * _log_mgf_grid(lmin, h, d.opt, lam3n), 0.0)
     c = FFT_C * _EPS * np.sqrt(np.log2(n))
-    spec, g2, dropped = _composed_spectrum(zs, counts, norms, c)
-    circ = jnp.fft.irfft(spec, n=n, axis=-1)
+    spec, gs, dropped = _composed_spectrum(zs, counts, norms, c)
+    # one event run once (``single``): its own masses are the composition, no transform and no round-off
+    circ = jnp.where(single, direct, jnp.fft.irfft(spec, n=n, axis=-1))
     circ_p, circ_o = circ[0], circ[1]
     # unwrap: composed index k (loss shift + k h) sits at k mod n; the window starts at k_lo
     k_lo = jnp.floor((lo - shift) / h)
@@ -310,23 +348,53 @@ def _fourier(discs, counts, h, n, lo, lam_hi, lam_lo, log_tail):
     # composed support, else Chernoff's bound
     log_up = jnp.where(top + 0.5 * h >= support_top, -jnp.inf, _chernoff(kp3, lam3, top + h))
     log_low = jnp.where(start - 0.5 * h <= support_low, -jnp.inf, _chernoff(ko3, lam3n, start - h))
-    # 4. round-off of forward FFTs, powers and the inverse FFT (see the module's docstring) as an l2 norm of
-    # the masses' error: ||dx||_2 = ||dX||_2 / sqrt(n) (Parseval; sum_k |X_k|^2 over the full spectrum is twice
-    # g2, the half one's) plus the inverse transform's own c ||x||_2.  A query's delta moves by at most
-    # sum_k |dx_k| w_k <= ||dx||_2 ||w||_2 (Cauchy-Schwarz), w_k = (1 - e^{eps - l_k})_+ its weights
-    # (``_roundoff_weight``); the l1 bound used before, sqrt(n) ||dx||_2, is the same with every w_k = 1, up
-    # to 30x larger at a small delta, where few grid points lie above eps (issue 13).  The coefficients left
-    # at 0 keep their l1 bound (``_composed_spectrum``: <= 1e-30).
-    r2 = jnp.sqrt(g2 * 2.0 / n) + c * jnp.sqrt(jnp.sum(circ * circ, axis=-1))
+    # 4. round-off of forward FFTs, powers and the inverse FFT (see the module's docstring), per side:
+    # (a) the spectrum's, from its per-coefficient estimates g_k, two ways a query takes the smaller of:
+    #     sp2 = ||dx||_2 = sqrt(2 g2 / n) (Parseval), times the weights' ||w||_2 (Cauchy-Schwarz), and
+    #     dc ||w||_1 / n + sp1, sp1 = (1 / n) sum_{k >= 1} g_k 2 / sin(pi k / n) (``_spectral_weights``);
+    # (b) the inverse transform's own, inv = c ||x||_2, times ||w||_2.
+    # The coefficients left at 0 keep their l1 bound (``_composed_spectrum``: <= 1e-30).
+    g2, g0, g1 = gs[:, 0], gs[:, 1], gs[:, 2]
+    r = jnp.stack([jnp.sqrt(g2 * 2.0 / n), g0, g1 / n, c * jnp.sqrt(jnp.sum(circ * circ, axis=-1))], axis=1)
+    r = jnp.where(single, 0.0, r * (1.0 + 16.0 * _EPS))
+    dropped = jnp.where(single, 0.0, dropped)
+    # the optimistic masses' negative parts (round-off), which the queries read as 0 (``_epsilon_core``)
+    neg = jnp.sum(jnp.maximum(-opt, 0.0)) * (1.0 + n * _EPS)
     inf = -jnp.expm1(log_keep)
     add = jnp.minimum(jnp.exp(log_up) + dropped[0], 1.0)
-    sub = jnp.minimum(jnp.exp(log_low) + dropped[1], 1.0)
+    sub = jnp.minimum(jnp.exp(log_low) + dropped[1] + neg, 1.0)
     # the optimistic rounding's drift: P(sum of T errors > eta) <= e^{log_tail} (Hoeffding)
     eta = h * jnp.sqrt(sum(counts) * -log_tail / 2.0)
-    return Composed(start, h, pess, opt, inf, add, sub, eta, jnp.exp(log_tail), r2)
+    return Composed(start, h, pess, opt, inf, add, sub, eta, jnp.exp(log_tail), r)
+
+
+@functools.lru_cache(maxsize=None)
+def _spectral_weights(n):
+    """(v, v_tail) for an n-point grid (NumPy, (n / 2 + 1,) each): v_k bounds what a spectral error dZ_k of
+    size 1 at coefficient k (1 <= k <= n / 2; v_0 = 0, the DC coefficient is read apart) moves a query's delta
+    by, times n: 2 / sin(pi k / n) (the coefficient and its conjugate n - k), 1 at k = n / 2; v_tail[k] =
+    sum_{k <= k' < n / 2} v_k' (the coefficients ``_composed_spectrum`` may leave at 0).
+
+    Why: the inverse DFT of an error dZ moves sum_j w_j x_j by (1 / n) sum_k dZ_k W_k, W_k = sum_j w_j
+    e^{2 pi i j k / n}; summation by parts, (1 - e^{2 pi i k / n}) W_k = sum_j (w_j - w_{j-1}) e^{2 pi i j k
+    / n} (indices mod n), bounds |W_k| by the weights' circular total variation over 2 |sin(pi k / n)| (the
+    discrete form of the 1 / k decay of the Fourier coefficients of a function of bounded variation, Zygmund,
+    "Trigonometric Series", Ch. II.4).  A query's weights (1 - e^{eps - l_i})_+ rise from 0 to below 1 along
+    the window and drop back once at the wrap: total variation <= 2, so |W_k| <= 1 / sin(pi k / n); |W_0| =
+    ||w||_1.  Rounded up by 16 ulps."""
+    half = n // 2
+    k = np.arange(half + 1, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        v = np.where(k == 0, 0.0, 2.0 / np.sin(np.pi * k / n))
+    v[half] = 1.0
+    v = v * (1.0 + 16.0 * _EPS)
+    tail = np.concatenate([np.cumsum(v[:half][::-1])[::-1], [0.0]]) * (1.0 + n * _EPS)
+    return v, tail
 
 
 #: Spectral coefficients are raised to their counts in blocks of this many (``_composed_spectrum``).
+#: A block's sums of its round-off estimates other than the first one's: the DC estimate (third) dropped.
+_NOT_DC = np.array([1.0, 1.0, 0.0])
 _SPEC_BLOCK = 256
 #: The blocks from the first one on which every composed coefficient's modulus is certainly so small that
 #: 2 x their number x that bound is below this are left at 0 (the bound is added to the round-off).
@@ -334,8 +402,10 @@ _DROP = 1e-30
 
 
 def _composed_spectrum(zs, counts, norms, c):
-    """prod_e z_e^{T_e} of the events' spectra zs ((2, m) each, m = n // 2 + 1), the sum of squares of its
-    round-off estimate over the coefficients (2,), and the l1 bound of the coefficients left at 0 (2,).
+    """prod_e z_e^{T_e} of the events' spectra zs ((2, m) each, m = n // 2 + 1), its round-off estimates g_k
+    summed over the coefficients (2, 3): (sum_k g_k^2 over k < n / 2 and Nyquist's, g_0 the DC
+    coefficient's, sum_{k >= 1} g_k v_k with ``_spectral_weights``' v), and the l1 bound of the coefficients
+    left at 0 (2,).
 
     Band limit (issue 13): a composition of many steps is a wide, smooth distribution, whose spectrum is
     negligible beyond its first few dozen coefficients (at 10^4 steps, |z_k|^T < 1e-30 from k ~ 40 of 8193).
@@ -368,8 +438,9 @@ def _composed_spectrum(zs, counts, norms, c):
     drop_ok = jnp.all(jnp.log(2.0 * left) + log_bound <= np.log(_DROP), axis=0)  # (nb,)
     kb = jnp.where(jnp.any(drop_ok), jnp.argmax(drop_ok), nb)  # blocks [0, kb) are computed
 
-    def values(zb):
-        """The composed coefficients of one block (the events' (2, k) each), and their squared round-off."""
+    def values(zb, vb):
+        """The composed coefficients of one block (the events' (2, k) each), and their round-off estimates g
+        summed two ways: squared, and weighted by ``vb`` (the coefficients' ``_spectral_weights``)."""
         lzs = []
         log_spec = 0.0
         for z, t in zip(zb, ts):
@@ -382,22 +453,26 @@ def _composed_spectrum(zs, counts, norms, c):
         for lz, norm, t in zip(lzs, norms, ts):
             # an input error dz of z_e moves the product by T_e |z_e|^(T_e - 1) prod_(e' != e) |z_e'|^T_e' dz
             g = g + jnp.where(t > 0, c * norm[:, None] * t * jnp.exp(la - lz), 0.0)
-        return prod, jnp.sum(g * g, axis=1)
+        return prod, jnp.stack([jnp.sum(g * g, axis=1), jnp.sum(g * vb, axis=1), g[:, 0]], axis=1)
 
     def more(state):
         return state[0] < kb
 
     def block(state):
-        b, spec, g2 = state
-        prod, gg = values([jax.lax.dynamic_slice_in_dim(z, b * bs, bs, axis=1) for z in zs])
-        return b + 1, jax.lax.dynamic_update_slice_in_dim(spec, prod, b * bs, axis=1), g2 + gg
+        b, spec, gs = state
+        prod, gg = values([jax.lax.dynamic_slice_in_dim(z, b * bs, bs, axis=1) for z in zs],
+                          jax.lax.dynamic_slice_in_dim(v, b * bs, bs))
+        return b + 1, jax.lax.dynamic_update_slice_in_dim(spec, prod, b * bs, axis=1), gs + gg * _NOT_DC
 
     # the first block and Nyquist's coefficient always (a long composition needs no other), the next blocks
-    # while they matter
-    first, g2 = values([z[:, :bs] for z in zs])
-    nyquist, g2n = values([z[:, half:] for z in zs])
+    # while they matter; the DC coefficient's estimate (g[:, 0] of the first block) is kept apart
+    n = 2 * half
+    v, v_tail = _spectral_weights(n)
+    first, gs = values([z[:, :bs] for z in zs], v[:bs])
+    nyquist, gsn = values([z[:, half:] for z in zs], v[half:])
     spec = jnp.concatenate([first, jnp.zeros((2, half - bs), dtype=first.dtype)], axis=1)
-    _, spec, g2 = jax.lax.while_loop(more, block, (jnp.asarray(1, dtype=kb.dtype), spec, g2 + g2n))
+    _, spec, gs = jax.lax.while_loop(more, block, (jnp.asarray(1, dtype=kb.dtype), spec, gs + gsn * _NOT_DC))
+    g2, g1, g0 = gs[:, 0], gs[:, 1], gs[:, 2]
     spec = jnp.concatenate([spec, nyquist], axis=1)
     # the bound over the dropped coefficients (blocks kb on): own rounding + sum_e c ||.|| T_e R / r_e
     kbi = jnp.minimum(kb, nb - 1)
@@ -408,8 +483,9 @@ def _composed_spectrum(zs, counts, norms, c):
     for lr, norm, t in zip(log_r, norms, ts):
         gb = gb + jnp.where(t > 0, c * norm * t * jnp.exp(lb - lr[:, kbi]), 0.0)
     g2 = g2 + jnp.where(n_left > 0, n_left * gb * gb, 0.0)
+    g1 = g1 + jnp.where(n_left > 0, gb * jnp.asarray(v_tail)[jnp.minimum(kb * bs, half)], 0.0)
     dropped = jnp.where(n_left > 0, 2.0 * n_left * jnp.exp(lb), 0.0)
-    return spec, g2, dropped
+    return spec, jnp.stack([g2, g0, g1], axis=1), dropped
 
 
 def _suffix_inclusive(x, alpha):
@@ -440,23 +516,34 @@ def _broken(c: Composed, p, extra):
 
 
 def _roundoff_weight(c: Composed, which, roundoff=True):
-    """(sign, r): the round-off estimate ``r`` (l2 norm of the masses' error) that a query multiplies by the
-    l2 norm of its weights, with the sign it enters delta with (+ pessimistic, - optimistic).  ``roundoff``
-    False: r = 0, the value without the round-off term (not a bound: the automatic grid's error estimate
-    separates the grid's part of the error from the round-off's, ``_results.auto_check``)."""
+    """(sign, r): the round-off estimates ``r`` (4,) of one side (``_fourier``'s step 4: sp2, dc, sp1, inv)
+    that a query combines with its weights' norms (``_roundoff_term``), and the sign the term enters delta
+    with (+ pessimistic, - optimistic).  ``roundoff`` False: r = 0, the value without the round-off term (not
+    a bound: the automatic grid's error estimate separates the grid's part of the error from the
+    round-off's, ``_results.auto_check``)."""
     sign, r = (1.0, c.r2[0]) if which == "pess" else (-1.0, c.r2[1])
     return sign, (r if roundoff else 0.0 * r)
 
 
+def _roundoff_term(r, l2, l1, n):
+    """The round-off term of a query whose weights have norms ||w||_2 = l2 and ||w||_1 = l1, from a side's
+    estimates r = (sp2, dc, sp1, inv): the spectrum's part, the smaller of its two bounds (Cauchy-Schwarz in
+    the masses, sp2 l2, or coefficient by coefficient, dc l1 / n + sp1), plus the inverse transform's
+    inv l2; rounded up by (n + 8) ulps."""
+    spec = jnp.minimum(r[0] * l2, r[1] * l1 / n + r[2])
+    return (spec + r[3] * l2) * (1.0 + (n + 8.0) * _EPS)
+
+
 def _weights_norm_table(h, n):
-    """W_k = sqrt(sum_{m=1}^{n-1-k} (1 - e^{-m h})^2), k = 0 .. n - 1: the l2 norm of a query's weights
-    (1 - e^{eps - l_i})_+ over the grid points above eps = l_k (non-increasing in k; 0 at k = n - 1), from a
-    cumulative sum of non-negative terms (no cancellation), each term rounded up by 4 ulps and the sum by
-    n ulps."""
+    """(W2, W1), each (n,): W2_k = sqrt(sum_{m=1}^{n-1-k} (1 - e^{-m h})^2) and W1_k = sum_{m=1}^{n-1-k}
+    (1 - e^{-m h}), k = 0 .. n - 1: the l2 and l1 norms of a query's weights (1 - e^{eps - l_i})_+ over the
+    grid points above eps = l_k (non-increasing in k; 0 at k = n - 1), from cumulative sums of non-negative
+    terms (no cancellation), each term rounded up by 4 ulps and the sums by n ulps."""
     m = jnp.arange(n, dtype=jnp.float64)
-    t = jnp.expm1(-m * h) ** 2 * (1.0 + 4.0 * _EPS)  # t_0 = 0
-    cum = jnp.cumsum(t) * (1.0 + n * _EPS)  # cum[M] = sum_{m <= M} t_m
-    return jnp.sqrt(cum[::-1])  # k -> M = n - 1 - k
+    t1 = -jnp.expm1(-m * h) * (1.0 + 4.0 * _EPS)  # t_0 = 0
+    cum2 = jnp.cumsum(t1 * t1) * (1.0 + n * _EPS)  # cum[M] = sum_{m <= M} t_m
+    cum1 = jnp.cumsum(t1) * (1.0 + n * _EPS)
+    return jnp.sqrt(cum2[::-1]), cum1[::-1]  # k -> M = n - 1 - k
 
 
 def delta_at(c: Composed, eps, which="pess", roundoff=True):
@@ -473,8 +560,10 @@ def delta_at(c: Composed, eps, which="pess", roundoff=True):
     at = eps if which == "pess" else eps + c.eta  # optimistic: delta_true(eps) >= delta_opt(eps + eta) - hoeff
     w = -jnp.expm1(jnp.minimum(at[:, None] - losses[None, :], 0.0))
     core = jnp.sum(p[None, :] * w, axis=1)
-    sign, r = _roundoff_weight(c, which, roundoff)  # the round-off: r ||w||_2, rounded up by 8 ulps
-    extra = extra + sign * r * jnp.sqrt(jnp.sum(w * w, axis=1)) * (1.0 + (n + 8.0) * _EPS)
+    sign, r = _roundoff_weight(c, which, roundoff)
+    l2 = jnp.sqrt(jnp.sum(w * w, axis=1)) * (1.0 + n * _EPS)
+    l1 = jnp.sum(w, axis=1) * (1.0 + n * _EPS)
+    extra = extra + sign * _roundoff_term(r, l2, l1, n)
     bad = _broken(c, p, extra)
     if which == "pess":
         return jnp.where(bad, jnp.inf, jnp.minimum(core + extra, 1.0))
@@ -503,7 +592,7 @@ def epsilon_at(c: Composed, delta, which="pess", roundoff=True):
     is >= 0, so the round-off bound of ``compose`` still covers them, and d_k is monotone."""
     pess = which == "pess"
     sign, r = _roundoff_weight(c, which, roundoff)
-    return _epsilon_core(c, c.pess if pess else c.opt, _extra(c, which), sign * r, pess, delta)
+    return _epsilon_core(c, c.pess if pess else c.opt, _extra(c, which), r, sign, pess, delta)
 
 
 #: The three values a query answers (``sides``): the pessimistic one, the optimistic one, and the
@@ -523,29 +612,34 @@ def epsilon_at_sides(cs, delta):
         c = Composed(*c)
         p = jnp.stack([c.pess, c.opt, c.pess])
         extra = jnp.stack([_extra(c, "pess"), _extra(c, "opt"), _extra(c, "pess")])
-        sr = jnp.stack([c.r2[0], -c.r2[1], 0.0 * c.r2[0]])
+        r = jnp.stack([c.r2[0], c.r2[1], 0.0 * c.r2[0]])
+        sign = jnp.array([1.0, -1.0, 1.0])
         pess = jnp.array([True, False, True])
-        return jax.vmap(lambda p_, e_, s_, w_: _epsilon_core(c, p_, e_, s_, w_, delta))(p, extra, sr, pess)
+        return jax.vmap(lambda p_, e_, r_, s_, w_: _epsilon_core(c, p_, e_, r_, s_, w_, delta))(p, extra, r, sign,
+                                                                                                pess)
 
     return jax.vmap(per_relation)(*cb)
 
 
-def _epsilon_core(c: Composed, p, fixed, sr, pess, delta):
+def _epsilon_core(c: Composed, p, fixed, r, sign, pess, delta):
     """``epsilon_at``'s computation from data: masses p (the side's), its fixed error terms ``fixed``
-    (``_extra``), its signed round-off estimate sr (+r pessimistic, -r optimistic, 0 without it) and
-    ``pess`` (a boolean: which side's rules)."""
+    (``_extra``), its round-off estimates r (4,) (0 without them) with the sign they enter with (+1
+    pessimistic, -1 optimistic) and ``pess`` (a boolean: which side's rules)."""
     n = p.shape[0]
     h = c.h
 
-    # the error terms at each grid point k: the fixed ones and the round-off r W_k (W_{-1} = W_0 + r: the
-    # weights' norm at l_0 - h, bounded by the triangle inequality); at k = n they are the fixed ones
-    # weights at every k on the pessimistic side, where they keep d_k non-increasing; the optimistic side
-    # subtracts the largest, W_{-1}, at every k: subtracting a W_k that shrinks with k would make d_k
+    # the error terms at each grid point k: the fixed ones and the round-off term of the weights at eps = l_k
+    # (``_roundoff_term`` of the tables W2_k, W1_k; at k = -1, l_0 - h, the weights are those of k = 0 and
+    # one more point of weight < 1, so W2_0 + 1 and W1_0 + 1 bound them); at k = n they are the fixed ones.
+    # Every k's own term on the pessimistic side, where they keep d_k non-increasing; the optimistic side
+    # subtracts the largest, k = -1's, at every k: subtracting a term that shrinks with k would make d_k
     # non-monotone, and the blocked search below could then skip a first crossing (a lower value too high)
-    wt = _weights_norm_table(h, n)
-    wk = jnp.concatenate([wt[:1] + 1.0, wt, jnp.zeros(1)])  # index k + 1, k = -1 .. n - 1 (and n)
-    ext = fixed + sr * jnp.where(pess, wk, wk[0])
-    extra = fixed + sr * wk[0]  # the largest (in magnitude), for _broken
+    w2, w1 = _weights_norm_table(h, n)
+    w2 = jnp.concatenate([w2[:1] + 1.0, w2, jnp.zeros(1)])  # index k + 1, k = -1 .. n - 1 (and n)
+    w1 = jnp.concatenate([w1[:1] + 1.0, w1, jnp.zeros(1)])
+    term = sign * _roundoff_term(r, w2, w1, n)  # each part non-increasing in k, so their min and sum too
+    ext = fixed + jnp.where(pess, term, term[0])
+    extra = fixed + term[0]  # the largest (in magnitude), for _broken
     bs = min(_EPS_BLOCK, n)
     nb = n // bs
     blocks = jnp.maximum(p, 0.0).reshape(nb, bs)
