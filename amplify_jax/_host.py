@@ -502,7 +502,7 @@ def _import(name, globals=None, locals=None, fromlist=(), level=0):
 
 _BUILTINS = dict(builtins.__dict__, __import__=_import)
 #: Modules of the package that the twins share with the live package (no JAX inside, or state that must be one).
-_SHARED = {"_host", "_validate", "status", "_compat", "_grid", "_io", "_cache"}
+_SHARED = {"_host", "_validate", "status", "_grid", "_io", "_cache"}
 
 
 class _TwinFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -19,7 +19,7 @@ PKG = ROOT / "amplify_jax"
 
 #: top-level unit -> layer (imports may go to the same or a lower layer only)
 LAYERS = {
-    "numerics": 0, "_validate": 0, "status": 0, "graphs": 0, "_compat": 0, "_io": 0, "_cache": 0, "_host": 0,
+    "numerics": 0, "_validate": 0, "status": 0, "graphs": 0, "_io": 0, "_cache": 0, "_host": 0,
     "rdp": 1, "_subsampled_gaussian": 1, "conversions": 1, "calibrate": 1, "accountants": 1, "approx_dp": 1,
     "pld": 1, "_rdp_accountant": 1, "_rdp_conversions": 1, "dp_events": 0,
     "bounds": 2,
@@ -27,7 +27,7 @@ LAYERS = {
     "cli": 4, "sweep": 4, "plotting": 4, "_grid": 4, "internal": 4, "explore": 4, "integrations": 4,
 }
 #: units whose private names every layer may use (the core's validation helpers)
-CORE_PRIVATE_OK = {"_validate", "_compat", "_io", "_cache", "_host"}
+CORE_PRIVATE_OK = {"_validate", "_io", "_cache", "_host"}
 #: modules that form one package for the private-name rule (the accounting layer, to become one subpackage)
 GROUPS = {"rdp": "accounting", "_subsampled_gaussian": "accounting", "conversions": "accounting",
           "calibrate": "accounting", "accountants": "accounting", "_rdp_accountant": "accounting",

@@ -443,51 +443,15 @@ def test_max_gamma_is_feasible_and_maximal():
     assert float(C.distributed_gaussian_epsilon(gamma=gv * (1 + 1e-4), steps=20, **kw).epsilon) > 4.0
 
 
-def test_old_spellings_warn_and_still_work():
-    """The names before the registry's vocabulary work for one release: same values, a DeprecationWarning naming
-    the new name; the old and the new name together are a ValueError."""
-    dg = dict(n=200, gamma=0.1, sigma=1.0, delta=1e-5, orders=ORDERS)
-    sh = dict(n=200, gamma=0.1, eps0=1.0, delta=1e-5)
+def test_calibration_results_name_their_answer():
+    """Each calibration result's first field is named after what it holds, in the tuple order (answer, epsilon,
+    status); the generic ``.value`` of before is gone (CHANGELOG.md)."""
     cal = dict(n=200, delta=1e-5, orders=ORDERS)
-    cases = [  # (function, fixed keywords, {old: value}, {new: value}, field compared)
-        (C.distributed_gaussian_epsilon, dg, {"rounds": 10}, {"steps": 10}, "epsilon"),
-        (C.distributed_gaussian_delta, {**dg, "delta": None, "epsilon": 2.0}, {"rounds": 10}, {"steps": 10}, "delta"),
-        (C.shuffled_checkin_epsilon, sh, {"rounds": 10}, {"steps": 10}, "epsilon"),
-        (C.subsampled_shuffle_checkin_epsilon, {**sh, "n": 10000, "shuffle_delta": 1e-8}, {"rounds": 10},
-         {"steps": 10}, "epsilon"),
-        (C.shuffled_checkin_strong_composition_epsilon, sh, {"rounds": 10}, {"steps": 10}, None),
-        # n = 2000: the route needs the Chernoff bound to guarantee one participant per round (n gamma = 20 is
-        # too few at delta / steps = 1e-6; it is refused, naming n, gamma, delta and steps)
-        (C.distributed_gaussian_strong_composition_epsilon, {**dg, "orders": None, "n": 2000}, {"rounds": 10},
-         {"steps": 10}, None),
-        (C.distributed_gaussian_calibrate_sigma, {**cal, "gamma": 0.1}, {"rounds": 10, "epsilon": 2.0},
-         {"steps": 10, "target_epsilon": 2.0}, "sigma"),
-        (C.distributed_gaussian_max_gamma, {**cal, "sigma": 1.0, "gamma_lo": 0.05, "gamma_hi": 0.5},
-         {"rounds": 10, "epsilon": 4.0}, {"steps": 10, "target_epsilon": 4.0}, "gamma"),
-        (C.distributed_gaussian_max_steps, {**cal, "gamma": 0.1, "sigma": 1.0}, {"epsilon": 3.0},
-         {"target_epsilon": 3.0}, "steps"),
-    ]
-    for fn, fixed, old, new, field in cases:
-        fixed = {k: v for k, v in fixed.items() if v is not None}
-        ref = fn(**fixed, **new)
-        for name, value in old.items():
-            kw = {**new, name: value}
-            del kw[fn.__renamed_params__[name]]
-            with pytest.warns(DeprecationWarning, match=rf"'{name}' is renamed '{fn.__renamed_params__[name]}'"):
-                got = fn(**fixed, **kw)
-            a, b = (np.asarray(x if field is None else getattr(x, field)) for x in (got, ref))
-            np.testing.assert_array_equal(a, b)
-            with pytest.raises(ValueError, match=rf"both {name} and {fn.__renamed_params__[name]}"):
-                fn(**fixed, **new, **{name: value})
-    # the old function name, and the generic .value of the calibration results
     ref = C.distributed_gaussian_max_steps(gamma=0.1, sigma=1.0, target_epsilon=3.0, **cal)
-    with pytest.warns(DeprecationWarning, match="max_rounds is renamed distributed_gaussian_max_steps"):
-        old = C.distributed_gaussian_max_rounds(gamma=0.1, sigma=1.0, target_epsilon=3.0, **cal)
-    assert tuple(np.asarray(old)) == tuple(np.asarray(ref))
-    with pytest.warns(DeprecationWarning, match=r"StepsCalibration.value is renamed .steps"):
-        assert float(ref.value) == float(ref.steps)
-    steps, eps, status = ref  # tuple order unchanged: (answer, epsilon, status)
+    assert ref._fields == ("steps", "epsilon", "status") and not hasattr(ref, "value")
+    steps, eps, status = ref
     assert float(steps) == float(ref[0]) and float(eps) == float(ref.epsilon) and int(status) == Status.OK
+    assert not hasattr(C, "distributed_gaussian_max_rounds")
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -445,52 +445,12 @@ def test_calibration_orders_settings():
     assert np.all(cen < net) and np.all(net < loc)
 
 
-def test_old_spellings_warn_and_still_work():
-    """The names before the registry's vocabulary work for one release: same values, a DeprecationWarning naming
-    the new name; the old and the new name together are a ValueError."""
-    cg = dict(n=10000, eps0=0.5, delta_prime=1e-6, delta_hat=1e-6)
-    cases = [  # (function, positional args, fixed keywords, {old: value}, {new: value}, field compared)
-        (N.advanced_composition_epsilon, (0.1,), dict(delta_prime=1e-6), {"k": 100}, {"steps": 100}, None),
-        (N.kov_homogeneous_epsilon, (), dict(eps0=0.1, delta=1e-5), {"k": 100}, {"steps": 100}, None),
-        (N.contribution_bound, (), dict(n=100, delta_hat=1e-6), {"T": 10000}, {"steps": 10000}, 0),
-        (N.ring_sum_bound, (), dict(eps0=0.5, delta0=1e-7, delta_prime=1e-6), {"K": 10}, {"steps": 10}, "epsilon"),
-        (N.ring_noise, (), dict(n=100, sigma_loc=1.0), {"K": 10}, {"steps": 10}, "total_std"),
-        (N.ring_histogram_gamma, (), dict(n=10000, L=10, delta=1e-5), {"eps": 0.2}, {"target_epsilon": 0.2}, None),
-        (N.ring_histogram_bound, (), dict(n=10000, delta=1e-5, delta_prime=1e-6), {"K": 10, "eps_local": 0.2},
-         {"steps": 10, "eps0": 0.2}, "epsilon"),
-        (N.complete_graph_sum_epsilon, (), cg, {"T": 10**6}, {"steps": 10**6}, None),
-        (N.complete_graph_sum_bound, (), {**cg, "delta0": 1e-8}, {"T": 10**6}, {"steps": 10**6}, "delta"),
-        (N.complete_graph_histogram_bound, (), {**cg, "eps0": 1.0, "delta": 1e-9}, {"T": 10**7}, {"steps": 10**7},
-         "epsilon"),
-        (N.local_sum_bound, (), {**cg, "n": 1000, "delta0": 1e-8}, {"T": 10**5}, {"steps": 10**5}, "epsilon"),
-        (N.sgd_theorem4_bound, (), dict(n=1000, delta=1e-5, delta_hat=1e-6), {"T": 10**5, "eps": 0.5},
-         {"steps": 10**5, "eps0": 0.5}, "epsilon"),
-        (N.central_sgd_epsilon, (), dict(sigma=10.0, n=1000, delta=1e-5), {"T": 10**4}, {"steps": 10**4}, "epsilon"),
-        (N.central_sgd_bassily_epsilon, (), dict(sigma=10.0, n=1000, delta=1e-5), {"T": 10**4}, {"steps": 10**4},
-         "epsilon"),
-        (N.calibrate_sgd_sigma, (), dict(delta=1e-5, n=1000, setting="central"), {"eps": 1.0, "T": 10**4},
-         {"target_epsilon": 1.0, "steps": 10**4}, "sigma"),
-        (N.sample_walks, (0,), dict(n=20, num_walks=2), {"T": 50}, {"steps": 50}, None),
-    ]
-    for fn, args, fixed, old, new, field in cases:
-        ref = fn(*args, **fixed, **new)
-        for name, value in old.items():
-            renamed = fn.__renamed_params__[name]
-            kw = {k: v for k, v in new.items() if k != renamed}
-            with pytest.warns(DeprecationWarning, match=rf"'{name}' is renamed '{renamed}'"):
-                got = fn(*args, **fixed, **kw, **{name: value})
-            pick = (lambda r: r) if field is None else (lambda r: r[field] if isinstance(field, int) else
-                                                        getattr(r, field))
-            np.testing.assert_array_equal(np.asarray(pick(got)), np.asarray(pick(ref)))
-            with pytest.raises(ValueError, match=rf"both {name} and {renamed}"):
-                fn(*args, **fixed, **new, **{name: value})
-    # the calibration's generic field names
+def test_sgd_calibration_names_its_fields():
+    """calibrate_sgd_sigma's result keeps amplify_jax.calibrate.Inversion's order (value, status, achieved) with
+    the fields named (sigma, status, epsilon); the generic names of before are gone (CHANGELOG.md)."""
     cal = N.calibrate_sgd_sigma(target_epsilon=1.0, delta=1e-5, n=1000, steps=10**4, setting="central")
-    with pytest.warns(DeprecationWarning, match=r"SgdCalibration.value is renamed .sigma"):
-        assert float(cal.value) == float(cal.sigma)
-    with pytest.warns(DeprecationWarning, match=r"SgdCalibration.achieved is renamed .epsilon"):
-        assert float(cal.achieved) == float(cal.epsilon)
-    sigma, status, eps = cal  # tuple order of amplify_jax.calibrate.Inversion: (value, status, achieved)
+    assert cal._fields == ("sigma", "status", "epsilon") and not hasattr(cal, "value")
+    sigma, status, eps = cal
     assert float(sigma) == float(cal.sigma) and int(status) == Status.OK and float(eps) <= 1.0
 
 

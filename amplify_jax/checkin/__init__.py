@@ -32,9 +32,8 @@ What is here (every curve has the orders axis last and broadcasts over its numer
   smaller one); the registry's check-in bounds report such points with status ``fallback``.
 
 Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``steps`` is the number of rounds,
-``target_epsilon`` what a calibration must meet, ``delta`` / ``epsilon`` the fixed side of the pair.  The
-previous spellings (``rounds=``, a calibration's ``epsilon=``, ``distributed_gaussian_max_rounds``, a
-calibration result's ``.value``) still work for one release and emit a DeprecationWarning.
+``target_epsilon`` what a calibration must meet, ``delta`` / ``epsilon`` the fixed side of the pair (the
+previous spellings are gone: CHANGELOG.md).
 
 Per-k sampling rate.  Conditioned on k participants, the differing client is among them with probability
 exactly k / n (Bin(k-1; n-1, gamma) gamma / Bin(k; n, gamma) = k / n), so the k-participant round is a
@@ -87,7 +86,6 @@ from ._accounting import StepsCalibration as StepsCalibration
 from ._accounting import distributed_gaussian_calibrate_sigma as distributed_gaussian_calibrate_sigma
 from ._accounting import distributed_gaussian_max_gamma as distributed_gaussian_max_gamma
 from ._accounting import distributed_gaussian_max_steps as distributed_gaussian_max_steps
-from ._accounting import distributed_gaussian_max_rounds as distributed_gaussian_max_rounds
 from ._accounting import shuffled_checkin_epsilon as shuffled_checkin_epsilon
 from ._accounting import ApproxEpsilon as ApproxEpsilon
 from ._accounting import subsampled_shuffle_checkin_epsilon as subsampled_shuffle_checkin_epsilon
@@ -122,7 +120,6 @@ __all__ = [
     "distributed_gaussian_calibrate_sigma",
     "distributed_gaussian_max_gamma",
     "distributed_gaussian_max_steps",
-    "distributed_gaussian_max_rounds",  # deprecated alias of distributed_gaussian_max_steps
     "shuffled_checkin_epsilon",
     "ApproxEpsilon",
     "subsampled_shuffle_checkin_epsilon",

@@ -14,7 +14,6 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from ..rdp import SIGMA_RANGE
-from .._compat import renamed_function, renamed_params
 from ..numerics import float64_jit, x64_scope
 from ..status import Status
 from ._distributed import _distributed_gaussian_log_excess, distributed_gaussian_rdp
@@ -109,7 +108,6 @@ def _grid_epsilon_kernel(orders, rdp, delta):
     return jnp.take_along_axis(e, i[..., None], -1)[..., 0], orders[i]
 
 
-@renamed_params(rounds="steps")
 def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, method="exact", accountant="rdp",
                                  grid_size=None):
     """eps after ``steps`` rounds of distributed check-in (Gaussian), at ``delta``.
@@ -119,8 +117,7 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
     :func:`amplify_jax.conversions.epsilon_from_rdp` (Balle et al. 2020; Lemma 2 of the paper) on the integer
     ``orders`` (default 2..64).  Broadcasts over n,
     gamma, sigma, steps, delta.  Warns (:class:`OrderCapWarning`) where the best order is the largest of
-    ``orders``, as do the delta function and the calibrations below.  (``rounds=`` is the deprecated spelling of
-    ``steps=``.)
+    ``orders``, as do the delta function and the calibrations below.
 
     ``accountant="pld"``: a privacy-loss-distribution route for Thm 4's setting, with the number k of
     participants held in a Chernoff window as in Eq. 11 and the Sec. 5.1 baseline.  Given the public k, a round
@@ -201,13 +198,11 @@ def _distributed_gaussian_pld(n, gamma, sigma, steps, delta, grid_size=None):
                         np.where(idle, int(Status.OK), status).astype(np.int32))
 
 
-@renamed_params(rounds="steps")
 def distributed_gaussian_delta(*, n, gamma, sigma, steps, epsilon, orders=None, method="exact"):
     """(delta, best order) after ``steps`` rounds of distributed check-in (Gaussian), at ``epsilon``.
 
     The inverse conversion of :func:`distributed_gaussian_epsilon`
     (:func:`amplify_jax.conversions.delta_from_rdp`).  Broadcasts over n, gamma, sigma, steps, epsilon.
-    (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
     from ..conversions import delta_from_rdp
 
@@ -227,15 +222,9 @@ class CheckinCalibration(tuple):
     :class:`StepsCalibration`, each a named tuple (answer, epsilon, status) whose first field is named after the
     parameter it holds (``.sigma``, ``.gamma``, ``.steps``); ``epsilon`` is the eps after the rounds at that
     value, re-computed; ``status`` holds :class:`amplify_jax.status.Status` codes (ok, infeasible, at_limit,
-    not_monotone, max_iter).  ``.value`` is the deprecated generic name of the answer (warns)."""
+    not_monotone, max_iter)."""
 
     __slots__ = ()
-
-    @property
-    def value(self) -> jax.Array:
-        warnings.warn(f"{type(self).__name__}.value is renamed .{self._fields[0]}; the old name goes in the next "
-                      "release.", DeprecationWarning, stacklevel=2)
-        return self[0]
 
 
 class SigmaCalibration(CheckinCalibration, collections.namedtuple("SigmaCalibration", "sigma epsilon status")):
@@ -287,7 +276,6 @@ def _cal_common(target_epsilon, delta, steps, orders):
     return alpha_int, e, d, t
 
 
-@renamed_params(rounds="steps", epsilon="target_epsilon")
 def distributed_gaussian_calibrate_sigma(*, n, gamma, steps, target_epsilon, delta, orders=None, sigma_lo=0.05,
                                          sigma_hi=1000.0, rtol=1e-6, tail_tol=DEFAULT_TAIL_TOL) -> SigmaCalibration:
     """Minimal sigma with eps(steps rounds) <= target_epsilon at delta for distributed check-in (Gaussian), batched.
@@ -295,7 +283,6 @@ def distributed_gaussian_calibrate_sigma(*, n, gamma, steps, target_epsilon, del
     Bisection by :func:`amplify_jax.calibrate.invert_monotone` on the exact Eq. 10 sum (the RDP decreases in
     sigma); the returned sigma is on the feasible side and re-checked (``epsilon`` in the result).
     Default orders: :data:`CALIBRATION_ORDERS`.  Returns :class:`SigmaCalibration` ``(sigma, epsilon, status)``.
-    (``rounds=`` and ``epsilon=`` are the deprecated spellings of ``steps=`` and ``target_epsilon=``.)
     """
     from ..calibrate import invert_monotone
 
@@ -336,7 +323,6 @@ def _points_eps_kernel(gam, n, sigma, steps, log_delta, fn):
     return fn(gam, n, sigma, steps, log_delta)
 
 
-@renamed_params(rounds="steps", epsilon="target_epsilon")
 def distributed_gaussian_max_gamma(*, n, sigma, steps, target_epsilon, delta, orders=None, gamma_lo=None,
                                    gamma_hi=1.0, grid_points=17, rtol=1e-6,
                                    tail_tol=DEFAULT_TAIL_TOL) -> GammaCalibration:
@@ -349,8 +335,7 @@ def distributed_gaussian_max_gamma(*, n, sigma, steps, target_epsilon, delta, or
     and the next one, refined by :func:`amplify_jax.calibrate.invert_monotone` (``feasible="below"``).  The
     answer is feasible (re-checked) and the largest up to the grid's resolution.  status 1 where no grid
     rate is feasible (value: the grid's first rate).  Default orders: :data:`CALIBRATION_ORDERS`.
-    Returns :class:`GammaCalibration` ``(gamma, epsilon, status)``.  (``rounds=`` and ``epsilon=`` are the
-    deprecated spellings of ``steps=`` and ``target_epsilon=``.)
+    Returns :class:`GammaCalibration` ``(gamma, epsilon, status)``.
     """
     from ..calibrate import invert_monotone
 
@@ -404,7 +389,6 @@ def _max_steps_kernel(alpha, rdp, epsilon, log_delta):
     return t, eps_at(jnp.maximum(t, 1.0))
 
 
-@renamed_params(epsilon="target_epsilon")
 def distributed_gaussian_max_steps(*, n, gamma, sigma, target_epsilon, delta, orders=None,
                                    method="exact") -> StepsCalibration:
     """Most rounds (steps) with eps <= target_epsilon at delta after them (distributed check-in, Gaussian), batched.
@@ -413,8 +397,7 @@ def distributed_gaussian_max_steps(*, n, gamma, sigma, target_epsilon, delta, or
     floor((target_epsilon - c_alpha) / rdp(alpha)) with c_alpha the conversion's offset (Balle et al. 2020), and
     T = max over orders: exact, no bisection.  The value is re-checked.  Returns :class:`StepsCalibration`
     ``(steps, epsilon, status)``: status infeasible where not even one round fits (steps 0); at_limit where the
-    round has zero RDP (gamma = 0: any number of rounds, steps 2^53).  (``epsilon=`` is the deprecated spelling
-    of ``target_epsilon=``; ``distributed_gaussian_max_rounds`` the deprecated name of this function.)
+    round has zero RDP (gamma = 0: any number of rounds, steps 2^53).
     """
     alpha_int, e, d, _ = _cal_common(target_epsilon, delta, 1, orders)
     rdp = distributed_gaussian_rdp(alpha_int, n=n, gamma=gamma, sigma=sigma, method=method)
@@ -432,14 +415,12 @@ def distributed_gaussian_max_steps(*, n, gamma, sigma, target_epsilon, delta, or
     return StepsCalibration(t, ach, status)
 
 
-distributed_gaussian_max_rounds = renamed_function(distributed_gaussian_max_steps, "distributed_gaussian_max_rounds")
 
 
 # ----------------------------------------------------------------------------------------------------------
 # (eps, delta) after T rounds of shuffled check-in
 
 
-@renamed_params(rounds="steps")
 def shuffled_checkin_epsilon(*, n, gamma, eps0, steps, delta, bound="upper", method="exact", orders=None):
     """(eps, best order) after ``steps`` rounds of shuffled check-in with eps0-LDP randomizers, at ``delta``.
 
@@ -450,7 +431,6 @@ def shuffled_checkin_epsilon(*, n, gamma, eps0, steps, delta, bound="upper", met
     upper bound (:data:`CHECKIN_ORDERS`) and to :data:`LOWER_ORDERS` (241 integers from 2 to 1e8) for the lower
     bound.  Where the best order is the largest of the grid an :class:`OrderCapWarning` is emitted (the value
     is still valid for the upper bound; pass wider ``orders``).
-    (``rounds=`` is the deprecated spelling of ``steps=``.)
     """
     V.one_of("bound", bound, ("upper", "lower"))
     o = (CHECKIN_ORDERS if bound == "upper" else LOWER_ORDERS) if orders is None else orders
@@ -476,7 +456,6 @@ class ApproxEpsilon(NamedTuple):
     fallback: jax.Array
 
 
-@renamed_params(rounds="steps")
 def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, steps, delta, shuffle_delta, delta0=0.0,
                                        orders=None) -> ApproxEpsilon:
     """eps after ``steps`` rounds of the Sec. 4.1 route (:func:`subsampled_shuffle_checkin_rdp`), at total ``delta``.
@@ -484,8 +463,7 @@ def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, steps, delta, shuffle_
     The rounds compose as approximate RDP (curves and deltas add); the RDP curve is converted at
     delta - T delta_round (Balle et al. 2020).  Where T delta_round >= delta no guarantee follows:
     ``valid`` is False and epsilon is +inf (never silently).  Orders default to
-    :data:`amplify_jax.rdp.DEFAULT_ORDERS` (any orders > 1 work on this route).  (``rounds=`` is the deprecated
-    spelling of ``steps=``.)
+    :data:`amplify_jax.rdp.DEFAULT_ORDERS` (any orders > 1 work on this route).
     """
     from ..rdp import DEFAULT_ORDERS
 

@@ -9,7 +9,6 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from ..rdp import SIGMA_RANGE
-from .._compat import renamed_params
 from ..approx_dp import (advanced_composition_overflows, advanced_composition, analytic_gaussian_epsilon,
                          fmt_closed_form, subsampled_epsilon)
 from ..numerics import float64_jit, x64_scope
@@ -94,7 +93,6 @@ def _baseline_args(n, gamma, steps, delta, **extra):
     return b, b(nn), b(g), b(t), b(np.log(d))
 
 
-@renamed_params(rounds="steps")
 def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, steps, delta):
     """Strong-composition baseline for shuffled check-in (the approach of Girgis, Data, Diggavi 2021c).
 
@@ -106,7 +104,7 @@ def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, steps, delta)
     is in the round with probability k/n <= l2/n (Balle et al. 2018 Thm 9 subsampling); the T rounds compose by
     Dwork-Rothblum-Vadhan strong composition: eps = sqrt(2 T ln(1/delta')) eps_r + T eps_r (e^eps_r - 1), and
     delta = T (q delta_s + d1 + d2) + delta', T = ``steps``.  The split of ``delta`` is optimised over a small
-    grid.  (``rounds=`` is the deprecated spelling of ``steps=``.)  Inputs where the strong composition of eps0
+    grid.  Inputs where the strong composition of eps0
     itself over T rounds leaves float64 (eps0 ~ 700 and beyond: +inf) are refused.
     """
     e0 = V.nonnegative("eps0", eps0)
@@ -124,7 +122,6 @@ def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, steps, delta)
         return _sc_shuffle_kernel(nn, g, b(e0), t, ld)
 
 
-@renamed_params(rounds="steps")
 def distributed_gaussian_strong_composition_epsilon(*, n, gamma, sigma, steps, delta):
     """Strong-composition baseline for distributed check-in with the Gaussian mechanism (Sec. 5.1).
 
@@ -133,7 +130,7 @@ def distributed_gaussian_strong_composition_epsilon(*, n, gamma, sigma, steps, d
     2 / (sigma sqrt(l1)); with probability >= 1 - d2 the rate is <= l2 / n.  The Gaussian mechanism's exact
     (eps, delta) (Balle & Wang 2018) is subsampled (Balle et al. 2018 Thm 9) and composed over T rounds by
     strong composition; delta = T (q delta_g + d1 + d2) + delta' (T = ``steps``), the split optimised over a
-    small grid.  (``rounds=`` is the deprecated spelling of ``steps=``.)  Where no split lets the Chernoff bound
+    small grid.  Where no split lets the Chernoff bound
     guarantee one participant (n gamma too small for delta / steps: gamma or delta = 1e-300), the route
     certifies nothing: a ValueError naming n, gamma, delta and steps (the registry's
     ``checkin.distributed-gaussian-strong-composition`` answers eps = inf there, status fallback).

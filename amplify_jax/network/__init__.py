@@ -60,9 +60,8 @@ form) come from :mod:`amplify_jax.approx_dp`.
 
 Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``steps`` is the number of compositions
 (the walk's length T, the ring's visits K, advanced composition's k), ``eps0`` the local guarantee of one
-contribution, ``target_epsilon`` what a calibration must meet; ``contributions`` (T_u) keeps its name.  The
-previous spellings (``T=``, ``K=``, ``k=``, ``eps=``, ``eps_local=``, a calibration's ``.value`` /
-``.achieved``) still work for one release and emit a DeprecationWarning.
+contribution, ``target_epsilon`` what a calibration must meet; ``contributions`` (T_u) keeps its name (the
+previous spellings are gone: CHANGELOG.md).
 """
 
 from __future__ import annotations

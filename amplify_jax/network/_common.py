@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -35,29 +34,13 @@ class SgdEpsilon(NamedTuple):
     order: jax.Array  #: the Renyi order used in the conversion
 
 
-def _renamed_field(cls, old, new):
-    warnings.warn(f"{cls}.{old} is renamed .{new}; the old name goes in the next release.", DeprecationWarning,
-                  stacklevel=3)
-
-
 class SgdCalibration(NamedTuple):
     """A calibrated noise multiplier (:func:`calibrate_sgd_sigma`); the order of
-    :class:`amplify_jax.calibrate.Inversion` (value, status, achieved), with the fields named.  ``.value`` and
-    ``.achieved`` are the deprecated names of ``.sigma`` and ``.epsilon`` (they warn)."""
+    :class:`amplify_jax.calibrate.Inversion` (value, status, achieved), with the fields named."""
 
     sigma: jax.Array  #: the minimal sigma found (the feasible endpoint, see status)
     status: jax.Array  #: amplify_jax.status.Status codes per element
     epsilon: jax.Array  #: eps at that sigma, re-computed (<= target_epsilon where status is ok or at_limit)
-
-    @property
-    def value(self) -> jax.Array:
-        _renamed_field("SgdCalibration", "value", "sigma")
-        return self.sigma
-
-    @property
-    def achieved(self) -> jax.Array:
-        _renamed_field("SgdCalibration", "achieved", "epsilon")
-        return self.epsilon
 
 
 def _f64(x):

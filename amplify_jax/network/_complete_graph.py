@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..approx_dp import advanced_composition, fmt_closed_form, subsampled_epsilon
 from ..numerics import float64_jit
 from ._common import NetworkBound, SpottedBound, _b, _colluders, _n
@@ -73,7 +72,6 @@ def _thm3_inputs(n, steps, eps0, delta_prime, delta_hat):
     return nn, tt, e, dp, dh
 
 
-@renamed_params(T="steps")
 def complete_graph_sum_epsilon(*, n, steps, eps0, delta_prime, delta_hat):
     """Epsilon of Cyffers & Bellet Thm 3 in its full non-asymptotic form (App. D), CORRECTED (docs/errata.md).
 
@@ -89,19 +87,18 @@ def complete_graph_sum_epsilon(*, n, steps, eps0, delta_prime, delta_hat):
     The delta is (N_v + T/n) delta0 + delta' + delta_hat (:func:`complete_graph_sum_bound`).  Where
     T/n < 3 ln(1/delta_hat) the paper's Chernoff form does not hold and the general one is used (``valid`` in
     :func:`complete_graph_sum_bound`; docs/errata.md#e-network-chernoff).  Broadcasts over all arguments;
-    eps0 >= 1 is refused.  (``T=`` is the deprecated spelling of ``steps=``.)
+    eps0 >= 1 is refused.
     """
     nn, tt, e, dp, dh = _thm3_inputs(n, steps, eps0, delta_prime, delta_hat)
     shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta_prime=dp, delta_hat=dh)
     return _thm3_kernel(*_b(shape, nn, tt, e, dp, dh))[0]
 
 
-@renamed_params(T="steps")
 def complete_graph_sum_bound(*, n, steps, eps0, delta0, delta_prime, delta_hat, colluders=1,
                              fixed_contributions=False, cycle_delta="group"):
     """Thm 3 / App. D as a full (epsilon, delta, valid) bound, with collusions and the fixed-contribution variant.
 
-    T = ``steps`` is the length of the walk (``T=`` is its deprecated spelling).
+    T = ``steps`` is the length of the walk.
 
     ``colluders`` = c: Sec. 4.3, c colluding users act as one node of a graph with n / c users (the visits to
     the coalition are Binomial(T, c/n) and cycles Geometric(c/n)), so the bound is evaluated at n / c.
@@ -216,12 +213,11 @@ def _hist_kernel(n, T, eps0, delta, dp, dh, use_fmt, group):
     return NetworkBound(advanced_composition(ec, k, -jnp.log(dp)), jnp.minimum(k * dc + dp + dh, 1.0), ok)
 
 
-@renamed_params(T="steps")
 def complete_graph_histogram_bound(*, n, steps, eps0, delta, delta_prime, delta_hat, form="fmt", colluders=1,
                                    cycle_delta="group"):
     """Histograms on the complete graph, Cyffers & Bellet Thm 6 / App. E (Algorithm 5, RR with eps0-LDP).
 
-    Same fictive walk as App. D (T = ``steps`` steps; ``T=`` is the deprecated spelling); a cycle of length m
+    Same fictive walk as App. D (T = ``steps`` steps); a cycle of length m
     shuffles the m reports it aggregates:
 
     * ``form="fmt"`` (App. E's "complete formula", Remark 4): eps_c = sup_{1 <= m <= n} Eq. 10 with

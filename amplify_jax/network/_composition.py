@@ -9,7 +9,6 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..approx_dp import advanced_composition_overflows, advanced_composition
 from ..numerics import float64_jit, log_comb, x64_scope
 from ._common import _b, _f64, _n
@@ -33,13 +32,12 @@ def _advanced_kernel(eps, k, dp):
     return advanced_composition(eps, k, -jnp.log(dp))
 
 
-@renamed_params(k="steps")
 def advanced_composition_epsilon(eps, *, steps, delta_prime):
     """Advanced composition (Dwork, Rothblum, Vadhan 2010, Thm III.3), the form used throughout Cyffers & Bellet.
 
     k-fold adaptive composition of (eps, delta)-DP mechanisms (k = ``steps``) is
     (sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1), k delta + delta')-DP.  Returns the epsilon; ``steps`` may be
-    real (a high-probability bound on a count).  Broadcasts.  (``k=`` is the deprecated spelling of ``steps=``.)
+    real (a high-probability bound on a count).  Broadcasts.
     Inputs whose value leaves float64 (k eps e^eps beyond 1.8e308) are refused.
     """
     e = V.nonnegative("eps", eps)
@@ -148,13 +146,12 @@ def _kov_homog_kernel(eps0, k, log_delta, kmax):
     return jnp.minimum(best, k * eps0)
 
 
-@renamed_params(k="steps")
 def kov_homogeneous_epsilon(*, eps0, steps, delta):
     """Exact optimal k-fold composition of eps0-DP mechanisms (Kairouz, Oh, Viswanath 2015, Thm 3.3), at atoms.
 
     Returns the smallest eps in {(k - 2i) eps0 : i = 0..floor(k/2)} (and 0), k = ``steps``, such that the
     composition is (eps, delta)-DP; no composition theorem can give a smaller eps at these atoms.  ``steps`` is
-    an integer (at most 4096 here: the kernel is O(k^2)).  (``k=`` is the deprecated spelling of ``steps=``.)
+    an integer (at most 4096 here: the kernel is O(k^2)).
     """
     e = V.positive("eps0", eps0)
     kk = V.integer("steps", steps, minimum=0)
@@ -185,7 +182,6 @@ def _contrib_kernel(n, T, dh):
     return _chernoff_count(T / n, -jnp.log(dh))
 
 
-@renamed_params(T="steps")
 def contribution_bound(*, n, steps, delta_hat):
     """Bound on a user's number of contributions (or visits) in a T-step random walk on the complete graph.
 
@@ -194,7 +190,7 @@ def contribution_bound(*, n, steps, delta_hat):
     otherwise the general multiplicative bound is used (see :func:`_chernoff_count`): the paper uses the printed
     form for every T and n (docs/errata.md#e-network-chernoff).  The authors' scripts count
     T/n + sqrt(3T/2 ln(1/delta)) instead; the paper's form is used here (docs/errata.md#e-network-authors-code).
-    Returns (N, paper_form_valid).  (``T=`` is the deprecated spelling of ``steps=``.)
+    Returns (N, paper_form_valid).
     """
     nn = _n("n", n)
     tt = V.integer("steps", steps, minimum=1).astype(np.float64)

@@ -6,7 +6,6 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..approx_dp import advanced_composition
 from ..numerics import float64_jit
 from ._common import NetworkBound, _b, _n
@@ -21,14 +20,13 @@ def _local_sum_kernel(n, T, eps0, d0, dp, dh, fixed):
     return NetworkBound(eps, jnp.where(fixed, k * d0 + dp, k * d0 + dp + dh), jnp.where(fixed, True, ok))
 
 
-@renamed_params(T="steps")
 def local_sum_bound(*, n, steps, eps0, delta0, delta_prime, delta_hat, fixed_contributions=False):
     """Local-DP analogue of Thm 3 (Sec. 5.1, Fig. 1(a)): Algorithm 3 analysed under LDP.
 
     Over a walk of T = ``steps`` steps, every contribution of u is seen; u contributes at most
     N_u = T/n + sqrt(3 T/n ln(1/delta_hat)) times (Chernoff, probability 1 - delta_hat; exactly T/n with
     ``fixed_contributions``), each (eps0, delta0)-LDP: eps = sqrt(2 N_u ln(1/delta')) eps0 + N_u eps0 (e^eps0 - 1),
-    delta = N_u delta0 + delta' (+ delta_hat).  (``T=`` is the deprecated spelling of ``steps=``.)
+    delta = N_u delta0 + delta' (+ delta_hat).
     """
     nn = _n("n", n)
     tt = V.integer("steps", steps, minimum=1).astype(np.float64)

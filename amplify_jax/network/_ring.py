@@ -8,7 +8,6 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..approx_dp import advanced_composition, fmt_closed_form
 from ..numerics import float64_jit, x64_scope
 from ._common import NetworkBound, RingNoise, _b, _f64, _n
@@ -20,15 +19,14 @@ def _ring_sum_kernel(K, eps0, delta0, dp):
     return advanced_composition(eps0, K, -jnp.log(dp)), K * delta0 + dp
 
 
-@renamed_params(K="steps")
 def ring_sum_bound(*, steps, eps0, delta0, delta_prime):
     """Real summation on the ring, Cyffers & Bellet Thm 1 (Algorithm 1, and Remark 1's distributed variant).
 
     Perturb(.; sigma_loc) is (eps0, delta0)-LDP and noise is added once every n - 1 hops; every window between
     two visits of v contains one full sigma_loc, so each of the K visits (K = ``steps``) costs (eps0, delta0) and
     advanced composition gives (sqrt(2K ln(1/delta')) eps0 + K eps0 (e^eps0 - 1), K delta0 + delta')-network DP.
-    Remark 1's distributed noise gives the same guarantee (see :func:`ring_noise`).  (``K=`` is the deprecated
-    spelling of ``steps=``.)  Inputs whose value leaves float64 (eps0 ~ 700 and beyond: +inf) are refused.
+    Remark 1's distributed noise gives the same guarantee (see :func:`ring_noise`).  Inputs whose value leaves
+    float64 (eps0 ~ 700 and beyond: +inf) are refused.
     """
     k = V.integer("steps", steps, minimum=1).astype(np.float64)
     e = V.positive("eps0", eps0)
@@ -48,7 +46,6 @@ def _ring_noise_kernel(n, K, sigma, distributed):
     return RingNoise(jnp.where(distributed, per, sigma), sigma, jnp.where(distributed, dist, alg1))
 
 
-@renamed_params(K="steps")
 def ring_noise(*, n, steps, sigma_loc, distributed=False):
     """Noise of the ring protocols (Cyffers & Bellet Thm 1 utility, Remark 1), over K = ``steps`` rounds of the ring.
 
@@ -57,7 +54,7 @@ def ring_noise(*, n, steps, sigma_loc, distributed=False):
     Remark 1 (``distributed=True``): the first user adds sigma_loc, every other contribution
     sigma_loc / sqrt(n - 1) -- corrected from the printed sigma_loc / sqrt(n), which leaves each window of
     n - 1 contributions with only (n - 1)/n sigma_loc^2 of variance (docs/errata.md#e-network-remark1-noise)
-    -- total std sigma_loc sqrt(1 + (K n - 1)/(n - 1)).  (``K=`` is the deprecated spelling of ``steps=``.)
+    -- total std sigma_loc sqrt(1 + (K n - 1)/(n - 1)).
     """
     nn = _n("n", n)
     k = V.integer("steps", steps, minimum=1).astype(np.float64)
@@ -67,11 +64,10 @@ def ring_noise(*, n, steps, sigma_loc, distributed=False):
     return _ring_noise_kernel(nb, kb, sb, np.asarray(bool(distributed)))
 
 
-@renamed_params(eps="target_epsilon")
 def ring_histogram_gamma(*, n, L, target_epsilon, delta):
     """The randomized-response parameter of Cyffers & Bellet Thm 2 as printed:
     gamma = L / (exp(12 eps sqrt(ln(1/delta)/n)) + L - 1), eps = ``target_epsilon`` (the per-visit guarantee
-    the theorem calibrates gamma for; ``eps=`` is its deprecated spelling).
+    the theorem calibrates gamma for).
 
     RR_gamma over L values is eps_l-LDP with eps_l = ln(1 + L (1 - gamma)/gamma); the printed gamma gives
     eps_l = 12 eps sqrt(ln(1/delta)/n).  Note (docs/errata.md#e-network-thm2-gamma): Erlingsson et al.'s
@@ -122,7 +118,6 @@ def _ring_hist_kernel(n, K, eps_l, delta, dp, use_fmt):
     return advanced_composition(per, K, -jnp.log(dp)), K * delta + dp, valid
 
 
-@renamed_params(K="steps", eps_local="eps0")
 def ring_histogram_bound(*, n, steps, eps0, delta, delta_prime, form="erlingsson"):
     """Histograms on the ring, Cyffers & Bellet Thm 2 (Algorithm 2) and its general form (Remark 2).
 
@@ -136,7 +131,6 @@ def ring_histogram_bound(*, n, steps, eps0, delta, delta_prime, form="erlingsson
 
     We shuffle n - 1 reports (v's own is known to v; the paper writes n: docs/errata.md#e-network-ring-reports).
     Advanced composition over K = ``steps`` visits: (sqrt(2K ln(1/delta')) e + K e (e^e - 1), K delta + delta').
-    (``K=`` and ``eps_local=`` are the deprecated spellings of ``steps=`` and ``eps0=``.)
     """
     V.one_of("form", form, ("erlingsson", "fmt"))
     nn = _n("n", n)

@@ -13,7 +13,6 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..approx_dp import advanced_composition, analytic_gaussian_epsilon, subsampled_epsilon
 from ..numerics import float64_jit
 from ..rdp import MAX_ORDER
@@ -63,7 +62,6 @@ def _thm4_kernel(n, T, eps, delta, dh):
     return NetworkBound(out, delta + dh, ok & cond)
 
 
-@renamed_params(T="steps", eps="eps0")
 def sgd_theorem4_bound(*, n, steps, eps0, delta, delta_hat, colluders=1):
     """Network DP of private SGD on the complete graph, Cyffers & Bellet Thm 4 (Eq. 7), closed form.
 
@@ -73,7 +71,6 @@ def sgd_theorem4_bound(*, n, steps, eps0, delta, delta_hat, colluders=1):
     Requires eps0 < 1 and delta < 1/2 (refused otherwise).  ``valid`` is False where App. F's order
     alpha = sigma sqrt(ln(1/delta)) / (L sqrt q) misses alpha >= 2 or Lemma 1's constraint, or where the
     Chernoff form is replaced by the general one; use :func:`network_sgd_epsilon` there (Remark 5).
-    (``T=`` and ``eps=`` are the deprecated spellings of ``steps=`` and ``eps0=``.)
     """
     nn = _n("n", n)
     tt = V.integer("steps", steps, minimum=1).astype(np.float64)
@@ -343,11 +340,10 @@ def _central_inputs(sigma, n, steps, delta, lipschitz):
     return _b(shape, s, nn, tt, d, L)
 
 
-@renamed_params(T="steps")
 def central_sgd_epsilon(*, sigma, n, steps, delta, lipschitz=1.0, accountant="rdp", grid_size=None):
     """Central DP-SGD baseline (Bassily, Smith, Thakurta 2014; Cyffers & Bellet Sec. 5.2 "Centralized DP-SGD").
 
-    A trusted curator runs T = ``steps`` steps (``T=`` is the deprecated spelling); each samples one user
+    A trusted curator runs T = ``steps`` steps; each samples one user
     uniformly (sampling without replacement of size 1, q = 1/n) and adds N(0, sigma^2) to the gradient
     (sensitivity 2L under replace-one).  ``accountant="rdp"`` (default): RDP of the subsampled Gaussian by Wang,
     Balle, Kasiviswanathan 2019 Thm 9 (``amplify_jax.rdp``) at integer orders 2..128, composed over T steps and
@@ -405,11 +401,10 @@ def _bassily_kernel(sigma, n, T, delta, L):
     return NetworkBound(eps, delta, valid)
 
 
-@renamed_params(T="steps")
 def central_sgd_bassily_epsilon(*, sigma, n, steps, delta, lipschitz=1.0):
     """Central DP-SGD accounted as in Bassily, Smith, Thakurta 2014 (the paper's "Centralized DP-SGD").
 
-    T = ``steps`` (``T=`` is the deprecated spelling).
+    T = ``steps``.
 
     Per step the noisy gradient (sensitivity 2L) is (e1, delta1)-DP with e1 the exact (analytic) Gaussian
     epsilon (Balle & Wang 2018; the classical sqrt(2 ln(1.25/delta1)) form would need e1 < 1); sampling one
@@ -440,7 +435,6 @@ def _central_eps_for_sigma(sigma, n, T, delta, L):
     return _central_sgd_eps(sigma, n, T, delta, L)[0]
 
 
-@renamed_params(eps="target_epsilon", T="steps")
 def calibrate_sgd_sigma(*, target_epsilon, delta, n, steps, setting, contributions=None, lipschitz=1.0,
                         rtol=1e-6) -> SgdCalibration:
     """Minimal per-step noise std sigma meeting (target_epsilon, delta) for network, local or central DP-SGD
@@ -452,7 +446,7 @@ def calibrate_sgd_sigma(*, target_epsilon, delta, n, steps, setting, contributio
     required for network and local (Sec. 5.2 enforces T_u = c T / n); central uses ``steps`` (T).  Batched
     through :func:`amplify_jax.calibrate.invert_monotone` (bisection on log sigma, feasible endpoint re-checked):
     returns :class:`SgdCalibration` ``(sigma, status, epsilon)`` with epsilon = eps(sigma) <= target_epsilon
-    when status is ok.  (``eps=`` and ``T=`` are the deprecated spellings of ``target_epsilon=`` and ``steps=``.)
+    when status is ok.
     """
     from ..calibrate import invert_monotone
 

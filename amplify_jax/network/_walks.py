@@ -11,7 +11,6 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
-from .._compat import renamed_params
 from ..approx_dp import analytic_gaussian_log_delta, fmt_closed_form
 from ..numerics import float64_jit, x64_scope
 from ._common import _f64
@@ -32,10 +31,9 @@ class WalkSummary(NamedTuple):
     max: jax.Array
 
 
-@renamed_params(T="steps")
 def sample_walks(seed, *, n, steps, num_walks=10, topology="complete"):
     """Token paths of Algorithm 3: ``num_walks`` independent walks of ``steps`` steps (shape (num_walks, steps),
-    int32; ``T=`` is the deprecated spelling of ``steps=``).
+    int32).
 
     ``topology="complete"``: every step draws the next user uniformly in {0..n-1} (the walk may stay);
     ``"ring"``: the deterministic directed ring t mod n.  ``seed``: an integer in [0, 2^32 - 1] (``jax.random``'s
