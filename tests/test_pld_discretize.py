@@ -124,25 +124,36 @@ POINTS = st.tuples(st.floats(0.5, 40.0), st.floats(1e-4, 1.0), st.integers(1, 20
 #: Few steps at a small rate and delta, where the FFT round-off term dominated and grew with the grid.
 FEW_STEPS = st.tuples(st.floats(0.5, 3.0), st.floats(1e-4, 1e-2), st.integers(1, 300), st.floats(-11.0, -7.0))
 GRIDS = (2**10, 2**12, 2**14)
-#: How much the full upper value (round-off term included) may grow with a 4x finer grid, relative.  The
-#: spectrum's part of the round-off term is bounded coefficient by coefficient (``_compose._spectral_weights``:
-#: it grows like log n at most), one step has no round-off at all; the inverse transform's own part,
-#: c(n) ||x||_2 ||w||_2, can still grow where the composed masses sit in one or two grid cells (a rate ~1e-4:
-#: ||x||_2 does not fall as the grid refines while ||w||_2 doubles).  Measured (2026-11-27): 1 600 random
-#: points of POINTS and FEW_STEPS on these grids, none grew by more than 1e-6; the worst known points,
-#: sigma 0.5, q 1e-4, delta 1e-9, grow by 2.8e-5 (10 steps) and 2.0e-5 (100 steps), 2^12 ->
-#: 2^14).  Before this bound the round-off term grew by 3.6e-4 (100 steps) and 1.8e-3 (one step) per 4x.
+#: How much the full upper value (round-off term included) may grow with a 4x finer grid at the known points,
+#: relative.  The spectrum's part of the round-off term is bounded coefficient by coefficient
+#: (``_compose._spectral_weights``: it grows like log n at most), one step has no round-off at all; the
+#: inverse transform's own part, c(n) ||x||_2 ||w||_2, can still grow where the composed masses sit in one or
+#: two grid cells (a rate ~1e-4: ||x||_2 does not fall as the grid refines while ||w||_2 doubles).  Measured
+#: (2026-11-27): 1 600 random points of POINTS and of FEW_STEPS with delta >= 1e-9 on these grids, none grew
+#: by more than 1e-6; the worst known points, sigma 0.5, q 1e-4, delta 1e-9, grow by 2.8e-5 (10 steps) and
+#: 2.0e-5 (100 steps), 2^12 -> 2^14.  Before this bound they grew by 3.6e-4 (100 steps) and 1.8e-3 (one step).
 FULL_RTOL = 1e-4
+#: At random points the full value may also grow by this share of its own round-off term's effect (the upper
+#: value minus the value without it, on the coarser grid).  The estimate itself grows with n: its per-
+#: coefficient size c(n) = FFT_C eps sqrt(log2 n) by (12 / 10)^(1/2) = 1.095 from 2^10 to 2^12 points, and the
+#: coefficient bound's sum of 1 / sin(pi k / n) by (ln(2n / pi) + gamma) ratios of 1.196 (together 1.31; from
+#: 2^12 to 2^14, 1.26).  Where the term is a large part of delta (delta ~1e-11 at q ~2e-4 and a few hundred
+#: steps: 40% of delta) a finer grid is then looser by that growth: sigma 0.703, q 2.68e-4, 281 steps, delta
+#: 1.17e-11 gives 1.70083, 1.71414, 1.69537 on 2^10, 2^12, 2^14 (without the term 1.58909, 1.58781, 1.58831):
+#: 0.78%, 0.12 of the term's effect.  Measured on 800 random FEW_STEPS points with delta down to 1e-11: beyond
+#: FULL_RTOL, at most 0.14 of it; 0.35 is the bound above with margin.
+ROUNDOFF_SHARE = 0.35
 
 
-def _never_looser(pts):
+def _never_looser(pts, share=ROUNDOFF_SHARE, rtol=FULL_RTOL):
     s, q, t, ld = (np.array(v, dtype=np.float64) for v in zip(*pts))
     with x64_scope():
         out = [eps_batch(s, q, t, 10.0**ld, "gaussian", n) for n in GRIDS]
-    for j, rtol in ((2, 1e-5), (0, FULL_RTOL)):
+    for j in (2, 0):
         e = [np.asarray(o[j]) for o in out]
-        for coarse, fine in zip(e, e[1:]):
-            ok = ~np.isfinite(coarse) | (fine <= coarse * (1 + rtol))
+        for (up, _, bare), coarse, fine in zip(out, e, e[1:]):
+            allow = coarse * rtol + share * (np.asarray(up) - np.asarray(bare)) if j == 0 else coarse * 1e-5
+            ok = ~np.isfinite(coarse) | (fine <= coarse + allow)
             assert np.all(ok), (j, pts, coarse, fine)
 
 
@@ -151,7 +162,8 @@ def _never_looser(pts):
 def test_finer_grid_never_looser(pts, few):
     """A grid four times finer never gives a larger upper eps at the same point (issue 26 item 2): the upper
     value before the FFT round-off term is added (``eps_batch``'s third value) within 1e-5, and the answer
-    itself, round-off term included, within ``FULL_RTOL``.  The grids are not nested (each step is aligned
+    itself, round-off term included, within ``FULL_RTOL`` plus ``ROUNDOFF_SHARE`` of its round-off term's
+    effect.  The grids are not nested (each step is aligned
     to its own window), so two grids' connect-the-dots values may cross by O(h^2): 1e-5 relative is allowed
     (measured: 3e-7 at sigma 0.5, q 0.5, one step, delta 1e-9; 1.0e-6 at sigma 0.5, q 1e-4, one step, delta
     1e-9).  Before the tail sums, a grid 4x finer added up to 0.35% (sigma 1, q 0.01, 10 000 steps, 2^20 ->
@@ -173,8 +185,9 @@ def test_finer_grid_never_looser(pts, few):
     (0.5536596906929785, 0.00021107146640931624, 265, np.log10(4.23356949167629e-09)),
 ])
 def test_finer_grid_never_looser_at_known_points(point):
-    """The points where the answer grew with the grid (2026-11-27)."""
-    _never_looser([point] * 4)
+    """The points where the answer grew with the grid (2026-11-27): within ``FULL_RTOL``, no share of the
+    round-off term allowed."""
+    _never_looser([point] * 4, share=0.0, rtol=FULL_RTOL)
 
 
 @pytest.mark.slow
