@@ -43,9 +43,11 @@ One composition is a tuple of events (mechanism, its parameters, how many times 
    (i) grows like the square root of the number of grid points above eps where the composed masses are
    concentrated in a few grid cells (few steps at a small rate), (ii) only like log n: for few steps at a
    small delta the term of (i) grew with the grid faster than connect-the-dots' error shrank (issue 26).
-   The inverse transform's own error, c ||x||_2 in l2 norm, is added times ||w||_2; it is the one part that
-   can still grow with the grid (where ||x||_2 does not fall as the grid refines), measured at most 3e-5
-   relative in eps per 4x grid (tests/test_pld_discretize.py).  The optimistic masses are read clipped at 0
+   The inverse transform's own error, c ||x||_2 in l2 norm, is added times ||w||_2.  The estimate still
+   grows slowly with the grid (c with sqrt(log2 n), (ii) with log n, the inverse transform's part where
+   ||x||_2 does not fall as the grid refines): ~1.3x per 4x grid, which moves eps by at most 3e-5 where the
+   term is small against delta, but by up to ~1% where it is ~40% of it (delta ~1e-11, a few hundred steps
+   at q ~2e-4; tests/test_pld_discretize.py, docs/pld.md).  The optimistic masses are read clipped at 0
    (``_epsilon_core``), so their negative parts are subtracted from the optimistic delta as well.  It is an
    estimate, not a worst-case bound: the worst case (log2 n instead of sqrt(log2 n), l1 instead of l2 per
    coefficient) would add ~1e-9 at 10^4 steps and make every delta below that unreachable, which no
