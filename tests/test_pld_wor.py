@@ -244,10 +244,9 @@ def test_accountant_takes_dp_accountings_event():
     ev = dpa.SelfComposedDpEvent(dpa.SampledWithoutReplacementDpEvent(1000, 10, dpa.GaussianDpEvent(1.0)), 100)
     # read as the Gaussian at sigma 1 on a fraction 10 / 1000, 100 times; our own vocabulary reads the same
     def read(e):
-        kinds, a, q, c = pld.Accountant().compose(e)._arrays()
-        return kinds, a.tolist(), q.tolist(), c.tolist()
+        return [(k, float(a), float(q), float(c)) for k, a, q, c in pld.Accountant().compose(e)._items]
 
-    assert read(ev) == (("wor-gaussian",), [1.0], [0.01], [100.0])
+    assert read(ev) == [("wor-gaussian", 1.0, 0.01, 100.0)]
     assert read(pld.SelfComposed(pld.SampledWithoutReplacement(1000, 10, pld.Gaussian(1.0)), 100)) == read(ev)
     # an unsampled Gaussian release composes with it (its pair is the same under every relation); a batch of 0
     # records is a no-op
