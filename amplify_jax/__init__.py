@@ -26,16 +26,57 @@ Importing amplify_jax turns JAX's persistent compilation cache on (``~/.cache/am
 so a new process loads the kernels it compiled before instead of compiling them again.
 """
 
+import importlib as _importlib
+import importlib.abc as _importlib_abc
+import importlib.util as _importlib_util
+import sys as _sys
+
 from ._cache import enable_compilation_cache as _enable_compilation_cache
 
 _enable_compilation_cache()
 
-from . import accountants, calibrate, conversions, numerics, rdp, status
+#: The import paths users know, for the modules that live in the accounting layer's folder: ``amplify_jax.rdp``
+#: *is* ``amplify_jax.accounting.rdp`` (one module object under two names, never a copy), and so are their
+#: submodules (``amplify_jax.pld._compose``).
+ALIASES = {name: f"accounting.{name}" for name in
+           ("accountants", "approx_dp", "calibrate", "conversions", "dp_events", "pld", "rdp")}
+
+
+class _AliasFinder(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
+    """Imports ``amplify_jax.<alias>[.sub]`` as the module it names (see :data:`ALIASES`)."""
+
+    def __init__(self):
+        self._specs = {}
+
+    @staticmethod
+    def target(fullname):
+        head, _, rest = fullname.partition(".")
+        if head != __name__ or not rest:
+            return None
+        first, _, sub = rest.partition(".")
+        return f"{__name__}.{ALIASES[first]}{'.' + sub if sub else ''}" if first in ALIASES else None
+
+    def find_spec(self, fullname, path=None, target=None):
+        return _importlib_util.spec_from_loader(fullname, self) if self.target(fullname) else None
+
+    def create_module(self, spec):
+        module = _importlib.import_module(self.target(spec.name))
+        self._specs[module.__name__] = module.__spec__
+        return module
+
+    def exec_module(self, module):
+        module.__spec__ = self._specs[module.__name__]  # the import machinery set the alias's: restore its own
+
+
+_sys.meta_path.insert(0, _AliasFinder())
+
+from .accounting import accountants, calibrate, conversions, rdp
+from . import numerics, status
 from .status import Status
-from .accountants import calibrate_sigma, dpsgd_calibrate_sigma, dpsgd_epsilon, epsilon
-from .calibrate import Inversion, invert_monotone, invert_monotone_differentiable
-from .conversions import delta_from_rdp, dp_to_rdp, epsilon_from_rdp, optimal_epsilon
-from .rdp import (
+from .accounting.accountants import calibrate_sigma, dpsgd_calibrate_sigma, dpsgd_epsilon, epsilon
+from .accounting.calibrate import Inversion, invert_monotone, invert_monotone_differentiable
+from .accounting.conversions import delta_from_rdp, dp_to_rdp, epsilon_from_rdp, optimal_epsilon
+from .accounting.rdp import (
     DEFAULT_ORDERS,
     compose,
     gaussian_rdp,

@@ -101,7 +101,7 @@ def _check_registered(mechanism, values: dict):
 
 
 def cmd_epsilon(args):
-    from .accountants import epsilon
+    from .accounting.accountants import epsilon
 
     _require(args, "steps", "delta")
     params = _mechanism_params(args)
@@ -126,7 +126,7 @@ def cmd_epsilon(args):
 
 
 def cmd_rdp(args):
-    from . import rdp as R
+    from .accounting import rdp as R
 
     _require(args, "steps", "orders")
     params = [p for p in _mechanism_params(args) if p != "steps"]
@@ -161,8 +161,8 @@ def cmd_rdp(args):
 
 
 def cmd_calibrate(args):
-    from .accountants import SIGMA_LIMIT, calibrate_sigma
-    from .calibrate import STATUS_NAMES
+    from .accounting.accountants import SIGMA_LIMIT, calibrate_sigma
+    from .accounting.calibrate import STATUS_NAMES
 
     if args.mechanism not in ("poisson-gaussian", "gaussian"):
         raise ValueError(f"Expected --mechanism poisson-gaussian or gaussian for calibrate, got {args.mechanism!r}.")
@@ -231,8 +231,8 @@ def cmd_demo(args):
     (``plotting.paper_panels``: overview.png and overview.json)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from . import pld
-    from .accountants import dpsgd_calibrate_sigma, dpsgd_epsilon
+    from .accounting import pld
+    from .accounting.accountants import dpsgd_calibrate_sigma, dpsgd_epsilon
     from .plotting import paper_panels
 
     out = Path(args.output)

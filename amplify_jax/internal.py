@@ -23,20 +23,20 @@ its noise::
 Each name is re-exported from its one home; see there for the paper and theorem.
 """
 
-from .approx_dp import advanced_composition as advanced_composition
-from .approx_dp import analytic_gaussian_epsilon as analytic_gaussian_epsilon
-from .approx_dp import analytic_gaussian_log_delta as analytic_gaussian_log_delta
-from .approx_dp import fmt_closed_form as fmt_closed_form
-from .approx_dp import subsampled_epsilon as subsampled_epsilon
-from .calibrate import invert_monotone_implicit as invert_monotone_implicit
-from .calibrate import invert_monotone_kernel as invert_monotone_kernel
-from .conversions import rdp_epsilon_terms as rdp_epsilon_terms
-from .conversions import refine_order as refine_order
-from .rdp import SGMCurve as SGMCurve
-from .rdp import randomized_response_log_excess as randomized_response_log_excess
-from .rdp import sgm_log_a_minus_one as sgm_log_a_minus_one
-from .rdp import without_replacement_log_excess as without_replacement_log_excess
-from .rdp import without_replacement_rdp_kernel as without_replacement_rdp_kernel
+from .accounting.approx_dp import advanced_composition as advanced_composition
+from .accounting.approx_dp import analytic_gaussian_epsilon as analytic_gaussian_epsilon
+from .accounting.approx_dp import analytic_gaussian_log_delta as analytic_gaussian_log_delta
+from .accounting.approx_dp import fmt_closed_form as fmt_closed_form
+from .accounting.approx_dp import subsampled_epsilon as subsampled_epsilon
+from .accounting.calibrate import invert_monotone_implicit as invert_monotone_implicit
+from .accounting.calibrate import invert_monotone_kernel as invert_monotone_kernel
+from .accounting.conversions import rdp_epsilon_terms as rdp_epsilon_terms
+from .accounting.conversions import refine_order as refine_order
+from .accounting.rdp import SGMCurve as SGMCurve
+from .accounting.rdp import randomized_response_log_excess as randomized_response_log_excess
+from .accounting.rdp import sgm_log_a_minus_one as sgm_log_a_minus_one
+from .accounting.rdp import without_replacement_log_excess as without_replacement_log_excess
+from .accounting.rdp import without_replacement_rdp_kernel as without_replacement_rdp_kernel
 
 __all__ = [
     "advanced_composition",

@@ -98,7 +98,7 @@ def main():
     args = ap.parse_args()
 
     import amplify_jax as aj
-    from amplify_jax import pld
+    from amplify_jax.accounting import pld
 
     sig = np.linspace(0.5, 5.0, args.points)
     res, t_first = timed(lambda: pld.dpsgd_epsilon(sigma=sig, q=Q, steps=STEPS, delta=DELTA))

@@ -187,7 +187,7 @@ def main():
           f"{res['calibration']['speedup_warm']:.0f}x")
 
     # physical floor: transcendental evaluations per grid point
-    from amplify_jax import _subsampled_gaussian as SG
+    from amplify_jax.accounting import _subsampled_gaussian as SG
     from amplify_jax.accountants import INTEGER_SPLIT, _pruned_candidates
     from amplify_jax.rdp import SGMCurve, _integer_buckets
 

@@ -1,4 +1,4 @@
-"""Benchmark of the fractional-order Poisson-subsampled Gaussian kernel (amplify_jax._subsampled_gaussian).
+"""Benchmark of the fractional-order Poisson-subsampled Gaussian kernel (amplify_jax.accounting._subsampled_gaussian).
 
 Workload: log(A_alpha - 1) for 1000 sigma in [0.5, 5] x 100 fractional orders in (1, 11), q = 0.01
 (1e5 points), warm (first-call compile time reported separately), with the static panel count chosen by
@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from amplify_jax import _subsampled_gaussian as sg
+from amplify_jax.accounting import _subsampled_gaussian as sg
 from amplify_jax.numerics import float64_jit
 
 Q = 0.01

@@ -47,7 +47,7 @@ import jax.numpy as jnp
 
 from amplify_jax import checkin as C
 from amplify_jax import network as N
-from amplify_jax import pld
+from amplify_jax.accounting import pld
 from amplify_jax.approx_dp import analytic_gaussian_epsilon
 from amplify_jax.numerics import x64_scope
 from amplify_jax.plotting import figure, figure_path, save

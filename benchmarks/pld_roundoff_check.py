@@ -32,10 +32,10 @@ def check(sigma, q, steps, delta, n):
     import jax.numpy as jnp
 
     from amplify_jax.numerics import x64_scope
-    from amplify_jax.pld import _compose as C
-    from amplify_jax.pld import _queries as Q
-    from amplify_jax.pld._discretize import discretize_mirrored, merged_mirrored
-    from amplify_jax.pld._mechanisms import REMOVE
+    from amplify_jax.accounting.pld import _compose as C
+    from amplify_jax.accounting.pld import _queries as Q
+    from amplify_jax.accounting.pld._discretize import discretize_mirrored, merged_mirrored
+    from amplify_jax.accounting.pld._mechanisms import REMOVE
 
     T = float(steps)
     with x64_scope():
@@ -79,7 +79,7 @@ def check(sigma, q, steps, delta, n):
 def main():
     import argparse
 
-    from amplify_jax import pld
+    from amplify_jax.accounting import pld
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(OUT))

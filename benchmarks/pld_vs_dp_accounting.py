@@ -63,7 +63,7 @@ def main():
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
 
-    from amplify_jax import pld
+    from amplify_jax.accounting import pld
 
     p = draw(args.points, args.seed)
     pld.dpsgd_epsilon(**{k: v[:8] for k, v in p.items()})  # compile the default grid's programs first

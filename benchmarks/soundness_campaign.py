@@ -257,7 +257,7 @@ def fam_conversions(n, rng, quick):
     """RDP -> (eps, delta) with the optimal order: eps of the Gaussian, Laplace, k-ary randomized response and
     DP-SGD (registry bounds ``gaussian``, ``laplace``, ``randomized-response``, ``dpsgd``), checked at the
     order ours returns; and ``epsilon_from_rdp`` / ``delta_from_rdp`` on random curves."""
-    from amplify_jax import conversions as CV
+    from amplify_jax.accounting import conversions as CV
 
     out = []
     k = max(1, n // 5)
@@ -769,7 +769,7 @@ def fam_tightness(n, rng, quick):
     of the points, counting those where ours is more than 1e-3 above it.  "under-reports" here counts looser
     answers, not unsound ones."""
     import amplify_jax as aj
-    from amplify_jax import pld
+    from amplify_jax.accounting import pld
 
     bid = "dpsgd"
     sg = draw(rng, n, bid, "sigma", lo=0.3, hi=200.0)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from amplify_jax import approx_dp as A
+from amplify_jax.accounting import approx_dp as A
 from amplify_jax.numerics import float64_jit
 
 _eps = float64_jit(A.analytic_gaussian_epsilon)

@@ -20,19 +20,16 @@ PKG = ROOT / "amplify_jax"
 #: top-level unit -> layer (imports may go to the same or a lower layer only)
 LAYERS = {
     "numerics": 0, "_validate": 0, "status": 0, "graphs": 0, "_io": 0, "_cache": 0, "_host": 0,
-    "rdp": 1, "_subsampled_gaussian": 1, "conversions": 1, "calibrate": 1, "accountants": 1, "approx_dp": 1,
-    "pld": 1, "_rdp_accountant": 1, "_rdp_conversions": 1, "dp_events": 0,
+    "accounting": 1,
     "bounds": 2,
+    "accounting._bounds": 3,  # the accounting layer's bounds, declared the way each paper's package declares its own
     "shuffle": 3, "traffic": 3, "checkin": 3, "network": 3, "secrdp": 3,
     "cli": 4, "sweep": 4, "plotting": 4, "_grid": 4, "internal": 4, "explore": 4, "integrations": 4,
 }
 #: units whose private names every layer may use (the core's validation helpers)
 CORE_PRIVATE_OK = {"_validate", "_io", "_cache", "_host"}
-#: modules that form one package for the private-name rule (the accounting layer, to become one subpackage)
-GROUPS = {"rdp": "accounting", "_subsampled_gaussian": "accounting", "conversions": "accounting",
-          "calibrate": "accounting", "accountants": "accounting", "_rdp_accountant": "accounting",
-          "_rdp_conversions": "accounting",
-          "cli": "front", "sweep": "front", "plotting": "front", "_grid": "front"}
+#: modules that form one package for the private-name rule (the front ends, to become one subpackage)
+GROUPS = {"cli": "front", "sweep": "front", "plotting": "front", "_grid": "front"}
 
 
 def _modules() -> dict:
@@ -75,6 +72,8 @@ def _imports():
 
 
 def _unit(mod: str) -> str | None:
+    if mod == "amplify_jax.accounting._bounds":
+        return "accounting._bounds"
     parts = mod.split(".")
     return parts[1] if len(parts) > 1 else None
 
@@ -112,13 +111,13 @@ def test_no_private_names_across_packages():
 
 
 #: Import edges resolved on first use, not at import (PEP 562), left out of the cycle check: rdp.Accountant is
-#: built by amplify_jax._rdp_accountant when first asked for (so that importing amplify_jax does not import
-#: dp_accounting), and that module reads rdp's curves.  It goes when rdp becomes a package (rdp/_accountant.py).
-#: The PLD's DP-SGD answers take the RDP accountant's eps where it is smaller (issue 26: never looser than the
-#: library's own RDP), while accountants routes accountant="pld" to the PLD: both imports sit in functions, and
-#: the edge goes when the accounting layer becomes one package with one DP-SGD front (issue 29).
-LAZY_EDGES = {("amplify_jax.rdp", "amplify_jax._rdp_accountant"), ("amplify_jax.pld._results", "amplify_jax.accountants"),
-              ("amplify_jax.pld._dpsgd", "amplify_jax.accountants")}
+#: built by accounting._rdp_accountant when first asked for (so that importing amplify_jax does not import
+#: dp_accounting), and that module reads rdp's curves.  The PLD's DP-SGD answers take the RDP accountant's eps
+#: where it is smaller (issue 26: never looser than the library's own RDP), while accountants routes
+#: accountant="pld" to the PLD: both imports sit in functions (one DP-SGD front would remove the edge).
+LAZY_EDGES = {("amplify_jax.accounting.rdp", "amplify_jax.accounting._rdp_accountant"),
+              ("amplify_jax.accounting.pld._results", "amplify_jax.accounting.accountants"),
+              ("amplify_jax.accounting.pld._dpsgd", "amplify_jax.accounting.accountants")}
 
 
 def _cycles():

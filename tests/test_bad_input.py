@@ -228,7 +228,7 @@ def test_extreme_valid_values_are_finite_or_flagged(bound_id, param, value):
 def test_nan_or_inf_from_the_pld_kernel_keeps_its_status(monkeypatch):
     """pld.dpsgd's +inf (grid error terms above delta, e.g. delta = 1e-300) used to reach the registry as
     status ok: the kernel now passes the PLD's status on."""
-    from amplify_jax.bounds import _accounting as acc
+    from amplify_jax.accounting import _bounds as acc
     from amplify_jax.pld import PldEpsilon
 
     def fake(**kw):
@@ -575,7 +575,7 @@ def test_example_level_budget_at_large_batches():
 @pytest.fixture
 def no_pld_kernels(monkeypatch):
     """The PLD's batch kernels replaced by one that fails the test if it is called."""
-    from amplify_jax.pld import _dpsgd, _results
+    from amplify_jax.accounting.pld import _dpsgd, _results
 
     for mod, name in ((_results, "eps_batch"), (_results, "delta_batch"), (_dpsgd, "_eps_batch")):
         monkeypatch.setattr(mod, name, _boom)
@@ -585,7 +585,7 @@ def test_pld_where_the_mechanism_never_looks_at_the_data(no_pld_kernels):
     """q = 0 (or no step): both output laws are the same, so eps = 0 at every delta and delta = 0 at every
     eps >= 0, exactly; the PLD answered +inf with status error (delta: 1).  Now 0, status ok, and no kernel runs;
     the calibration's whole range meets any target: its lower end, status at_limit."""
-    from amplify_jax import pld
+    from amplify_jax.accounting import pld
     from amplify_jax.calibrate import AT_LIMIT
 
     for q, steps in ((0.0, 10), ([0.0, 0.0], 10), (0.01, 0)):

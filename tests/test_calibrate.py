@@ -3,7 +3,7 @@
 import numpy as np
 from hypothesis import given, strategies as st
 
-from amplify_jax import calibrate as K
+from amplify_jax.accounting import calibrate as K
 
 
 def decreasing(x, c):

@@ -16,7 +16,7 @@ from scipy.special import logsumexp as np_logsumexp
 import jax
 import jax.numpy as jnp
 
-from amplify_jax import approx_dp
+from amplify_jax.accounting import approx_dp
 from amplify_jax import checkin as C
 from amplify_jax.checkin import _distributed
 from amplify_jax.conversions import epsilon_from_rdp

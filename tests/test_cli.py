@@ -115,7 +115,7 @@ def test_demo(run, tmp_path):
 def test_epsilon_and_calibrate_with_the_pld_accountant(run):
     import json
 
-    from amplify_jax import pld
+    from amplify_jax.accounting import pld
 
     out = run("epsilon", "--accountant", "pld", "--sigma", "2", "--q", "0.001", "--steps", "100", "--delta", "1e-10",
               "--json")

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import amplify_jax as aj
-from amplify_jax import conversions as C
+from amplify_jax.accounting import conversions as C
 
 
 def test_constant_curve_published_value():

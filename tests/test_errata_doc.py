@@ -20,7 +20,7 @@ DOC = ROOT / "docs" / "errata.md"
 PKG = ROOT / "amplify_jax"
 
 # Files left to others, not edited when the citations were moved to docs/errata.md: modules another helper was
-# editing at the time (amplify_jax/rdp.py, _subsampled_gaussian.py, accountants.py, sweep/*).  None of them cited
+# editing at the time (amplify_jax/accounting/rdp.py, _subsampled_gaussian.py, accountants.py, sweep/*).  None of them cited
 # ERRATA.md then, so the list is empty; a file named here may still cite it anywhere.
 LEFT_TO_OTHERS: frozenset[str] = frozenset()
 

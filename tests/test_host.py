@@ -13,8 +13,8 @@ from hypothesis import given, settings, strategies as st
 
 import amplify_jax as aj
 from amplify_jax import _host
-from amplify_jax import accountants as A
-from amplify_jax import calibrate as K
+from amplify_jax.accounting import accountants as A
+from amplify_jax.accounting import calibrate as K
 
 RTOL = 1e-13  # XLA's exp/log against the C library's: ~1 ulp per operation, a few hundred operations deep
 
@@ -111,9 +111,9 @@ def test_off_values(monkeypatch):
 
 def test_twin_leaves_the_live_package_alone(host):
     aj.dpsgd_epsilon(sigma=2.0, q=0.01, steps=100.0, delta=1e-5)
-    twin = _host.twin("accountants")
+    twin = _host.twin("accounting.accountants")
     assert A.jnp is jnp and A.jax is jax  # the live module still runs on JAX
-    assert twin.jnp is _host.jax_on_numpy.numpy and twin.__name__ == "amplify_jax._twin.accountants"
+    assert twin.jnp is _host.jax_on_numpy.numpy and twin.__name__ == "amplify_jax._twin.accounting.accountants"
     assert twin.EpsilonResult is not A.EpsilonResult  # a separate module object from the same file
     assert twin.__file__ == A.__file__
 

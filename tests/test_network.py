@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 import amplify_jax.network as N
-from amplify_jax import approx_dp
+from amplify_jax.accounting import approx_dp
 from amplify_jax.network import _complete_graph, _walks
 from amplify_jax.status import Status
 from _monotone import assert_declared_monotone

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from amplify_jax import pld
+from amplify_jax.accounting import pld
 
 
 def _gauss_eps(mu, delta):
@@ -420,7 +420,7 @@ def test_spectrum_powers_with_an_exact_zero():
     import jax.numpy as jnp
 
     from amplify_jax.numerics import x64_scope
-    from amplify_jax.pld._compose import _log_power
+    from amplify_jax.accounting.pld._compose import _log_power
 
     z = np.array([0.0, 1.0, -0.5 + 0.5j, 0.3 - 0.9j, -1.0, 1e-200j])
     with x64_scope():

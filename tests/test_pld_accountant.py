@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from amplify_jax import dp_events as E
+from amplify_jax.accounting import dp_events as E
 from amplify_jax.pld import Accountant
 
 REL = E.NeighboringRelation
@@ -310,7 +310,7 @@ def test_replace_one_poisson_gaussian_is_the_replace_pair_at_half_sigma():
     """REPLACE_ONE, Poisson-sampled Gaussian: the symmetric replace pair (WorGaussianLoss) at sigma / 2, the
     front door's "wor-gaussian" at the same point, and above dp_accounting's shared-centre pair."""
     dpa = pytest.importorskip("dp_accounting")
-    from amplify_jax import pld
+    from amplify_jax.accounting import pld
 
     ev = E.PoissonSampledDpEvent(0.05, E.GaussianDpEvent(2.0))
     ours = Accountant(REL.REPLACE_ONE).compose(ev, 100).get_epsilon(1e-5)
@@ -356,7 +356,7 @@ def test_grid_of_sigmas_rates_counts_equals_one_accountant_per_point():
     another structure (sigma 0: non-private, inf; q 0: nothing, 0) answer as the one accountant there,
     beside kernel points; a grid of counts (``compose``'s count an array) too.  One test: the grid kernel
     and the one-composition kernel compile once for all of it (~2 x 10 s on 2 quiet cores)."""
-    from amplify_jax.pld import _accountant as A
+    from amplify_jax.accounting.pld import _accountant as A
 
     sig, q = np.array([0.8, 1.0, 2.0]), np.array([[0.01], [0.05]])
     acc = _one(E.PoissonSampledDpEvent(q, E.GaussianDpEvent(sig)), 300)

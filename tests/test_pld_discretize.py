@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from amplify_jax import pld
+from amplify_jax.accounting import pld
 from amplify_jax.numerics import x64_scope
-from amplify_jax.pld import _discretize, _mechanisms, _mixture
-from amplify_jax.pld._queries import eps_batch
+from amplify_jax.accounting.pld import _discretize, _mechanisms, _mixture
+from amplify_jax.accounting.pld._queries import eps_batch
 
 mp = pytest.importorskip("mpmath")
 

@@ -12,7 +12,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from amplify_jax import bounds, checkin, pld
+from amplify_jax import bounds, checkin
+from amplify_jax.accounting import pld
 from amplify_jax import network as N
 
 SEC52 = dict(n=2000, steps=20_000, delta=1e-6)  # Cyffers & Bellet Sec. 5.2

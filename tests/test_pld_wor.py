@@ -21,7 +21,7 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 from scipy.stats import norm
 
-from amplify_jax import pld
+from amplify_jax.accounting import pld
 
 mp = pytest.importorskip("mpmath")
 
@@ -323,7 +323,8 @@ def test_wor_rdp_compiles_one_program_per_size_and_keeps_its_values():
     combines (``without_replacement_rdp`` at the integer orders, then ``interpolate_integer_rdp``)."""
     from _compiles import compilations
 
-    from amplify_jax import bounds, rdp
+    from amplify_jax import bounds
+    from amplify_jax.accounting import rdp
 
     ev = functools.partial(bounds.evaluate, "rdp.wor-subsampled-gaussian")
     for n in (1, 3):  # a top order of 29 that no other test asks for: each call a new program (23 and 11 on da60679)

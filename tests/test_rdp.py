@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import amplify_jax as aj
-from amplify_jax import rdp as R
+from amplify_jax.accounting import rdp as R
 from amplify_jax.numerics import x64_scope
 import jax.numpy as jnp
 

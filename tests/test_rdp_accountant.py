@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from amplify_jax import dp_events as E
+from amplify_jax.accounting import dp_events as E
 from amplify_jax.rdp import Accountant
 
 

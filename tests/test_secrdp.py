@@ -428,7 +428,7 @@ def test_optimal_noise_beats_frontier_grid_and_is_feasible():
 
 
 def test_example_level_effective_noise():
-    from amplify_jax import rdp as core_rdp
+    from amplify_jax.accounting import rdp as core_rdp
 
     g = S.ring_graph(16)
     orders = np.arange(2.0, 12.0)
@@ -957,7 +957,7 @@ def test_registered_monotone_directions_hold(id_):
 
 def test_noise_calibration_is_not_the_dpsgd_calibration():
     import amplify_jax
-    from amplify_jax import accountants
+    from amplify_jax.accounting import accountants
 
     assert "NoiseCalibration" in S.__all__ and "Calibration" not in S.__all__
     assert S.NoiseCalibration is not accountants.Calibration

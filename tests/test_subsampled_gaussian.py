@@ -1,4 +1,4 @@
-"""Fractional-order RDP of the Poisson-subsampled Gaussian (amplify_jax._subsampled_gaussian).
+"""Fractional-order RDP of the Poisson-subsampled Gaussian (amplify_jax.accounting._subsampled_gaussian).
 
 References, all independent of the kernel's quadrature:
 - mpmath: tanh-sinh quadrature (mp.quad, 20 significant digits, breakpoints from a float64 scan of the
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amplify_jax._subsampled_gaussian import (
+from amplify_jax.accounting._subsampled_gaussian import (
     AUTO,
     choose_n_panels,
     fractional_panels_needed,
@@ -332,7 +332,7 @@ def test_integer_grid_series_q_zero_and_broadcasting():
 def test_bracket_mesh_matches_exact_quadrature():
     """The shared mesh of a bracket (the continuous order search's evaluations) agrees with the exact
     quadrature inside the bracket wherever its hull needs no more panels than it has."""
-    from amplify_jax._subsampled_gaussian import bracket_log_a_minus_one, bracket_nodes
+    from amplify_jax.accounting._subsampled_gaussian import bracket_log_a_minus_one, bracket_nodes
 
     rng = np.random.default_rng(3)
     n = 256

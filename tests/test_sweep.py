@@ -271,7 +271,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path, bound):
 
 def test_pld_accountant_sweep(tmp_path):
     """accountant = "pld" in the [sweep] table: each chunk is a call of the PLD accountant."""
-    from amplify_jax import pld
+    from amplify_jax.accounting import pld
 
     spec = S.load_spec({"sweep": {"quantity": "epsilon", "accountant": "pld", "chunk_size": 4},
                         "grid": {"sigma": [1.0, 2.0], "q": [0.001, 0.01], "steps": 100.0, "delta": 1e-10}},

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import amplify_jax as aj
-from amplify_jax import accountants as A
+from amplify_jax.accounting import accountants as A
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,6 @@ from ._registry import get as get, list as list, register as register
 from ._api import TARGET_DOMAINS as TARGET_DOMAINS, Result as Result, bind as bind, evaluate as evaluate
 from ._api import invert as invert
 from ._table import markdown_table as markdown_table
-from . import _accounting  # noqa: F401  (registers the accounting layer's bounds: dpsgd, ...)
 
 __all__ = ["TARGET_DOMAINS", "ANSWERS", "DECREASING", "INCREASING", "REQUIRED", "Bound", "Choice", "Domain", "Graph", "Integer",
            "Orders", "Param", "Real", "Result", "bind", "evaluate", "get", "invert", "list", "markdown_table",

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _host
 from .. import _validate as V
-from ..calibrate import invert_monotone_host
+from ..accounting.calibrate import invert_monotone_host
 from ..status import Status, status_names
 from ._domains import Integer, Real
 from ._registry import DECREASING, Bound, get

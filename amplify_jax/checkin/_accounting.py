@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
-from ..rdp import SIGMA_RANGE
+from ..accounting.rdp import SIGMA_RANGE
 from ..numerics import float64_jit, x64_scope
 from ..status import Status
 from ._distributed import _distributed_gaussian_log_excess, distributed_gaussian_rdp
@@ -87,7 +87,7 @@ def _epsilon_from_rdp(orders, rdp, *, delta):
     """:func:`amplify_jax.conversions.epsilon_from_rdp` (Balle et al. 2020) in one compiled program per shape
     (issue 25): the same checks, and the same operations on NumPy arrays (its eager ``jnp.asarray``,
     ``jnp.log`` and ``broadcast_to`` were a small program each per shape), so the same values."""
-    from ..conversions import EpsilonResult
+    from ..accounting.conversions import EpsilonResult
 
     a = V.orders("orders", orders)
     r = V.finite("rdp", np.asarray(rdp))
@@ -101,7 +101,7 @@ def _epsilon_from_rdp(orders, rdp, *, delta):
 
 @float64_jit
 def _grid_epsilon_kernel(orders, rdp, delta):
-    from ..conversions import rdp_epsilon_terms
+    from ..accounting.conversions import rdp_epsilon_terms
 
     e = rdp_epsilon_terms(orders, rdp, jnp.log(delta)[..., None], "balle2020")
     i = jnp.argmin(e, axis=-1)
@@ -142,7 +142,7 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
     the RDP route's conversion costs more at few rounds (at Fig. 2(a)'s setting its best order stays 21 and
     eps >= 0.72); benchmarks/fig_pld_tightening.py measures both.
     """
-    from ..pld import selects
+    from ..accounting.pld import selects
 
     # this route's default method is "exact" (not an option given)
     if selects(accountant, grid_size, orders=orders, method=None if method == "exact" else method):
@@ -163,8 +163,8 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
 PLD_SPLITS = np.array([0.05, 0.2, 0.5])
 def _distributed_gaussian_pld(n, gamma, sigma, steps, delta, grid_size=None):
     """The PLD route of :func:`distributed_gaussian_epsilon` (see there), on checked inputs."""
-    from .. import pld as P
-    from ..pld import ROUND_DOWN, SIGMA_RANGE as PLD_SIGMA_RANGE
+    from ..accounting import pld as P
+    from ..accounting.pld import ROUND_DOWN, SIGMA_RANGE as PLD_SIGMA_RANGE
     from ._baselines import _count_bounds
 
     nn = V.integer("n", n, minimum=1)
@@ -204,7 +204,7 @@ def distributed_gaussian_delta(*, n, gamma, sigma, steps, epsilon, orders=None, 
     The inverse conversion of :func:`distributed_gaussian_epsilon`
     (:func:`amplify_jax.conversions.delta_from_rdp`).  Broadcasts over n, gamma, sigma, steps, epsilon.
     """
-    from ..conversions import delta_from_rdp
+    from ..accounting.conversions import delta_from_rdp
 
     o = CHECKIN_ORDERS if orders is None else orders
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
@@ -246,7 +246,7 @@ class StepsCalibration(CheckinCalibration, collections.namedtuple("StepsCalibrat
 
 
 def _dg_epsilon_jnp(n, gamma, sigma, steps, log_delta, *, alpha_int, width):
-    from ..conversions import rdp_epsilon_terms
+    from ..accounting.conversions import rdp_epsilon_terms
 
     alpha = jnp.asarray(alpha_int, dtype=jnp.float64)
     rdp = _finish_rdp(_distributed_gaussian_log_excess(n, gamma, sigma, alpha_int, width), alpha)
@@ -284,7 +284,7 @@ def distributed_gaussian_calibrate_sigma(*, n, gamma, steps, target_epsilon, del
     sigma); the returned sigma is on the feasible side and re-checked (``epsilon`` in the result).
     Default orders: :data:`CALIBRATION_ORDERS`.  Returns :class:`SigmaCalibration` ``(sigma, epsilon, status)``.
     """
-    from ..calibrate import invert_monotone
+    from ..accounting.calibrate import invert_monotone
 
     alpha_int, e, d, t = _cal_common(target_epsilon, delta, steps, CALIBRATION_ORDERS if orders is None else orders)
     nn = V.integer("n", n, minimum=1).astype(np.float64)
@@ -337,7 +337,7 @@ def distributed_gaussian_max_gamma(*, n, sigma, steps, target_epsilon, delta, or
     rate is feasible (value: the grid's first rate).  Default orders: :data:`CALIBRATION_ORDERS`.
     Returns :class:`GammaCalibration` ``(gamma, epsilon, status)``.
     """
-    from ..calibrate import invert_monotone
+    from ..accounting.calibrate import invert_monotone
 
     alpha_int, e, d, t = _cal_common(target_epsilon, delta, steps, CALIBRATION_ORDERS if orders is None else orders)
     nn = V.integer("n", n, minimum=1).astype(np.float64)
@@ -373,7 +373,7 @@ def distributed_gaussian_max_gamma(*, n, sigma, steps, target_epsilon, delta, or
 
 @float64_jit
 def _max_steps_kernel(alpha, rdp, epsilon, log_delta):
-    from ..conversions import rdp_epsilon_terms
+    from ..accounting.conversions import rdp_epsilon_terms
 
     e0 = rdp_epsilon_terms(alpha, 0.0 * rdp, log_delta[..., None], "balle2020")  # the conversion's offset
     t_lam = jnp.floor((epsilon[..., None] - e0) / rdp)
@@ -465,7 +465,7 @@ def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, steps, delta, shuffle_
     ``valid`` is False and epsilon is +inf (never silently).  Orders default to
     :data:`amplify_jax.rdp.DEFAULT_ORDERS` (any orders > 1 work on this route).
     """
-    from ..rdp import DEFAULT_ORDERS
+    from ..accounting.rdp import DEFAULT_ORDERS
 
     o = DEFAULT_ORDERS if orders is None else orders
     t = V.integer("steps", steps, minimum=1).astype(np.float64)

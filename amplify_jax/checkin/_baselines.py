@@ -8,9 +8,14 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
-from ..rdp import SIGMA_RANGE
-from ..approx_dp import (advanced_composition_overflows, advanced_composition, analytic_gaussian_epsilon,
-                         fmt_closed_form, subsampled_epsilon)
+from ..accounting.rdp import SIGMA_RANGE
+from ..accounting.approx_dp import (
+    advanced_composition_overflows,
+    advanced_composition,
+    analytic_gaussian_epsilon,
+    fmt_closed_form,
+    subsampled_epsilon,
+)
 from ..numerics import float64_jit, x64_scope
 from ._weighted import _check_n_max
 

@@ -50,8 +50,8 @@ class _Core:
             self.history.append((noise_multiplier, sample_rate, 1))
 
     def _accountant(self):
-        from amplify_jax.rdp import Accountant
-        from amplify_jax import dp_events as E
+        from amplify_jax.accounting.rdp import Accountant
+        from amplify_jax.accounting import dp_events as E
 
         acc = Accountant(orders=self.orders)
         for nm, sr, steps in self.history:
@@ -111,7 +111,7 @@ def _best_order(acc, eps, delta):
     """The order whose conversion gives eps (Opacus reports it beside eps)."""
     import numpy as np
 
-    from amplify_jax import conversions
+    from amplify_jax.accounting import conversions
 
     a = acc.orders
     ok = (a > 1) & np.isfinite(a) & np.isfinite(acc.rdp)

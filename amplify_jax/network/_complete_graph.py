@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
-from ..approx_dp import advanced_composition, fmt_closed_form, subsampled_epsilon
+from ..accounting.approx_dp import advanced_composition, fmt_closed_form, subsampled_epsilon
 from ..numerics import float64_jit
 from ._common import NetworkBound, SpottedBound, _b, _colluders, _n
 from ._composition import _chernoff_count

@@ -6,7 +6,7 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
-from ..approx_dp import advanced_composition
+from ..accounting.approx_dp import advanced_composition
 from ..numerics import float64_jit
 from ._common import NetworkBound, _b, _n
 from ._composition import _chernoff_count

@@ -8,7 +8,7 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _validate as V
-from ..approx_dp import advanced_composition, fmt_closed_form
+from ..accounting.approx_dp import advanced_composition, fmt_closed_form
 from ..numerics import float64_jit, x64_scope
 from ._common import NetworkBound, RingNoise, _b, _f64, _n
 from ._composition import _refuse_advanced_overflow

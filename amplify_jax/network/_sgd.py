@@ -13,9 +13,9 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
-from ..approx_dp import advanced_composition, analytic_gaussian_epsilon, subsampled_epsilon
+from ..accounting.approx_dp import advanced_composition, analytic_gaussian_epsilon, subsampled_epsilon
 from ..numerics import float64_jit
-from ..rdp import MAX_ORDER
+from ..accounting.rdp import MAX_ORDER
 from ._common import NetworkBound, SgdCalibration, SgdEpsilon, _b, _colluders, _n
 from ._composition import _chernoff_count
 
@@ -111,7 +111,7 @@ def _best_linear_rdp_epsilon(c, log_delta, alpha_max, method):
     For ``method="mironov"`` the optimum is also available in closed form (alpha* = 1 + sqrt(ln(1/delta)/c),
     clipped to alpha_max) and included.
     """
-    from ..conversions import rdp_epsilon_terms
+    from ..accounting.conversions import rdp_epsilon_terms
 
     am1 = alpha_max - 1.0
     t = jnp.linspace(-14.0, 0.0, _N_ALPHA)
@@ -197,7 +197,7 @@ def _network_sgd_kernel(sigma, n, tu, delta, L, method):
 
 @float64_jit(static_argnames=("method",))
 def _network_sgd_fixed_kernel(sigma, n, tu, delta, L, order, method):
-    from ..conversions import rdp_epsilon_terms
+    from ..accounting.conversions import rdp_epsilon_terms
 
     c = _lemma1_coef(sigma, n, tu, L)
     return SgdEpsilon(rdp_epsilon_terms(order, c * order, jnp.log(delta), method), order)
@@ -273,7 +273,7 @@ def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="bal
     or None, the default: ``pld``'s automatic grid; a ValueError with "rdp").
     sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in :data:`SGD_NOISE_RANGE`.
     """
-    from .. import pld as P
+    from ..accounting import pld as P
 
     use_pld = P.selects(accountant, grid_size, method=method)
     V.one_of("method", method, ("balle2020", "mironov"))
@@ -291,7 +291,7 @@ def _pld_noise(ratio, formula, **named):
     """The PLD's noise multiplier ``ratio`` (NumPy float64, one shape with the ``named`` inputs), rounded down:
     above ``pld.SIGMA_RANGE`` it is lowered to the range's top (less noise: a larger, still valid eps); below it,
     a ValueError naming ``formula`` and every named input at the first offending point."""
-    from ..pld import ROUND_DOWN, SIGMA_RANGE as PLD_SIGMA_RANGE
+    from ..accounting.pld import ROUND_DOWN, SIGMA_RANGE as PLD_SIGMA_RANGE
 
     r = np.minimum(ratio * ROUND_DOWN, PLD_SIGMA_RANGE[1])
     bad = ~(r >= PLD_SIGMA_RANGE[0])
@@ -313,8 +313,8 @@ _CENTRAL_MAX_ORDER = 128
 
 
 def _central_sgd_eps(sigma, n, T, delta, L):
-    from ..conversions import rdp_epsilon_terms
-    from ..rdp import without_replacement_rdp_kernel
+    from ..accounting.conversions import rdp_epsilon_terms
+    from ..accounting.rdp import without_replacement_rdp_kernel
 
     j = jnp.arange(2, _CENTRAL_MAX_ORDER + 1, dtype=jnp.float64)
     base = j * (2.0 * L[..., None]) ** 2 / (2.0 * sigma[..., None] ** 2)
@@ -354,7 +354,7 @@ def central_sgd_epsilon(*, sigma, n, steps, delta, lipschitz=1.0, accountant="rd
     neighbours, ``pld.epsilon("wor-gaussian", sigma=sigma / (2L), q=1/n, steps=T, delta=delta)``: one
     symmetric pair whose trade-off function is C_q(G_{2L/sigma}) (Dong, Roth, Su 2022, "Gaussian differential
     privacy", Thm 4.2, sampling without replacement; the pair and its proof of dominance at every order:
-    ``amplify_jax.pld._mechanisms.WorGaussianLoss``), composed T times (Zhu, Dong, Wang 2022).  Returns
+    ``amplify_jax.accounting.pld._mechanisms.WorGaussianLoss``), composed T times (Zhu, Dong, Wang 2022).  Returns
     :class:`amplify_jax.pld.PldEpsilon` (epsilon, the sound value; epsilon_lower, a lower bound of that pair's
     eps, which tells the grid's cost; status).  sigma / (2L) must be at least ``pld.SIGMA_RANGE``'s lower end (a
     ValueError naming sigma and lipschitz; the RDP route takes it), and is lowered to its top above it.
@@ -372,7 +372,7 @@ def central_sgd_epsilon(*, sigma, n, steps, delta, lipschitz=1.0, accountant="rd
     the add pair in the other), so its ``epsilon_lower`` never exceeds this algorithm's true eps, and both
     routes stay above it (tests/test_pld_routes.py; benchmarks/fig_pld_tightening.py draws the three).
     """
-    from .. import pld as P
+    from ..accounting import pld as P
 
     use_pld = P.selects(accountant, grid_size)
     sb, nb, tb, db, lb = _central_inputs(sigma, n, steps, delta, lipschitz)
@@ -448,7 +448,7 @@ def calibrate_sgd_sigma(*, target_epsilon, delta, n, steps, setting, contributio
     returns :class:`SgdCalibration` ``(sigma, status, epsilon)`` with epsilon = eps(sigma) <= target_epsilon
     when status is ok.
     """
-    from ..calibrate import invert_monotone
+    from ..accounting.calibrate import invert_monotone
 
     V.one_of("setting", setting, ("network", "local", "central", "central_bassily"))
     e = V.positive("target_epsilon", target_epsilon)

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
-from ..approx_dp import analytic_gaussian_log_delta, fmt_closed_form
+from ..accounting.approx_dp import analytic_gaussian_log_delta, fmt_closed_form
 from ..numerics import float64_jit, x64_scope
 from ._common import _f64
 from ._complete_graph import _KMAX_GROUP, _eq10

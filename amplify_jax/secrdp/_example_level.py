@@ -32,7 +32,7 @@ def _batch_size(x):
 def _check_effective_sigma(sig, **named):
     """Refuse an effective noise multiplier outside the core's ``rdp.SIGMA_RANGE``, naming the inputs it comes
     from (``named``: the accountant's parameters and batch_size) and their values at the first offending point."""
-    from ..rdp import SIGMA_RANGE
+    from ..accounting.rdp import SIGMA_RANGE
 
     sig = np.asarray(sig)
     bad = ~((sig >= SIGMA_RANGE[0]) & (sig <= SIGMA_RANGE[1]))
@@ -73,7 +73,7 @@ def effective_noise_multiplier(eps1, *, clip, batch_size, sampling="poisson"):
 def _subsampled_curve(orders, q, sigma, sampling):
     """The core's subsampled Gaussian RDP curve at noise multiplier ``sigma`` (sensitivity 1): Poisson
     (Mironov-Talwar-Zhang) or without replacement (Wang-Balle-Kasiviswanathan Thm 9)."""
-    from .. import rdp as core_rdp
+    from ..accounting import rdp as core_rdp
 
     if sampling == "poisson":
         return core_rdp.poisson_subsampled_gaussian_rdp(orders, q=q, sigma=sigma)
@@ -113,7 +113,7 @@ def example_level_epsilon(graph, *, sigma_unc, sigma_cor, clip, batch_size, q, s
                           method="balle2020"):
     """Example-level eps after T steps (curve of :func:`example_level_rdp`, converted by the core's
     ``epsilon_from_rdp``).  Default orders: 1.1 .. 256 (integers 2..256 for "without_replacement")."""
-    from ..conversions import epsilon_from_rdp
+    from ..accounting.conversions import epsilon_from_rdp
 
     if orders is None:
         orders = _example_orders(sampling)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
-from ..calibrate import INFEASIBLE, NOT_MONOTONE
+from ..accounting.calibrate import INFEASIBLE, NOT_MONOTONE
 from ..numerics import BENNETT_PHI_REL_ERROR, bennett_phi, float64_jit
 
 BLANKET_METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")

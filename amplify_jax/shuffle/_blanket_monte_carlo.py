@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..calibrate import invert_monotone_kernel
+from ..accounting.calibrate import invert_monotone_kernel
 from ..numerics import float64_jit, log_binom_pmf
 from ._blanket_exact import (
     WM_MAX,

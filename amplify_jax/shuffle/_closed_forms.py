@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
-from ..approx_dp import fmt_closed_form
+from ..accounting.approx_dp import fmt_closed_form
 from ..numerics import float64_jit
 
 __all__ = [

@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _validate as V
-from ..accountants import dpsgd_calibrate_sigma, dpsgd_epsilon
+from ..accounting.accountants import dpsgd_calibrate_sigma, dpsgd_epsilon
 
 
 # ----------------------------------------------------------------------------------------------------------

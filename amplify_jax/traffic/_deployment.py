@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from ..calibrate import invert_monotone
+from ..accounting.calibrate import invert_monotone
 from ..status import Status
 from ..shuffle.blanket import rr_delta_traced
 from ._common import DUMMIES_CAP, N_CAP, _check_common, _warn_cap

@@ -14,7 +14,7 @@ written for dp_accounting's ``PLDAccountant`` switches with one line::
     acc.compose(event)                        # the same DpEvent objects
     acc.get_epsilon(1e-5)                     # a sound upper bound of eps
 
-Which pair accounts which event under which relation: :mod:`amplify_jax.pld._events` (each cited).  The
+Which pair accounts which event under which relation: :mod:`amplify_jax.accounting.pld._events` (each cited).  The
 composition is one FFT product of every distinct event's PLD raised to its count (``_compose``), on a shared
 grid, for both directions (remove, add); the answer is the worse direction's.  A composition of finite pairs
 only (randomized response, discrete Laplace, binary eps0 pairs) is composed exactly on the host instead
@@ -59,11 +59,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import dp_events
-from ..numerics import float64_jit, x64_scope
+from ...numerics import float64_jit, x64_scope
 from . import _events as E
 from ._compose import compose, delta_at, epsilon_at
-from ._grid import (AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, GROUP_BYTES, auto_refined_size, bytes_per_point,
-                    check_grid_size, points_at_once)
+from ._grid import (
+    AUTO_RTOL,
+    AUTO_RTOL_DELTA,
+    DEFAULT_GRID_SIZE,
+    GROUP_BYTES,
+    auto_refined_size,
+    bytes_per_point,
+    check_grid_size,
+    points_at_once,
+)
 from ._mechanisms import RELATIONS, REMOVE, DiscreteLoss
 from ._mixture import MixtureLoss, RevealedMixture
 from ._queries import DELTA_QUERY_TAIL, TAIL_FRACTION, event
@@ -253,7 +261,7 @@ class _Core:
     the default grid's, each sound); None (the default): ``grid_size``'s grid, None being the automatic grid
     of :func:`amplify_jax.pld.dpsgd_epsilon` (its check made for every query value at once, one composition
     serving them all, the finer grid used for all where one asks), or a power of two for one pass on that
-    grid.  Events and their pairs: :mod:`amplify_jax.pld._events`; unsupported events raise
+    grid.  Events and their pairs: :mod:`amplify_jax.accounting.pld._events`; unsupported events raise
     ``UnsupportedEventError``, bad parameters ValueError naming them (nothing is recorded then).
     """
 
@@ -574,7 +582,7 @@ class _Core:
         NumPy's rules, each grid point answering the deltas that fall on it exactly as one composition's
         accountant asked for those deltas (1-D) would (up to the last ~9 digits: the compiled program is the
         same one vmapped, whose sums XLA rounds apart)."""
-        from .. import _validate as V
+        from ... import _validate as V
 
         d = np.asarray(V.probability("delta", delta), dtype=np.float64)
         up, lo = self._answer("epsilon", d if self._shape else d.ravel())

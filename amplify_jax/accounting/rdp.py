@@ -21,9 +21,9 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from . import _validate as V
+from .. import _validate as V
 from ._subsampled_gaussian import AUTO, log_a_minus_one_fractional, log_a_minus_one_integer_grid
-from .numerics import float64_jit, log_binom_pmf, log_comb_table, log_expm1, logsumexp, run_in_slabs, x64_scope
+from ..numerics import float64_jit, log_binom_pmf, log_comb_table, log_expm1, logsumexp, run_in_slabs, x64_scope
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -243,7 +243,7 @@ def sgm_log_a_minus_one(alpha, q, sigma, *, kmax=0, n_panels=None):
     """log(A_alpha - 1) of the Poisson-subsampled Gaussian, a pure jnp function for use inside kernels.
 
     ``alpha`` broadcasts with ``q`` and ``sigma``.  Integer orders <= ``kmax`` use the exact finite series;
-    other orders use the exact fractional-order evaluation of :mod:`amplify_jax._subsampled_gaussian`.
+    other orders use the exact fractional-order evaluation of :mod:`amplify_jax.accounting._subsampled_gaussian`.
     ``kmax`` and ``n_panels`` are static (they fix shapes).
     """
     alpha, q, sigma = jnp.broadcast_arrays(jnp.asarray(alpha), jnp.asarray(q), jnp.asarray(sigma))
@@ -268,7 +268,7 @@ class SGMCurve:
     """Static plan to evaluate the Poisson-subsampled Gaussian RDP at a fixed grid of orders inside kernels.
 
     Integer orders are grouped into buckets of series length 2^j; fractional orders use the quadrature of
-    :mod:`amplify_jax._subsampled_gaussian` with ``n_panels`` panels.  Hashable, so it can be a static
+    :mod:`amplify_jax.accounting._subsampled_gaussian` with ``n_panels`` panels.  Hashable, so it can be a static
     argument of a compiled function.
     """
 
@@ -339,7 +339,7 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
 
     Exact at every order alpha > 1 (Mironov, Talwar, Zhang 2019): integer orders by the finite binomial
     series (with the k = 0, 1 terms cancelled analytically, so tiny q keeps full relative accuracy), fractional
-    orders by the cancellation-free integral of :mod:`amplify_jax._subsampled_gaussian`.  Unlike the
+    orders by the cancellation-free integral of :mod:`amplify_jax.accounting._subsampled_gaussian`.  Unlike the
     reference accountants this neither returns inf for alpha <= 1.5 nor over-states fractional orders, and it
     does not stop a series early (the TensorFlow Privacy / Opacus series under-states q = 0.4, sigma = 12,
     alpha = 58.75).  Rates in (0, Q_FLOOR) are evaluated at Q_FLOOR (sound: the RDP grows with q; the

@@ -15,12 +15,24 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from .. import _validate as V
-from ..status import Status
+from ... import _validate as V
+from ...status import Status
 from ._grid import DEFAULT_GRID_SIZE, check_grid_size, flatten, unpad
 from ._queries import eps_batch
 from ._search import bisect_log
-from ._results import RDP_RTOL_CALIBRATION, SIGMA_RANGE, SOURCE_PLD, SOURCE_RDP, PldDelta, PldEpsilon, _loose, answer, auto_check, check_parameter, never_looks
+from ._results import (
+    RDP_RTOL_CALIBRATION,
+    SIGMA_RANGE,
+    SOURCE_PLD,
+    SOURCE_RDP,
+    PldDelta,
+    PldEpsilon,
+    _loose,
+    answer,
+    auto_check,
+    check_parameter,
+    never_looks,
+)
 
 __all__ = ["PldCalibration", "dpsgd_epsilon", "dpsgd_delta", "dpsgd_calibrate_sigma"]
 
@@ -48,7 +60,7 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, grid_size=None) -> PldEpsilon:
     """eps of DP-SGD (``steps`` Poisson-subsampled Gaussian steps at rate q, noise multiplier sigma) at
     ``delta``, from its privacy-loss distribution: tight up to the grid's resolution and never below the
     true eps (connect-the-dots, Doroshenko et al. 2022; FFT composition with tails and round-off counted,
-    see :mod:`amplify_jax.pld._compose`).  Broadcasts over all four.  ``grid_size``: None (the default), the
+    see :mod:`amplify_jax.accounting.pld._compose`).  Broadcasts over all four.  ``grid_size``: None (the default), the
     automatic grid: every point on ``DEFAULT_GRID_SIZE`` points at its window's step and at twice it (one
     compiled program), an estimate of the error a finer grid removes (``_results.grid_error``), and where it exceeds
     ``AUTO_RTOL`` (7e-4 relative) the point again on ``AUTO_MAX_GRID_SIZE`` points (issue 13: within 1e-3 of

@@ -7,7 +7,7 @@ mechanism name for the command line and the sweeps (see :data:`MECHANISMS`).
 
 Everything broadcasts over the numeric parameters; the orders grid is the only static input.  Batches run
 in slabs of one fixed size (:func:`amplify_jax.numerics.run_in_slabs`) and each point takes its own number of
-quadrature panels (:data:`amplify_jax._subsampled_gaussian.AUTO`: its need plus a margin, in a loop), so one
+quadrature panels (:data:`amplify_jax.accounting._subsampled_gaussian.AUTO`: its need plus a margin, in a loop), so one
 compiled program answers every grid size, sigma range, rate, delta and target, and a point's answer does not
 depend on its batch.  ``devices=`` lays a batch out over several devices.
 """
@@ -21,12 +21,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from . import _host
-from . import _validate as V
+from .. import _host
+from .. import _validate as V
 from .calibrate import INFEASIBLE, invert_monotone_kernel
 from .conversions import METHODS, EpsilonResult, refine_order, rdp_epsilon_terms
 from ._subsampled_gaussian import AUTO, MESH_PANELS
-from .numerics import float64_jit, run_in_slabs, x64_scope
+from ..numerics import float64_jit, run_in_slabs, x64_scope
 from .rdp import DEFAULT_ORDERS, MAX_ORDER, SGMCurve, raise_tiny_rate
 
 __all__ = ["MECHANISMS", "DEFAULT_SIGMA_RANGE", "Calibration", "SGMCurve", "dpsgd_epsilon", "dpsgd_calibrate_sigma",
@@ -108,7 +108,7 @@ def _n_panels(sigma, orders, q=None):
     q = 1e-3, where the integer grid orders 64 and 80 need at most 7), so the probe is the grid plus a dense
     log-spaced set of ``ORDER_PROBE`` orders over the whole range the search can reach: a point's answer does
     not depend on the other points of its batch.  A point given fewer panels than it needs still falls back to
-    a valid but loose bound (see :mod:`amplify_jax._subsampled_gaussian`): sound either way.
+    a valid but loose bound (see :mod:`amplify_jax.accounting._subsampled_gaussian`): sound either way.
     """
     from ._subsampled_gaussian import choose_n_panels
 

@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _host
-from ..numerics import float64_jit
+from ... import _host
+from ...numerics import float64_jit
 from ._compose import compose, compose_mirrored, delta_at, epsilon_at_sides
 from ._grid import chunk_size, points_at_once
 from ._mechanisms import ADD, REMOVE, RELATIONS, DiscreteLoss, GaussianLoss, LaplaceLoss, WorGaussianLoss
