@@ -270,7 +270,8 @@ def log_comb_table(alpha_int: tuple, amax: int) -> np.ndarray:
     ``_log_comb_row``) for orders up to 1024; beyond, Loader's :func:`log_comb`.  The one log-binomial
     table of the package: it serves the WBK sum (:func:`amplify_jax.rdp.without_replacement_log_excess`) and
     the integer-order series of the subsampled Gaussian
-    (:func:`amplify_jax.accounting._subsampled_gaussian.log_a_minus_one_integer_grid`).
+    (:func:`amplify_jax.accounting._subsampled_gaussian.log_a_minus_one_integer_grid`) and the check-in
+    paper's subsampled-shuffle moments (``checkin._shuffled``).
     """
     if max(alpha_int) <= _SQUARE and amax <= _SQUARE:
         table = np.full((len(alpha_int), amax - 1), -np.inf)

@@ -4,7 +4,6 @@ upper and lower bounds on the RDP of shuffled check-in with eps0-LDP discrete ra
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 import jax
@@ -12,19 +11,9 @@ import jax.numpy as jnp
 from jax.scipy import special as jsp
 
 from .. import _validate as V
-from ..numerics import float64_jit, log_expm1, logsumexp
+from ..numerics import float64_jit, log_comb_table, log_expm1, logsumexp
 from ._weighted import (_SAFETY_REL, DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _chernoff_grid,
                         _finish_rdp, _int_orders, _map_batch, _sum_plan)
-
-
-@functools.lru_cache(maxsize=None)
-def _log_binom_table(alpha_int, amax):
-    """log C(a, j) for a in alpha_int, j = 2..amax (-inf where j > a): a trace-time constant (numpy)."""
-    a = np.asarray(alpha_int, dtype=np.float64)[:, None]
-    j = np.arange(2, amax + 1, dtype=np.float64)[None, :]
-    lg = np.vectorize(math.lgamma)
-    out = lg(a + 1.0) - lg(j + 1.0) - lg(np.maximum(a - j, 0.0) + 1.0)
-    return np.where(j <= a, out, -np.inf)
 
 
 def _girgis_log_excess(k_lo, log_q, eps0, alpha_int):
@@ -45,8 +34,8 @@ def _girgis_log_excess(k_lo, log_q, eps0, alpha_int):
     lam = jnp.asarray(alpha_int, dtype=jnp.float64)
     amax = max(alpha_int)
     j = jnp.arange(2, amax + 1, dtype=jnp.float64)
-    lb = jnp.asarray(np.where(np.isfinite(_log_binom_table(alpha_int, amax)), _log_binom_table(alpha_int, amax),
-                              0.0))
+    table = log_comb_table(tuple(int(a) for a in alpha_int), amax)
+    lb = jnp.asarray(np.where(np.isfinite(table), table, 0.0))
     jmask = j <= lam[:, None]  # (A, J)
     lq = log_q[..., None, None]
     lkb = jnp.log(kb)[..., None, None]
