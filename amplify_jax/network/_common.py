@@ -12,25 +12,35 @@ from .. import _validate as V
 
 
 class NetworkBound(NamedTuple):
+    """(eps, delta) of a network-DP bound of Cyffers & Bellet (ring, complete graph, local baselines), with where
+    the paper's own form applies."""
+
     epsilon: jax.Array  #: the network-DP (or local-DP) epsilon
     delta: jax.Array  #: the matching delta
     valid: jax.Array  #: True where the paper's own form applies; False where a documented general form was used
 
 
 class SpottedBound(NamedTuple):
-    epsilon: jax.Array
+    """eps of a user some of whose contributions an observer may spot (Cyffers & Bellet App. G, Lemma 2), with
+    the high-probability bound on how many are spotted."""
+
+    epsilon: jax.Array  #: the network-DP epsilon
     spotted: jax.Array  #: the high-probability bound on the number of spotted contributions
-    valid: jax.Array
+    valid: jax.Array  #: True where the paper's own form applies
 
 
 class RingNoise(NamedTuple):
+    """The noise of the ring protocols (Thm 1 utility, Remark 1): each user's std and the final sum's."""
+
     per_user_sigma: jax.Array  #: std of the noise added by every user but the first
     first_sigma: jax.Array  #: std of the first user's noise (sigma_loc)
     total_std: jax.Array  #: std of the noise in the final sum
 
 
 class SgdEpsilon(NamedTuple):
-    epsilon: jax.Array
+    """eps of network, local or central DP-SGD (Thm 4 / Lemma 1 RDP, converted at the optimal order)."""
+
+    epsilon: jax.Array  #: the (eps, delta) bound's eps
     order: jax.Array  #: the Renyi order used in the conversion
 
 

@@ -19,6 +19,9 @@ from ._composition import _kov_from_sums, _kov_terms
 
 
 class WalkLosses(NamedTuple):
+    """Privacy losses along simulated walks (:func:`walk_privacy_losses`): each pair's network-DP loss and each
+    user's local-DP loss, with their deltas."""
+
     network: jax.Array  #: (walks, n, n) eps of target u (axis 1) seen by observer v (axis 2); 0 on the diagonal
     network_delta: jax.Array  #: (walks, n, n) the matching delta (KOV Thm 3.5)
     local: jax.Array  #: (walks, n) local-DP eps of each user (all its contributions observed)
@@ -26,7 +29,9 @@ class WalkLosses(NamedTuple):
 
 
 class WalkSummary(NamedTuple):
-    mean: jax.Array
+    """Mean, min and max of walk losses (:func:`summarize_walk_losses`)."""
+
+    mean: jax.Array  #: over ordered pairs u != v and walks (or users)
     min: jax.Array
     max: jax.Array
 
