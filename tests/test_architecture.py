@@ -198,3 +198,24 @@ def test_modules_are_small(mod):
     """No module over 800 lines: a paper's sections and the library's concerns each get a file."""
     path, _ = MODULES[mod]
     assert len(path.read_text().splitlines()) <= 800
+
+
+def test_public_paths_are_the_accounting_modules_themselves():
+    """amplify_jax.rdp, .pld, ... (and their submodules) are the modules of accounting/, never second copies:
+    one module state, one registry, classes that compare equal whichever path imported them."""
+    import importlib
+    import sys
+
+    import amplify_jax
+
+    for name, home in amplify_jax.ALIASES.items():
+        old, new = importlib.import_module(f"amplify_jax.{name}"), importlib.import_module(f"amplify_jax.{home}")
+        assert old is new and getattr(amplify_jax, name) is new and new.__name__ == f"amplify_jax.{home}"
+        assert new.__spec__.name == new.__name__  # the alias did not overwrite the module's own spec
+    from amplify_jax.pld import _compose as via_alias
+
+    assert via_alias is sys.modules["amplify_jax.accounting.pld._compose"]
+    from amplify_jax.accounting.pld import Accountant
+    from amplify_jax.pld import Accountant as Same
+
+    assert Accountant is Same
