@@ -66,6 +66,7 @@ RUN_ELSEWHERE = {
     ("README.md", "calibrate_dp_mechanism(rdp.Accountant"): "tests/test_rdp_accountant.py::test_readme_section_runs",
     ("README.md", "accountant = RDPAccountant()"): "tests/test_rdp_accountant.py::test_readme_section_runs",
     ("README.md", "acc = pld.Accountant()"): "tests/test_pld_accountant.py::test_readme_pld_block_runs",
+    ("README.md", "class AmplifyPldConfig"): "tests/test_pld_accountant.py::test_readme_jax_privacy_block_runs",
 }
 SETUP = "pip install . && amplify-jax demo\npip install \".[test]\" && python -m pytest\n"
 

@@ -305,6 +305,28 @@ def test_readme_pld_block_runs():
     assert 1.9 < ns["pld_sigma"] < 2.1
 
 
+def test_readme_jax_privacy_block_runs():
+    """README's jax-privacy block: jax-privacy's DP-SGD training accountant, given a config that creates our
+    PLD accountant, answers within 1e-3 of the same accountant with jax-privacy's own PLD config (dp_accounting
+    at its 1e-4 discretisation), and never below dp_accounting at a 10x finer one (skipped without jax-privacy)."""
+    import re
+    from pathlib import Path
+
+    pytest.importorskip("jax_privacy")
+    from jax_privacy.accounting import accountants, analysis
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = text.split("## Use it from dp_accounting / Opacus / jax-privacy", 1)[1].split("\n## ", 1)[0]
+    block = next(b for b in re.findall(r"```python\n(.*?)```", section, re.S) if "AmplifyPldConfig" in b)
+    ns = {"__name__": "readme"}
+    exec(compile(block, "README.md", "exec"), ns)
+    acct = analysis.DpsgdTrainingAccountant
+    ref = acct(dp_accountant_config=accountants.PldAccountantConfig()).compute_epsilon(1000, ns["params"])
+    fine = acct(dp_accountant_config=accountants.PldAccountantConfig(value_discretization_interval=1e-5))
+    assert abs(ns["jp_eps"] / ref - 1) < 1e-3
+    assert ns["jp_eps"] >= fine.compute_epsilon(1000, ns["params"]) * (1 - 1e-6)
+
+
 @pytest.mark.slow  # compiles the replace pair's kernel for the accountant (~40 s on 2 shared cores)
 def test_replace_one_poisson_gaussian_is_the_replace_pair_at_half_sigma():
     """REPLACE_ONE, Poisson-sampled Gaussian: the symmetric replace pair (WorGaussianLoss) at sigma / 2, the
