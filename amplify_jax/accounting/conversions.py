@@ -112,8 +112,8 @@ def _log_delta_terms(alpha, rdp, eps, method):
 
 
 @float64_jit(static_argnames=("method",))
-def _grid_epsilon(orders, rdp, log_delta, method):
-    e = rdp_epsilon_terms(orders, rdp, log_delta[..., None], method)
+def _grid_epsilon(orders, rdp, delta, method):
+    e = rdp_epsilon_terms(orders, rdp, jnp.log(delta)[..., None], method)
     i = jnp.argmin(e, axis=-1)
     return jnp.take_along_axis(e, i[..., None], -1)[..., 0], orders[i]
 
@@ -144,9 +144,9 @@ def epsilon_from_rdp(orders, rdp, *, delta, method="balle2020") -> EpsilonResult
     d = V.unit_open("delta", delta)
     V.one_of("method", method, METHODS)
     shape = V.broadcastable(rdp=r[..., 0], delta=d)
+    # NumPy arrays into one compiled program per shape (an eager jnp op here would be a small program each)
     with x64_scope():
-        rb = jnp.broadcast_to(jnp.asarray(r), shape + a.shape)
-        return EpsilonResult(*_grid_epsilon(jnp.asarray(a), rb, jnp.broadcast_to(jnp.log(d), shape), method))
+        return EpsilonResult(*_grid_epsilon(a, np.broadcast_to(r, shape + a.shape), np.broadcast_to(d, shape), method))
 
 
 def delta_from_rdp(orders, rdp, *, epsilon, method="balle2020") -> DeltaResult:
@@ -156,8 +156,7 @@ def delta_from_rdp(orders, rdp, *, epsilon, method="balle2020") -> DeltaResult:
     V.one_of("method", method, METHODS)
     shape = V.broadcastable(rdp=r[..., 0], epsilon=e)
     with x64_scope():
-        rb = jnp.broadcast_to(jnp.asarray(r), shape + a.shape)
-        return DeltaResult(*_grid_delta(jnp.asarray(a), rb, jnp.broadcast_to(jnp.asarray(e), shape), method))
+        return DeltaResult(*_grid_delta(a, np.broadcast_to(r, shape + a.shape), np.broadcast_to(e, shape), method))
 
 
 # ----------------------------------------------------------------------------------------------------------

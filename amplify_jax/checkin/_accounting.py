@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as V
+from ..accounting.conversions import epsilon_from_rdp
 from ..accounting.rdp import SIGMA_RANGE
 from ..numerics import float64_jit, x64_scope
 from ..status import Status
@@ -67,7 +68,7 @@ def _report_cap_curve(alpha_int, rdp, steps, delta, what):
     shape = np.broadcast_shapes(r.shape[:-1], np.shape(steps), np.shape(delta))
     total = np.broadcast_to(np.asarray(steps, dtype=np.float64)[..., None] * r, shape + o.shape)
     ok = np.all(np.isfinite(total), axis=-1)
-    res = _epsilon_from_rdp(o, np.where(ok[..., None], total, 0.0), delta=np.broadcast_to(delta, shape))
+    res = epsilon_from_rdp(o, np.where(ok[..., None], total, 0.0), delta=np.broadcast_to(delta, shape))
     return _report_cap(np.where(ok, np.asarray(res.order), 0.0), o, np.where(ok, np.asarray(res.epsilon), 0.0),
                        what)
 
@@ -81,31 +82,6 @@ def _report_cap(order, orders, value, what):
                       f"{at.size} points; the value is a valid bound, but wider orders may give a smaller one.",
                       OrderCapWarning, stacklevel=3)
     return at
-
-
-def _epsilon_from_rdp(orders, rdp, *, delta):
-    """:func:`amplify_jax.conversions.epsilon_from_rdp` (Balle et al. 2020) in one compiled program per shape
-    (issue 25): the same checks, and the same operations on NumPy arrays (its eager ``jnp.asarray``,
-    ``jnp.log`` and ``broadcast_to`` were a small program each per shape), so the same values."""
-    from ..accounting.conversions import EpsilonResult
-
-    a = V.orders("orders", orders)
-    r = V.finite("rdp", np.asarray(rdp))
-    if np.any(r < 0):
-        raise ValueError(f"Expected rdp >= 0, got rdp={r[r < 0].flat[0]!r}.")
-    d = V.unit_open("delta", delta)
-    shape = V.broadcastable(rdp=r[..., 0], delta=d)
-    with x64_scope():
-        return EpsilonResult(*_grid_epsilon_kernel(a, np.broadcast_to(r, shape + a.shape), np.broadcast_to(d, shape)))
-
-
-@float64_jit
-def _grid_epsilon_kernel(orders, rdp, delta):
-    from ..accounting.conversions import rdp_epsilon_terms
-
-    e = rdp_epsilon_terms(orders, rdp, jnp.log(delta)[..., None], "balle2020")
-    i = jnp.argmin(e, axis=-1)
-    return jnp.take_along_axis(e, i[..., None], -1)[..., 0], orders[i]
 
 
 def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, method="exact", accountant="rdp",
@@ -153,7 +129,7 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
     rdp = distributed_gaussian_rdp(o, n=n, gamma=gamma, sigma=sigma, method=method)
     shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, delta=d)
     total = np.broadcast_to(t[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
-    res = _epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
+    res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
     _report_cap(res.order, o, res.epsilon, "distributed_gaussian_epsilon")
     return res
 
@@ -442,7 +418,7 @@ def shuffled_checkin_epsilon(*, n, gamma, eps0, steps, delta, bound="upper", met
     d = V.unit_open("delta", delta)
     shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, delta=d)
     total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
-    res = _epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
+    res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
     _report_cap(res.order, o, res.epsilon, f"shuffled_checkin_epsilon(bound={bound!r})")
     return res
 
@@ -477,7 +453,7 @@ def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, steps, delta, shuffle_
     left = np.broadcast_to(d, shape) - spent
     valid = left > 0
     total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(r.rdp), shape + r.rdp.shape[-1:])
-    res = _epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.where(valid, left, 0.5))
+    res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.where(valid, left, 0.5))
     eps = np.where(valid, np.asarray(res.epsilon), np.inf)
     _report_cap(np.where(valid, np.asarray(res.order), 0.0), o, np.where(valid, np.asarray(res.epsilon), 0.0),
                 "subsampled_shuffle_checkin_epsilon")
