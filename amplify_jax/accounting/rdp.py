@@ -475,13 +475,7 @@ def interpolate_integer_rdp(orders, integer_rdp):
     if np.any(a > top):
         raise ValueError(f"Expected orders <= {top} (the largest integer order given), got orders={a.max()!r}.")
     with x64_scope():
-        r = jnp.asarray(integer_rdp, dtype=jnp.float64)
-        grid = jnp.arange(1, top + 1, dtype=jnp.float64)
-        k = jnp.concatenate([jnp.zeros(r.shape[:-1] + (1,)), (grid[1:] - 1.0) * r], axis=-1)  # (alpha-1) eps
-        lo = np.clip(np.floor(a), 1, top - 1).astype(int)
-        t = jnp.asarray(a - lo)
-        val = (1 - t) * k[..., lo - 1] + t * k[..., lo]
-        return val / (jnp.asarray(a) - 1.0)
+        return jax.device_put(_interpolate_integer_host(a, np.asarray(integer_rdp, dtype=np.float64)))
 
 
 def subsampled_gaussian_wor_rdp(orders, *, q, sigma, sensitivity=1.0):
@@ -501,7 +495,7 @@ def subsampled_gaussian_wor_rdp(orders, *, q, sigma, sensitivity=1.0):
     ints = np.arange(2, top + 1, dtype=np.float64)
     base = ints * (np.broadcast_to(d / s, shape)[..., None] ** 2) / 2.0
     # one program (issue 25): Thm 9's kernel on NumPy arrays (an eager jnp operation is a small program per shape),
-    # interpolated on the host by the same operations as interpolate_integer_rdp: the same values, bit for bit
+    # interpolated on the host as interpolate_integer_rdp does
     q_b = np.broadcast_to(qq, shape)
     curve = np.asarray(_wor_kernel(np.array(base), np.array(q_b), np.full(shape, np.inf)))
     with x64_scope():
@@ -509,7 +503,8 @@ def subsampled_gaussian_wor_rdp(orders, *, q, sigma, sensitivity=1.0):
 
 
 def _interpolate_integer_host(a, r):
-    """:func:`interpolate_integer_rdp`'s formula in NumPy (``a`` checked orders <= A, ``r`` the curve at 2..A)."""
+    """:func:`interpolate_integer_rdp`'s formula, in NumPy (``a`` checked orders <= A, ``r`` the curve at 2..A):
+    no compiled program per shape."""
     top = r.shape[-1] + 1
     grid = np.arange(1, top + 1, dtype=np.float64)
     k = np.concatenate([np.zeros(r.shape[:-1] + (1,)), (grid[1:] - 1.0) * r], axis=-1)  # (alpha-1) eps
