@@ -31,15 +31,16 @@ import importlib.abc as _importlib_abc
 import importlib.util as _importlib_util
 import sys as _sys
 
-from ._cache import enable_compilation_cache as _enable_compilation_cache
+from ._core.cache import enable_compilation_cache as _enable_compilation_cache
 
 _enable_compilation_cache()
 
-#: The import paths users know, for the modules that live in the accounting layer's folder: ``amplify_jax.rdp``
+#: The import paths users know, for the modules that live in the accounting layer's folder or the core's: ``amplify_jax.rdp``
 #: *is* ``amplify_jax.accounting.rdp`` (one module object under two names, never a copy), and so are their
 #: submodules (``amplify_jax.pld._compose``).
-ALIASES = {name: f"accounting.{name}" for name in
-           ("accountants", "approx_dp", "calibrate", "conversions", "dp_events", "pld", "rdp")}
+ALIASES = {**{name: f"accounting.{name}" for name in
+              ("accountants", "approx_dp", "calibrate", "conversions", "dp_events", "pld", "rdp")},
+           **{name: f"_core.{name}" for name in ("numerics", "status", "graphs")}}
 
 
 class _AliasFinder(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
@@ -71,8 +72,8 @@ class _AliasFinder(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
 _sys.meta_path.insert(0, _AliasFinder())
 
 from .accounting import accountants, calibrate, conversions, rdp
-from . import numerics, status
-from .status import Status
+from ._core import numerics, status
+from ._core.status import Status
 from .accounting.accountants import calibrate_sigma, dpsgd_calibrate_sigma, dpsgd_epsilon, epsilon
 from .accounting.calibrate import Inversion, invert_monotone, invert_monotone_differentiable
 from .accounting.conversions import delta_from_rdp, dp_to_rdp, epsilon_from_rdp, optimal_epsilon

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ._cache import enable_compilation_cache
-from ._grid import join_negative_values, parse_values
-from ._io import JSON_NONFINITE
-from ._io import dumps_strict as _dumps
+from ._core.cache import enable_compilation_cache
+from ._core.parse import join_negative_values, parse_values
+from ._core.io import JSON_NONFINITE
+from ._core.io import dumps_strict as _dumps
 
 __all__ = ["main", "parse_values"]
 
@@ -145,7 +145,7 @@ def cmd_rdp(args):
         curve = R.laplace_rdp(orders, scale=grid["scale"])
     else:
         curve = R.randomized_response_rdp(orders, eps0=grid["eps0"], k=grid.get("k", 2.0))
-    from . import _validate as V
+    from ._core import validate as V
 
     with np.errstate(over="ignore"):  # steps x a huge RDP: +inf, written as such
         total = np.asarray(V.nonnegative("--steps", steps))[..., None] * np.asarray(curve)
@@ -254,7 +254,7 @@ def cmd_demo(args):
     res, tight, panels, cal, cal_pld = (done[k] for k in ("rdp", "pld", "panels", "cal", "cal_pld"))
     eps, order = np.asarray(res.epsilon), np.asarray(res.order)
     e_pld, e_low = np.asarray(tight.epsilon), np.asarray(tight.epsilon_lower)
-    from ._io import atomic_write
+    from ._core.io import atomic_write
 
     def write_csv(tmp):
         np.savetxt(tmp, np.column_stack([sigmas, eps, order, e_pld, e_low]), delimiter=",",
@@ -448,7 +448,7 @@ def _bound_inputs(bound, ns, names):
 
 
 def _print_result(ns, result, columns: dict):
-    from .status import status_names
+    from ._core.status import status_names
 
     status = status_names(result.status)
     if ns.json:

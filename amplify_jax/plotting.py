@@ -45,7 +45,7 @@ def save(fig, path) -> Path:
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=130, bbox_inches="tight")
-        from ._io import with_umask_mode
+        from ._core.io import with_umask_mode
 
         with_umask_mode(tmp)  # mkstemp's 0600 -> what open() would give (0666 & ~umask)
         os.replace(tmp, path)
@@ -133,7 +133,7 @@ def plot_privacy_curve(sigmas, eps, path, *, title=""):
 def paper_panels() -> dict:
     """The numbers of ``amplify-jax demo``'s panels: one per paper at its headline parameters, each from the
     library's public functions (at most 8 points per call, so that a fresh process answers them on the host
-    path, ``amplify_jax._host``, without compiling).  Returns {panel: (title, x label, x, {curve: y})}.
+    path, ``amplify_jax._core.host``, without compiling).  Returns {panel: (title, x label, x, {curve: y})}.
 
     - shuffling (Feldman, McMillan, Talwar 2021): eps of n shuffled eps0 = 1 reports against n, delta = 1e-6,
       the numerical clones bound and the closed form (Thm 3.1); registry ids in the code;

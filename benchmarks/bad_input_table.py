@@ -453,7 +453,7 @@ def _api_base(qual: str, fn) -> dict | None:
         elif prm.default is not prm.empty:
             continue
         elif name == "graph":
-            from amplify_jax import graphs
+            from amplify_jax._core import graphs
 
             kw[name] = graphs.ring_graph(16)  # the secrdp functions take a graph object, not a spec string
         elif name in ("fn", "rdp_fn"):
@@ -576,7 +576,8 @@ def graph_values() -> dict:
 
 
 def _graph_cases():
-    from amplify_jax import graphs, secrdp
+    from amplify_jax._core import graphs
+    from amplify_jax import secrdp
 
     gv = graph_values()
     gv["graph-file-unparseable-graphml"] = str(Path(gv["graph-file-unparseable"]).with_suffix(".graphml"))

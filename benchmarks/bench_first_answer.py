@@ -9,7 +9,7 @@ Front doors timed (each in a new Python process, wall time of the whole process,
   eps = 1), each in a fresh process.
 
 Each door runs three ways: "host" (the default, ``AMPLIFY_JAX_HOST=auto``: a process's first small questions
-are answered by the same kernels run by NumPy, ``amplify_jax/_host.py``) with an empty compilation cache;
+are answered by the same kernels run by NumPy, ``amplify_jax/_core/host.py``) with an empty compilation cache;
 "compiled cold" (``AMPLIFY_JAX_HOST=off``, ``AMPLIFY_JAX_CACHE`` a new empty directory: the process compiles);
 "compiled warm" (off, the cache the cold run filled).  Ratios are ours / dp_accounting's (below 1: we answer
 first).  The floor here is the anchor's own time: the goal of issue 15 is a ratio <= 1.

@@ -694,7 +694,7 @@ SECRDP_GRAPHS = ("ring:8", "complete:6", "star:7", "torus:3x3")
 def fam_secrdp(n, rng, quick):
     """Decor SecRDP, one step (secrdp.step_rdp, eps1 = rdp / alpha) for the four adversaries on small graphs,
     against the inverse covariance in mpmath at 40 digits with every honest set enumerated (colluders <= 2)."""
-    from amplify_jax import graphs as G
+    from amplify_jax._core import graphs as G
 
     out_ours, out_ref, ex = [], [], []
     combos = [(g, adv, c) for g in SECRDP_GRAPHS for adv, c in

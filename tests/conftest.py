@@ -6,7 +6,7 @@ in tests are float64.  One test module (test_numerics.py) checks the library wit
 
 Compilation is most of the suite's time, and the same kernels are compiled by both xdist workers and by the
 command-line subprocesses: the run shares one fresh cache directory (``AMPLIFY_JAX_CACHE``, made by the
-controlling process before the workers start, removed at the end; JAX locks its files, ``amplify_jax._cache``).
+controlling process before the workers start, removed at the end; JAX locks its files, ``amplify_jax._core.cache``).
 Subprocesses inherit it and the XLA flags, so their programs have the same cache keys as the test process's.
 """
 
@@ -15,7 +15,7 @@ import shutil
 import tempfile
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
-# The suite checks the compiled kernels: the host path of a process's first small questions (amplify_jax._host)
+# The suite checks the compiled kernels: the host path of a process's first small questions (amplify_jax._core.host)
 # is off here and in the command-line subprocesses, and tests/test_host.py turns it on where it checks it.
 os.environ.setdefault("AMPLIFY_JAX_HOST", "off")
 

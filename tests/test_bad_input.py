@@ -25,10 +25,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import amplify_jax as aj
-from amplify_jax import _validate as V
-from amplify_jax import bounds, graphs
+from amplify_jax._core import validate as V
+from amplify_jax import bounds
+from amplify_jax._core import graphs
 from amplify_jax.bounds import Choice, Graph, Integer, Orders, Real
-from amplify_jax.bounds import _registry
+from amplify_jax._core import registry as _registry
 from amplify_jax.cli import main
 from amplify_jax.status import Status
 

@@ -115,10 +115,10 @@ def test_cli_evaluate_equals_python(bound, capsys):
 
 @pytest.mark.parametrize("bound", ALL, ids=IDS)
 def test_host_path_equals_compiled(bound, monkeypatch):
-    """A fresh process's first questions are answered on the host (amplify_jax._host: the same kernels run by
+    """A fresh process's first questions are answered on the host (amplify_jax._core.host: the same kernels run by
     NumPy): equal to the compiled answer for every bound, or declined (the kernel uses a part of JAX the host
     stand-ins lack, e.g. jax.random) and then answered by the compiled path."""
-    from amplify_jax import _host
+    from amplify_jax._core import host as _host
 
     res = _evaluated(bound)
     monkeypatch.setenv(_host.ENV, "always")

@@ -1,4 +1,4 @@
-"""The persistent compilation cache that importing amplify_jax turns on (amplify_jax/_cache.py): on at
+"""The persistent compilation cache that importing amplify_jax turns on (amplify_jax/_core/cache.py): on at
 $AMPLIFY_JAX_CACHE with file locking, a second process loads what the first compiled, the opt-out, and a
 directory the user set first is kept.  Each case runs in a fresh process (JAX's cache is process-global)."""
 
@@ -31,7 +31,7 @@ def _probe(cache, *argv):
 
 
 def test_on_locked_and_loaded_by_the_next_process(tmp_path):
-    from amplify_jax import _cache
+    from amplify_jax._core import cache as _cache
 
     first = _probe(tmp_path / "c")
     assert first["dir"] == str(tmp_path / "c" / "xla") and first["max"] == _cache.MAX_BYTES  # limited: locked

@@ -440,7 +440,7 @@ def test_range_errors_name_the_flags(capsys):
 def test_outputs_follow_the_umask(tmp_path):
     import os
 
-    from amplify_jax._io import atomic_write, umask
+    from amplify_jax._core.io import atomic_write, umask
     from amplify_jax.plotting import figure, save
 
     old = os.umask(0o027)

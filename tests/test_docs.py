@@ -288,7 +288,7 @@ def test_architecture_example_runs_in_turn(tmp_path, monkeypatch):
     """docs/architecture.md's example: register (block 1), use (block 2), then its commands in-process (the
     bound is registered in this process only)."""
     from amplify_jax import bounds, cli
-    from amplify_jax.bounds import _registry
+    from amplify_jax._core import registry as _registry
 
     blocks = [b for b in ALL if b.file == "docs/architecture.md"]
     assert [b.lang for b in blocks] == ["python", "python", "bash"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from amplify_jax import graphs as G
+from amplify_jax._core import graphs as G
 from amplify_jax import secrdp as S
 
 

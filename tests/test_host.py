@@ -1,4 +1,4 @@
-"""The host path (amplify_jax._host): the package's kernels run by NumPy for a process's first small questions.
+"""The host path (amplify_jax._core.host): the package's kernels run by NumPy for a process's first small questions.
 
 The suite runs with ``AMPLIFY_JAX_HOST=off`` (tests/conftest.py); these tests turn it on and compare the two
 paths on the same inputs: the same source, so the same answers up to the last bits of exp/log.  The compiled
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import amplify_jax as aj
-from amplify_jax import _host
+from amplify_jax._core import host as _host
 from amplify_jax.accounting import accountants as A
 from amplify_jax.accounting import calibrate as K
 

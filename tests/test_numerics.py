@@ -8,7 +8,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from amplify_jax import numerics as N
+from amplify_jax._core import numerics as N
 
 
 @pytest.fixture(autouse=True)

@@ -439,7 +439,7 @@ def test_loose_answer_takes_the_rdp_bound_and_says_so(monkeypatch):
     PLD's lower value is still above LOOSE_RTOL); an ordinary point keeps the PLD's value, source pld, ok.
     The RDP side runs on the host twin here (a few points), as a process's first small questions do."""
     import amplify_jax as aj
-    from amplify_jax import _host
+    from amplify_jax._core import host as _host
     from amplify_jax.status import Status
 
     monkeypatch.setenv(_host.ENV, "always")

@@ -168,7 +168,7 @@ def test_host_path_answers_the_pld_route(bound_id, kw, monkeypatch):
     """The registry's first small questions run on the host (NumPy twins): the PLD routes too, equal to the
     compiled answer up to last-bit differences, which the without-replacement pair's grid carries to ~5e-8 of
     the answer (tests/test_bounds.py allows 1e-8 for the Poisson and plain Gaussian's)."""
-    from amplify_jax import _host
+    from amplify_jax._core import host as _host
 
     compiled = bounds.evaluate(bound_id, **kw, accountant="pld")
     monkeypatch.setenv(_host.ENV, "always")

@@ -7,7 +7,8 @@ import numpy as np
 from . import accountants as A
 from . import pld as P
 from . import rdp as R
-from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Param, Real, register
+from .._core.domains import Choice, Integer, Orders, Real
+from .._core.registry import DECREASING, INCREASING, Bound, Param, register
 
 MIRONOV_2017 = "Mironov 2017 (Rényi differential privacy)"
 MTZ_2019 = "Mironov, Talwar, Zhang 2019 (Rényi DP of the sampled Gaussian mechanism)"

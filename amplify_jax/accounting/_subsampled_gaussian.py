@@ -70,7 +70,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..numerics import float64_jit, log_comb_table, log_expm1, x64_scope
+from .._core.numerics import float64_jit, log_comb_table, log_expm1, x64_scope
 
 __all__ = [
     "log_a_minus_one_fractional",

@@ -21,12 +21,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .. import _host
-from .. import _validate as V
+from .._core import host as _host
+from .._core import validate as V
 from .calibrate import INFEASIBLE, invert_monotone_kernel
 from .conversions import METHODS, EpsilonResult, refine_order, rdp_epsilon_terms
 from ._subsampled_gaussian import AUTO, MESH_PANELS
-from ..numerics import float64_jit, run_in_slabs, x64_scope
+from .._core.numerics import float64_jit, run_in_slabs, x64_scope
 from .rdp import DEFAULT_ORDERS, MAX_ORDER, SGMCurve, raise_tiny_rate
 
 __all__ = ["MECHANISMS", "DEFAULT_SIGMA_RANGE", "Calibration", "SGMCurve", "dpsgd_epsilon", "dpsgd_calibrate_sigma",

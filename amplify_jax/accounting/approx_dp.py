@@ -15,7 +15,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ..numerics import log_ndtr, log_sub
+from .._core.numerics import log_ndtr, log_sub
 
 __all__ = [
     "advanced_composition",

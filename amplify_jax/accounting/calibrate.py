@@ -35,9 +35,9 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
-from ..numerics import float64_jit, x64_scope
-from ..status import Status
+from .._core import validate as V
+from .._core.numerics import float64_jit, x64_scope
+from .._core.status import Status
 
 __all__ = [
     "Inversion",

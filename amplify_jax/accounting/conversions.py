@@ -31,8 +31,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
-from ..numerics import float64_jit, log1mexp, x64_scope
+from .._core import validate as V
+from .._core.numerics import float64_jit, log1mexp, x64_scope
 from .rdp import DEFAULT_ORDERS
 
 __all__ = [

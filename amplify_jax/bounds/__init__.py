@@ -16,11 +16,11 @@ Input validation derives from the declared domains (one code path for every boun
 domain, NaN or inf raises one ``ValueError`` line naming the parameter.
 """
 
-from ._domains import Choice as Choice, Domain as Domain, Graph as Graph, Integer as Integer
-from ._domains import Orders as Orders, Real as Real
-from ._registry import ANSWERS as ANSWERS, DECREASING as DECREASING, INCREASING as INCREASING
-from ._registry import REQUIRED as REQUIRED, Bound as Bound, Param as Param
-from ._registry import get as get, list as list, register as register
+from .._core.domains import Choice as Choice, Domain as Domain, Graph as Graph, Integer as Integer
+from .._core.domains import Orders as Orders, Real as Real
+from .._core.registry import ANSWERS as ANSWERS, DECREASING as DECREASING, INCREASING as INCREASING
+from .._core.registry import REQUIRED as REQUIRED, Bound as Bound, Param as Param
+from .._core.registry import get as get, list as list, register as register
 from ._api import TARGET_DOMAINS as TARGET_DOMAINS, Result as Result, bind as bind, evaluate as evaluate
 from ._api import invert as invert
 from ._table import markdown_table as markdown_table

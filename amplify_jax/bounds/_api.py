@@ -6,12 +6,12 @@ import warnings
 
 import numpy as np
 
-from .. import _host
-from .. import _validate as V
+from .._core import host as _host
+from .._core import validate as V
 from ..accounting.calibrate import invert_monotone_host
-from ..status import Status, status_names
-from ._domains import Integer, Real
-from ._registry import DECREASING, Bound, get
+from .._core.status import Status, status_names
+from .._core.domains import Integer, Real
+from .._core.registry import DECREASING, Bound, get
 
 __all__ = ["Result", "evaluate", "invert", "bind", "TARGET_DOMAINS"]
 

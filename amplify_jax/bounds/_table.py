@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._registry import list as list_bounds
+from .._core.registry import list as list_bounds
 
 __all__ = ["markdown_table"]
 

@@ -12,11 +12,11 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.conversions import epsilon_from_rdp
 from ..accounting.rdp import SIGMA_RANGE
-from ..numerics import float64_jit, x64_scope
-from ..status import Status
+from .._core.numerics import float64_jit, x64_scope
+from .._core.status import Status
 from ._distributed import _distributed_gaussian_log_excess, distributed_gaussian_rdp
 from ._shuffled import shuffled_checkin_lower_rdp, shuffled_checkin_upper_rdp
 from ._subsampled_shuffle import subsampled_shuffle_checkin_rdp

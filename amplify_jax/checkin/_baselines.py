@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import jax.numpy as jnp
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.rdp import SIGMA_RANGE
 from ..accounting.approx_dp import (
     advanced_composition_overflows,
@@ -16,7 +16,7 @@ from ..accounting.approx_dp import (
     fmt_closed_form,
     subsampled_epsilon,
 )
-from ..numerics import float64_jit, x64_scope
+from .._core.numerics import float64_jit, x64_scope
 from ._weighted import _check_n_max
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Param, Real, register
 from ..accounting.rdp import DEFAULT_ORDERS
-from ..status import Status
+from .._core.status import Status
 from ._accounting import (CHECKIN_ORDERS, OrderCapWarning, distributed_gaussian_calibrate_sigma,
                           distributed_gaussian_delta, distributed_gaussian_epsilon, distributed_gaussian_max_steps,
                           order_at_cap, shuffled_checkin_epsilon, subsampled_shuffle_checkin_epsilon)

@@ -13,9 +13,9 @@ import functools
 import numpy as np
 import jax.numpy as jnp
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.rdp import SIGMA_RANGE
-from ..numerics import float64_jit
+from .._core.numerics import float64_jit
 from ..accounting.rdp import without_replacement_log_excess
 from ._weighted import (DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _chernoff_grid, _finish_rdp,
                         _int_orders, _map_batch, _sum_plan)

@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy import special as jsp
 
-from .. import _validate as V
-from ..numerics import float64_jit, log_comb_table, log_expm1, logsumexp
+from .._core import validate as V
+from .._core.numerics import float64_jit, log_comb_table, log_expm1, logsumexp
 from ._weighted import (_SAFETY_REL, DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _chernoff_grid,
                         _finish_rdp, _int_orders, _map_batch, _sum_plan)
 

@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 from jax.scipy import special as jsp
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.rdp import SIGMA_RANGE
-from ..numerics import float64_jit, logsumexp, x64_scope
+from .._core.numerics import float64_jit, logsumexp, x64_scope
 from ..accounting.rdp import without_replacement_log_excess
 from ._weighted import (DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _finish_rdp, _int_orders, _map_batch,
                         _sum_plan)

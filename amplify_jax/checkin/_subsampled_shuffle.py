@@ -10,9 +10,9 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.approx_dp import fmt_closed_form, subsampled_epsilon
-from ..numerics import float64_jit
+from .._core.numerics import float64_jit
 from ..accounting.rdp import randomized_response_log_excess
 from ._weighted import DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _finish_rdp, _map_batch, _sum_plan
 

@@ -17,8 +17,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
-from ..numerics import float64_jit, log_binom_pmf, logsumexp, x64_scope
+from .._core import validate as V
+from .._core.numerics import float64_jit, log_binom_pmf, logsumexp, x64_scope
 
 
 #: Default bound on the binomial mass left outside the exactly summed window of k (its contribution is

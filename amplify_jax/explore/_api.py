@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import bounds
 from ..bounds import DECREASING, INCREASING, Graph, Integer, Orders, Real
-from ..status import Status, status_names
+from .._core.status import Status, status_names
 
 __all__ = ["MAX_POINTS", "MAX_CURVES", "MAX_ORDERS", "MAX_GRAPH_USERS", "DEFAULT_POINTS", "LOGY_DECADES", "catalog",
            "curve", "default_request", "solve", "request"]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Param, Real, register
-from ..status import Status
+from .._core.status import Status
 from ._complete_graph import complete_graph_histogram_bound, complete_graph_sum_bound, spotted_contributions_epsilon
 from ._composition import advanced_composition_epsilon, kov_homogeneous_epsilon
 from ._local import local_sum_bound

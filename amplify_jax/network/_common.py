@@ -8,7 +8,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
+from .._core import validate as V
 
 
 class NetworkBound(NamedTuple):

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import jax.numpy as jnp
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.approx_dp import advanced_composition_overflows, advanced_composition
-from ..numerics import float64_jit, log_comb, x64_scope
+from .._core.numerics import float64_jit, log_comb, x64_scope
 from ._common import _b, _f64, _n
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import jax.numpy as jnp
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.approx_dp import advanced_composition
-from ..numerics import float64_jit
+from .._core.numerics import float64_jit
 from ._common import NetworkBound, _b, _n
 from ._composition import _chernoff_count
 

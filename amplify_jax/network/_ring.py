@@ -7,9 +7,9 @@ import warnings
 import numpy as np
 import jax.numpy as jnp
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.approx_dp import advanced_composition, fmt_closed_form
-from ..numerics import float64_jit, x64_scope
+from .._core.numerics import float64_jit, x64_scope
 from ._common import NetworkBound, RingNoise, _b, _f64, _n
 from ._composition import _refuse_advanced_overflow
 

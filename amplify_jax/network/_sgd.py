@@ -12,9 +12,9 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.approx_dp import advanced_composition, analytic_gaussian_epsilon, subsampled_epsilon
-from ..numerics import float64_jit
+from .._core.numerics import float64_jit
 from ..accounting.rdp import MAX_ORDER
 from ._common import NetworkBound, SgdCalibration, SgdEpsilon, _b, _colluders, _n
 from ._composition import _chernoff_count

@@ -10,9 +10,9 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.approx_dp import analytic_gaussian_log_delta, fmt_closed_form
-from ..numerics import float64_jit, x64_scope
+from .._core.numerics import float64_jit, x64_scope
 from ._common import _f64
 from ._complete_graph import _KMAX_GROUP, _eq10
 from ._composition import _kov_from_sums, _kov_terms

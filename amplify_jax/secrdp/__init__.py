@@ -122,13 +122,13 @@ The bound registry (``amplify_jax.bounds``) holds this subpackage's bounds as ``
 
 from __future__ import annotations
 
-from ..graphs import adjacency as adjacency
-from ..graphs import complete_graph as complete_graph
-from ..graphs import erdos_renyi_graph as erdos_renyi_graph
-from ..graphs import random_regular_graph as random_regular_graph
-from ..graphs import ring_graph as ring_graph
-from ..graphs import star_graph as star_graph
-from ..graphs import torus_graph as torus_graph
+from .._core.graphs import adjacency as adjacency
+from .._core.graphs import complete_graph as complete_graph
+from .._core.graphs import erdos_renyi_graph as erdos_renyi_graph
+from .._core.graphs import random_regular_graph as random_regular_graph
+from .._core.graphs import ring_graph as ring_graph
+from .._core.graphs import star_graph as star_graph
+from .._core.graphs import torus_graph as torus_graph
 from ._adversaries import ADVERSARIES as ADVERSARIES
 from ._adversaries import CLIP_RANGE as CLIP_RANGE
 from ._adversaries import SIGMA_COR_MAX as SIGMA_COR_MAX

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from .. import _validate as V
+from .._core import validate as V
 from ._graph import SecGraph
 
 ADVERSARIES = ("eavesdropper", "curious", "colluding", "local")

@@ -56,9 +56,9 @@ import warnings
 
 import numpy as np
 
-from .. import graphs
+from .._core import graphs
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Graph, Integer, Orders, Param, Real, register
-from ..status import Status
+from .._core.status import Status
 from ._adversaries import ADVERSARIES, DisconnectedGraphWarning
 from ._conversion import _CONVERSION_METHODS, closed_form_eps1, closed_form_epsilon, epsilon
 from ._example_level import _SAMPLINGS, effective_noise_multiplier, example_level_epsilon, example_level_rdp

@@ -28,8 +28,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .. import _validate as V
-from ..numerics import x64_scope
+from .._core import validate as V
+from .._core.numerics import x64_scope
 from ._adversaries import SIGMA_UNC_RANGE, _check_connectivity, _clip, _sigma_unc, _validate_adversary
 from ._certified import _fast_affordable
 from ._conversion import _CONVERSION_METHODS, _CURVE_ORDERS, _eps_from_eps1_kernel, closed_form_eps1

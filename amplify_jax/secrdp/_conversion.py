@@ -13,8 +13,8 @@ import numpy as np
 
 import jax.numpy as jnp
 
-from .. import _validate as V
-from ..numerics import x64_scope
+from .._core import validate as V
+from .._core.numerics import x64_scope
 from ._rounding import _dev
 from ._step import step_account
 

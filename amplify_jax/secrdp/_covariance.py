@@ -23,8 +23,8 @@ import scipy.sparse.csgraph as csgraph
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
-from ..numerics import float64_jit, x64_scope
+from .._core import validate as V
+from .._core.numerics import float64_jit, x64_scope
 from ._adversaries import _pairs, _sigma_cor, _sigma_unc
 from ._graph import SecGraph, _n_removal_sets, prepare_graph
 from ._rounding import _ROUND_ABS, _U, _dev

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 
-from .. import _validate as V
-from ..numerics import x64_scope
+from .._core import validate as V
+from .._core.numerics import x64_scope
 from ._rounding import _dev
 from ._step import step_account
 

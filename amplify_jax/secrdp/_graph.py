@@ -26,8 +26,8 @@ import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
 
-from .. import _validate as V
-from ..graphs import adjacency
+from .._core import validate as V
+from .._core.graphs import adjacency
 from ._rounding import _U
 
 LARGE_N = 20_000  # from this size on: sparse path with a certified spectral bound

@@ -17,8 +17,8 @@ import numpy as np
 
 import jax
 
-from .. import _validate as V
-from ..numerics import x64_scope
+from .._core import validate as V
+from .._core.numerics import x64_scope
 from ._adversaries import _check_connectivity, _pairs, _validate_adversary, _validate_noise
 from ._certified import _curious_fast, _fast_affordable
 from ._covariance import _direct_masks, _eig_path, _enumeration_affordable

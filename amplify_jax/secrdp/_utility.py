@@ -12,9 +12,9 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
-from ..numerics import x64_scope
-from ..status import Status
+from .._core import validate as V
+from .._core.numerics import x64_scope
+from .._core.status import Status
 from ._adversaries import _clip, _validate_adversary
 from ._calibration import _eps1_fn, _sigma_cor_for_budget, noise_frontier
 from ._graph import prepare_graph

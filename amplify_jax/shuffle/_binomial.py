@@ -20,7 +20,7 @@ import math
 
 import jax.numpy as jnp
 
-from .. import numerics as _num
+from .._core import numerics as _num
 
 
 def bd0(x, m):

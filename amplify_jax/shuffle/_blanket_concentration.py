@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..accounting.calibrate import invert_monotone_kernel
-from ..numerics import float64_jit
+from .._core.numerics import float64_jit
 from . import _binomial as B
 from ._blanket_model import _EPS_CLIP, _EPS_FLOOR, _U, _inversion_result, _log_bennett, _props, _search_hi
 

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..accounting.calibrate import invert_monotone_kernel
-from ..numerics import float64_jit, log_binom_pmf, x64_scope
+from .._core.numerics import float64_jit, log_binom_pmf, x64_scope
 from . import _binomial as B
 from ._blanket_model import DEFAULT_TAIL_SD, _EPS_CLIP, _EPS_FLOOR, _U, _inversion_result, _log_bennett, _search_hi
 

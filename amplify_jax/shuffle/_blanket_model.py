@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate
+from .._core import validate as _validate
 from ..accounting.calibrate import INFEASIBLE, NOT_MONOTONE
-from ..numerics import BENNETT_PHI_REL_ERROR, bennett_phi, float64_jit
+from .._core.numerics import BENNETT_PHI_REL_ERROR, bennett_phi, float64_jit
 
 BLANKET_METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
 _U = 2.220446049250313e-16

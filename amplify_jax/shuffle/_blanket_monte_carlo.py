@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..accounting.calibrate import invert_monotone_kernel
-from ..numerics import float64_jit, log_binom_pmf
+from .._core.numerics import float64_jit, log_binom_pmf
 from ._blanket_exact import (
     WM_MAX,
     _CANCEL_MARGIN,

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Param, Real, register
 from ..accounting.calibrate import invert_monotone_host
-from ..status import Status
+from .._core.status import Status
 from ._closed_forms import erlingsson_delta, erlingsson_epsilon, fmt_closed_form_epsilon
 from ._clones import clones_delta, clones_epsilon
 from .blanket import (

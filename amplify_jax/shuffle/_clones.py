@@ -61,8 +61,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate
-from ..numerics import float64_jit, x64_scope
+from .._core import validate as _validate
+from .._core.numerics import float64_jit, x64_scope
 from . import _binomial as B
 from ._blanket_concentration import _bucket
 

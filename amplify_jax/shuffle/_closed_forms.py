@@ -13,9 +13,9 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate
+from .._core import validate as _validate
 from ..accounting.approx_dp import fmt_closed_form
-from ..numerics import float64_jit
+from .._core.numerics import float64_jit
 
 __all__ = [
     "ClosedForm",

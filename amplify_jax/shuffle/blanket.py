@@ -89,8 +89,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate
-from ..numerics import x64_scope
+from .._core import validate as _validate
+from .._core.numerics import x64_scope
 from ._blanket_concentration import _conc_eps_kernel, _conc_kernel, _conc_window
 from ._blanket_exact import EXACT_MAX_M as EXACT_MAX_M
 from ._blanket_exact import exact_table_check as exact_table_check

@@ -57,7 +57,7 @@ from ._common import device_mesh as device_mesh
 from ._dpsgd import run_dpsgd_sweep as _run_dpsgd_sweep
 from ._quantities import QUANTITIES as QUANTITIES
 from ._spec import BoundSweepSpec as BoundSweepSpec, SweepSpec as SweepSpec, grid_points as grid_points
-from .. import _host
+from .._core import host as _host
 from ._spec import load_spec as load_spec, parse_axis as parse_axis
 from ._store import export as export, run_bound_sweep as _run_bound_sweep
 
@@ -72,7 +72,7 @@ def run_sweep(spec, *, progress: bool = True, devices=None, distributed: bool = 
     stop after computing that many chunks (tests: a sweep cut short).
     """
     # every chunk compiled: a resumed sweep's store is bit-identical to an uninterrupted one (the host path of a
-    # process's first small questions, amplify_jax._host, agrees with it to ~1e-13 only)
+    # process's first small questions, amplify_jax._core.host, agrees with it to ~1e-13 only)
     with _host.off():
         if isinstance(spec, BoundSweepSpec):
             return _run_bound_sweep(spec, progress=progress, distributed=distributed, max_chunks=max_chunks)

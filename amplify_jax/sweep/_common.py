@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import jax
 
-from .._io import atomic_write
+from .._core.io import atomic_write
 
 #: Most rows (grid points x orders) a CSV / Parquet export of a bound sweep may hold; above it, read the store.
 EXPORT_LIMIT = 2_000_000

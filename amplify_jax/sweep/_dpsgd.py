@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import atomic_write
+from .._core.io import atomic_write
 from ._common import _bar, _save_npz, _write_table, barrier, device_mesh, hosts as _hosts
 from ._quantities import QUANTITIES, Quantity
 from ._spec import SweepSpec, grid_points

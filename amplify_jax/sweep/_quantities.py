@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.accountants import dpsgd_calibrate_sigma, dpsgd_epsilon
 
 

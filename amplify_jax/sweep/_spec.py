@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _validate as V
+from .._core import validate as V
 from ._common import BOUND_QUANTITIES, EXPORT_LIMIT, FORMATS
 from ._quantities import QUANTITIES
 
@@ -22,7 +22,7 @@ from ._quantities import QUANTITIES
 def parse_axis(name: str, value) -> np.ndarray:
     """An axis from a TOML value: a number, a list, a range "start:stop:num", or a table {start, stop, num, scale}."""
     if isinstance(value, str):
-        from .._grid import parse_values
+        from .._core.parse import parse_values
 
         return parse_values(name, value)
     if isinstance(value, dict):

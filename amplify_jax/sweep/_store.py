@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import atomic_write
+from .._core.io import atomic_write
 from ._common import EXPORT_LIMIT, FORMATS, _bar, _write_table, barrier, hosts as _hosts
 from ._spec import BoundSweepSpec, _formats
 
@@ -23,7 +23,7 @@ DONE = "done"
 
 
 def _status_attrs() -> dict:
-    from ..status import Status
+    from .._core.status import Status
 
     return {"flag_values": [int(s) for s in Status], "flag_meanings": " ".join(str(s) for s in Status),
             "comment": "amplify_jax.status.Status codes; -1: not computed yet"}

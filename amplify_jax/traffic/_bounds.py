@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Param, Real, register
-from ..status import Status
+from .._core.status import Status
 from ..shuffle.blanket import exact_table_check
 from ._common import DUMMIES_CAP, N_CAP
 from ._local import local_epsilon

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from .. import _validate as V
+from .._core import validate as V
 
 #: One cap per question (issue 27): the most dummies per scrambler that "fewest dummies" searches, whatever the
 #: front door -- :func:`amplify_jax.traffic.fewest_dummies` (its ``max_dummies`` default) and ``bounds.invert``

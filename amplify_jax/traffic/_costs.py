@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validate as V
+from .._core import validate as V
 
 
 # ---------------------------------------------------------------------------------------------------------

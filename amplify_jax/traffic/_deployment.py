@@ -9,9 +9,9 @@ import collections
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
+from .._core import validate as V
 from ..accounting.calibrate import invert_monotone
-from ..status import Status
+from .._core.status import Status
 from ..shuffle.blanket import rr_delta_traced
 from ._common import DUMMIES_CAP, N_CAP, _check_common, _warn_cap
 from ._costs import scrambler_costs

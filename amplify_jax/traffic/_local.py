@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from ..numerics import float64_jit
+from .._core import validate as V
+from .._core.numerics import float64_jit
 from ._common import _f64
 
 

@@ -9,7 +9,7 @@ from typing import Mapping, NamedTuple
 
 import numpy as np
 
-from .. import _validate as V
+from .._core import validate as V
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -13,10 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from ..numerics import float64_jit
+from .._core import validate as V
+from .._core.numerics import float64_jit
 from ..shuffle.blanket import rr_delta, rr_epsilon
-from ..status import Status
+from .._core.status import Status
 from ._common import _check_common, _f64
 
 METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")

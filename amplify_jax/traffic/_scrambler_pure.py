@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from ..numerics import float64_jit, log_comb, logsumexp
+from .._core import validate as V
+from .._core.numerics import float64_jit, log_comb, logsumexp
 from ._common import _f64
 
 

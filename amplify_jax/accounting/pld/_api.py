@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import _validate as V
+from ..._core import validate as V
 from ._results import PldDelta, PldEpsilon, answer, check_parameter
 
 __all__ = ["MECHANISMS", "ACCOUNTANTS", "ROUND_DOWN", "epsilon", "delta", "selects", "check_parameter"]

@@ -15,8 +15,8 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from ... import _validate as V
-from ...status import Status
+from ..._core import validate as V
+from ..._core.status import Status
 from ._grid import DEFAULT_GRID_SIZE, check_grid_size, flatten, unpad
 from ._queries import eps_batch
 from ._search import bisect_log

@@ -65,7 +65,7 @@ def memory_limit() -> int:
 
 
 def _platform() -> str:
-    """JAX's default backend ("cpu" on the host twin, ``amplify_jax._host``, whose NumPy stand-in has none)."""
+    """JAX's default backend ("cpu" on the host twin, ``amplify_jax._core.host``, whose NumPy stand-in has none)."""
     import jax
 
     backend = getattr(jax, "default_backend", None)

@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ... import _host
-from ...numerics import float64_jit
+from ..._core import host as _host
+from ..._core.numerics import float64_jit
 from ._compose import compose, compose_mirrored, delta_at, epsilon_at_sides
 from ._grid import chunk_size, points_at_once
 from ._mechanisms import ADD, REMOVE, RELATIONS, DiscreteLoss, GaussianLoss, LaplaceLoss, WorGaussianLoss
@@ -133,7 +133,7 @@ def _run(kernel, arrays, kind, n):
     NumPy arrays (m,)."""
     m = arrays[0].shape[0]
     size, group = chunk_size(n), points_at_once(n)
-    if _host.inside():  # the host twin (NumPy, ``amplify_jax._host``): the batch as it is, no padding
+    if _host.inside():  # the host twin (NumPy, ``amplify_jax._core.host``): the batch as it is, no padding
         size = group = max(m, 1)
     outs = []
     for i in range(0, m, size):

@@ -12,9 +12,9 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from ... import _validate as V
-from ...numerics import x64_scope
-from ...status import Status
+from ..._core import validate as V
+from ..._core.numerics import x64_scope
+from ..._core.status import Status
 from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, auto_refined_size, check_grid_size, flatten, unpad
 from ._queries import delta_batch, eps_batch
 

@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ...status import Status
+from ..._core.status import Status
 
 __all__ = ["HostInversion", "bisect_log"]
 

@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ._domains import Domain, Integer, Orders, Real
+from .domains import Domain, Integer, Orders, Real
 
 __all__ = ["Param", "Bound", "register", "get", "list", "ANSWERS", "INCREASING", "DECREASING", "REQUIRED"]
 

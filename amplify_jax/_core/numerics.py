@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy import special as jsp
 
-from . import _host
+from . import host as _host
 
 __all__ = [
     "float64_jit",
@@ -68,7 +68,7 @@ def float64_jit(fun: Callable | None = None, *, static_argnames=(), persist: boo
     ``jax_enable_x64`` flag off still trace and run in float64.  Only shape-fixing arguments should be
     listed in ``static_argnames``.  ``persist=True`` (a front door's kernel, called on concrete arrays): the
     program is exported once per machine and reused by later processes without tracing it
-    (:func:`amplify_jax._cache.persisted`; the same program, the same values).
+    (:func:`amplify_jax._core.cache.persisted`; the same program, the same values).
     """
     if fun is None:
         return functools.partial(float64_jit, static_argnames=static_argnames, persist=persist)
@@ -83,7 +83,7 @@ def float64_jit(fun: Callable | None = None, *, static_argnames=(), persist: boo
         if any(isinstance(a, jax.core.Tracer) or len(getattr(getattr(a, "sharding", None), "device_set", ())) > 1
                for a in dynamic):  # traced, or laid out over several devices: the plain jit
             return None
-        from ._cache import persisted
+        from .cache import persisted
 
         return persisted(f"{fun.__module__}.{fun.__qualname__}", jitted, static, dynamic)
 

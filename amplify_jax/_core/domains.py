@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _validate as V
+from . import validate as V
 
 __all__ = ["Domain", "Real", "Integer", "Choice", "Graph", "Orders"]
 
@@ -131,7 +131,7 @@ class Graph(Domain):
     convert: Callable[[Any], Any]
 
     def describe(self) -> str:
-        from ..graphs import SPEC_FORMS
+        from .graphs import SPEC_FORMS
 
         return "a graph: " + SPEC_FORMS
 

@@ -47,9 +47,9 @@ MAX_POINTS = 8
 #: Seconds of host evaluation per front door before the process compiles instead (about one compilation).
 BUDGET_SECONDS = 4.0
 
-_PKG = __name__.rsplit(".", 1)[0]  # amplify_jax
+_PKG = __name__.split(".", 1)[0]  # amplify_jax
 _TWIN = _PKG + "._twin"
-_ROOT = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package's folder
 _spent: dict[str, float] = {}
 _lock = threading.Lock()
 _local = threading.local()
@@ -431,7 +431,7 @@ _special = types.ModuleType("jax.scipy.special (SciPy stand-in)")
 
 def _special_attr(name):  # SciPy's special functions, imported when a twin first asks for one
     if name not in _SPECIAL:
-        raise AttributeError(f"jax.scipy.special.{name} is not available on the host path (amplify_jax._host)")
+        raise AttributeError(f"jax.scipy.special.{name} is not available on the host path (amplify_jax._core.host)")
     import scipy.special
 
     return getattr(scipy.special, name)
@@ -463,14 +463,14 @@ class _CustomJVP:
 
 
 def _no_transform(*_, **__):
-    raise NotImplementedError("JAX transformations are not available on the host path (amplify_jax._host)")
+    raise NotImplementedError("JAX transformations are not available on the host path (amplify_jax._core.host)")
 
 
 class _NoTracer:  # nothing on the host is a tracer
     pass
 
 
-jax_on_numpy = types.ModuleType("jax (NumPy stand-in, amplify_jax._host)")
+jax_on_numpy = types.ModuleType("jax (NumPy stand-in, amplify_jax._core.host)")
 jax_on_numpy.numpy, jax_on_numpy.lax, jax_on_numpy.ops, jax_on_numpy.scipy = _jnp, _lax, _ops, _scipy
 jax_on_numpy.jit = _jit
 jax_on_numpy.enable_x64 = lambda *_: contextlib.nullcontext()
@@ -495,14 +495,14 @@ def _import(name, globals=None, locals=None, fromlist=(), level=0):
     """``__import__`` of the twin modules: ``jax`` and its submodules come from the stand-ins."""
     if level == 0 and (name == "jax" or name.startswith("jax.")):
         if name not in _SUBMODULES:
-            raise ImportError(f"{name} is not available on the host path (amplify_jax._host)")
+            raise ImportError(f"{name} is not available on the host path (amplify_jax._core.host)")
         return _SUBMODULES[name] if fromlist else jax_on_numpy
     return builtins.__import__(name, globals, locals, fromlist, level)
 
 
 _BUILTINS = dict(builtins.__dict__, __import__=_import)
 #: Modules of the package that the twins share with the live package (no JAX inside, or state that must be one).
-_SHARED = {"_host", "_validate", "status", "_grid", "_io", "_cache"}
+_SHARED = {"_core.host", "_core.validate", "_core.status", "_core.parse", "_core.io", "_core.cache"}
 
 
 class _TwinFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -15,7 +15,7 @@ A graph can also be named by a *spec* (:func:`from_spec`), the form the command 
 
 or an object :func:`adjacency` accepts (a networkx graph, a SciPy sparse matrix, a NumPy array).
 
-This module depends only on NumPy, SciPy, networkx and :mod:`amplify_jax._validate`; the paper subpackages
+This module depends only on NumPy, SciPy, networkx and :mod:`amplify_jax._core.validate`; the paper subpackages
 (``amplify_jax.secrdp``) build on it and re-export the builders.
 """
 
@@ -27,7 +27,7 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
-from . import _validate as V
+from . import validate as V
 
 __all__ = [
     "ring_graph",

@@ -84,7 +84,7 @@ def source_digest() -> str:
     if _source_digest is None:
         import hashlib
 
-        root = os.path.dirname(os.path.abspath(__file__))
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package's folder
         h = hashlib.sha256()
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
@@ -153,7 +153,7 @@ def _load_or_export(name, jitted, static, shapes):
         avals = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in shapes)
         exp = export.export(jax.jit(functools.partial(jitted, **static)))(*avals)
         try:
-            from ._io import atomic_write
+            from .io import atomic_write
 
             def write(tmp):
                 with open(tmp, "wb") as f:
