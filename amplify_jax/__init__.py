@@ -14,12 +14,18 @@ Families of bounds, one module each (find a bound by its paper's concept):
 - :mod:`amplify_jax.network` -- network DP for token walks (Cyffers and Bellet).
 - :mod:`amplify_jax.secrdp` -- the SecRDP accountant of correlated noise (Decor, Allouah et al.).
 - :mod:`amplify_jax.sweep`, :mod:`amplify_jax.cli`, :mod:`amplify_jax.plotting` -- sweeps, command line, plots.
-- :mod:`amplify_jax.numerics` -- float64 scoping and the log-space toolbox.
+- :mod:`amplify_jax.internal` -- the traceable kernels, and float64 scoping (``x64_scope``, ``float64_jit``).
 - :mod:`amplify_jax.bounds` -- the registry: every bound declared once (id, paper, theorem, parameters),
   evaluated, inverted and swept through one contract; :mod:`amplify_jax.status` -- one status vocabulary.
 
 Every public function validates its inputs (ValueError naming the parameter) and computes in float64
 whatever the global JAX setting.
+
+The top level holds only the front doors (``__all__``): :class:`Status`, :func:`dpsgd_epsilon`,
+:func:`dpsgd_calibrate_sigma`, :func:`epsilon` and :func:`calibrate_sigma` (from :mod:`amplify_jax.accountants`).
+Every other name lives in one module, its home: ``aj.rdp.gaussian_rdp``, ``aj.conversions.epsilon_from_rdp``,
+``aj.calibrate.invert_monotone``, ``aj.checkin.distributed_gaussian_rdp``, ...; the modules are attributes of
+the package (loaded on first use).
 
 Importing amplify_jax turns JAX's persistent compilation cache on (``~/.cache/amplify_jax``, or
 ``$AMPLIFY_JAX_CACHE``; ``AMPLIFY_JAX_CACHE=off`` opts out; a cache directory you set in JAX first is kept),
@@ -40,7 +46,7 @@ _enable_compilation_cache()
 #: submodules (``amplify_jax.pld._compose``).
 ALIASES = {**{name: f"accounting.{name}" for name in
               ("accountants", "approx_dp", "calibrate", "conversions", "dp_events", "pld", "rdp")},
-           **{name: f"_core.{name}" for name in ("numerics", "status", "graphs")}}
+           **{name: f"_core.{name}" for name in ("status", "graphs")}}
 
 
 class _AliasFinder(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
@@ -72,23 +78,9 @@ class _AliasFinder(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
 _sys.meta_path.insert(0, _AliasFinder())
 
 from .accounting import accountants, calibrate, conversions, rdp
-from ._core import numerics, status
+from ._core import status
 from ._core.status import Status
 from .accounting.accountants import calibrate_sigma, dpsgd_calibrate_sigma, dpsgd_epsilon, epsilon
-from .accounting.calibrate import Inversion, invert_monotone, invert_monotone_differentiable
-from .accounting.conversions import delta_from_rdp, dp_to_rdp, epsilon_from_rdp, optimal_epsilon
-from .accounting.rdp import (
-    DEFAULT_ORDERS,
-    compose,
-    gaussian_rdp,
-    laplace_rdp,
-    poisson_subsampled_gaussian_rdp,
-    pure_dp_rdp,
-    randomized_response_rdp,
-    subsampled_gaussian_wor_rdp,
-    without_replacement_rdp,
-    without_replacement_rdp_kernel,
-)
 
 __version__ = "0.1.0"
 
@@ -96,71 +88,18 @@ __version__ = "0.1.0"
 # stays the accounting core plus JAX, so a fresh process's first answer does not wait for every paper's
 # module (and SciPy's linear algebra) to import.  ``amplify_jax.secrdp`` etc. work as attributes and imports.
 _LAZY_MODULES = ("approx_dp", "bounds", "checkin", "graphs", "network", "secrdp", "shuffle", "sweep", "traffic",
-                 "pld", "explore", "plotting")
-_LAZY_NAMES = {
-    "distributed_gaussian_rdp": "checkin",
-    "complete_graph_sum_epsilon": "network",
-    "step_rdp": "secrdp",
-    "clones_epsilon": "shuffle",
-    "scrambler_delta": "traffic",
-}
+                 "pld", "explore", "plotting", "dp_events", "internal", "integrations", "cli")
 
 
 def __getattr__(name):
-    import importlib
-
     if name in _LAZY_MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    if name in _LAZY_NAMES:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+        return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY_MODULES) | set(_LAZY_NAMES))
+    return sorted(set(globals()) | set(_LAZY_MODULES))
 
 
-__all__ = [
-    "approx_dp",
-    "bounds",
-    "graphs",
-    "status",
-    "Status",
-    "checkin",
-    "network",
-    "secrdp",
-    "shuffle",
-    "sweep",
-    "traffic",
-    "distributed_gaussian_rdp",
-    "complete_graph_sum_epsilon",
-    "step_rdp",
-    "clones_epsilon",
-    "scrambler_delta",
-    "accountants",
-    "calibrate_sigma",
-    "dpsgd_calibrate_sigma",
-    "dpsgd_epsilon",
-    "epsilon",
-    "calibrate",
-    "conversions",
-    "numerics",
-    "rdp",
-    "Inversion",
-    "invert_monotone",
-    "invert_monotone_differentiable",
-    "delta_from_rdp",
-    "dp_to_rdp",
-    "epsilon_from_rdp",
-    "optimal_epsilon",
-    "DEFAULT_ORDERS",
-    "compose",
-    "gaussian_rdp",
-    "laplace_rdp",
-    "poisson_subsampled_gaussian_rdp",
-    "pure_dp_rdp",
-    "randomized_response_rdp",
-    "subsampled_gaussian_wor_rdp",
-    "without_replacement_rdp",
-    "without_replacement_rdp_kernel",
-]
+#: The front doors; every other public name is exported by its one home module (issue 29 item 3).
+__all__ = ["Status", "dpsgd_epsilon", "dpsgd_calibrate_sigma", "epsilon", "calibrate_sigma"]

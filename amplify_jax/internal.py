@@ -1,8 +1,8 @@
 """The traceable kernels, for users composing them under ``jax.jit`` / ``vmap`` / ``grad``.
 
 These are pure ``jnp`` functions of arrays that broadcast: no validation (the public functions validate at the
-Python boundary), no host work.  Run them in float64: inside :func:`amplify_jax.numerics.float64_jit` or
-under :func:`amplify_jax.numerics.x64_scope`.  Kernels that search (``analytic_gaussian_epsilon``, a
+Python boundary), no host work.  Run them in float64: inside :func:`float64_jit` or under :func:`x64_scope`
+(both public here, their one public home).  Kernels that search (``analytic_gaussian_epsilon``, a
 bisection) are not differentiable by autodiff; differentiate through :func:`invert_monotone_implicit` instead
 (implicit function theorem), e.g. the derivative of the Gaussian mechanism's exact eps (Balle & Wang 2018) in
 its noise::
@@ -10,19 +10,23 @@ its noise::
     import jax
     import jax.numpy as jnp
     from amplify_jax import internal as K
-    from amplify_jax.numerics import x64_scope
 
     def eps(sigma):  # the least eps with ln delta(eps) <= ln 1e-5, ratio = 1 / sigma
         fn = lambda e, r: K.analytic_gaussian_log_delta(r, e)
         return K.invert_monotone_implicit(fn, jnp.log(1e-5), (1.0 / sigma,), 1e-9, 1e3, above=True,
                                           rtol=1e-12).value
 
-    with x64_scope():
+    with K.x64_scope():
         deps_dsigma = jax.grad(eps)(2.0)
 
-Each name is re-exported from its one home; see there for the paper and theorem.
+This module is the public home of these names (issue 29, R4): they are defined in the accounting modules and
+the private core (see there for the paper and theorem) and listed in no other module's ``__all__``.
+:class:`SGMCurve` is the static plan of the Poisson-subsampled Gaussian's RDP at fixed orders, for use inside
+kernels.
 """
 
+from ._core.numerics import float64_jit as float64_jit
+from ._core.numerics import x64_scope as x64_scope
 from .accounting.approx_dp import advanced_composition as advanced_composition
 from .accounting.approx_dp import analytic_gaussian_epsilon as analytic_gaussian_epsilon
 from .accounting.approx_dp import analytic_gaussian_log_delta as analytic_gaussian_log_delta
@@ -39,6 +43,8 @@ from .accounting.rdp import without_replacement_log_excess as without_replacemen
 from .accounting.rdp import without_replacement_rdp_kernel as without_replacement_rdp_kernel
 
 __all__ = [
+    "float64_jit",
+    "x64_scope",
     "advanced_composition",
     "analytic_gaussian_epsilon",
     "analytic_gaussian_log_delta",

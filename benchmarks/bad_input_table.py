@@ -506,7 +506,7 @@ def _api_cases():
     fns = api_functions()
     for qual, fn in fns.items():
         home = f"{fn.__module__.split('.')[1]}.{fn.__name__}" if fn.__module__.count(".") else fn.__name__
-        # a kernel exported at the top level too (aj.without_replacement_rdp_kernel) is still a kernel
+        # a kernel exported at the top level too (aj.internal.without_replacement_rdp_kernel) is still a kernel
         group = "kernel" if qual.startswith(KERNELS) or home.startswith(KERNELS) else "api"
         kw = _api_base(qual, fn)
         if kw is None:

@@ -26,7 +26,8 @@ import jax.numpy as jnp
 
 from amplify_jax import checkin as C
 from amplify_jax.checkin import _distributed
-from amplify_jax.numerics import float64_jit, log_binom_pmf, logsumexp, x64_scope
+from amplify_jax._core.numerics import log_binom_pmf, logsumexp
+from amplify_jax.internal import float64_jit, x64_scope
 from amplify_jax.plotting import figure, save
 
 ROOT = Path(__file__).resolve().parents[1]

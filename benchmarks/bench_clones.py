@@ -69,8 +69,8 @@ def load_previous():
                              capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    src = (src.replace("from .. import _validate", "from amplify_jax import _validate")
-           .replace("from ..numerics", "from amplify_jax.numerics")
+    src = (src.replace("from .. import _validate", "from amplify_jax._core import validate as _validate")
+           .replace("from ..numerics", "from amplify_jax._core.numerics")
            .replace("from . import _binomial as B", "from amplify_jax.shuffle import _binomial as B")
            .replace("from ._blanket", "from amplify_jax.shuffle._blanket_concentration"))
     mod = types.ModuleType("clones_previous")

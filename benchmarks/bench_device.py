@@ -4,7 +4,7 @@ Issue 25's device table, runnable on a CPU and on any accelerator JAX sees (one 
 
 - ``dpsgd_eps``: ``aj.dpsgd_epsilon`` (RDP, continuous order search) at q = 0.01, 10^4 steps, delta 1e-5, for
   1e4 / 1e5 / 1e6 sigmas in [0.5, 5] on an accelerator (1e3 / 1e4 on a CPU);
-- ``rdp_curve``: ``aj.poisson_subsampled_gaussian_rdp`` at 32 even orders 2..64, q = 0.01, 1e5 and 1e6 sigmas
+- ``rdp_curve``: ``aj.rdp.poisson_subsampled_gaussian_rdp`` at 32 even orders 2..64, q = 0.01, 1e5 and 1e6 sigmas
   (3.2M and 32M values; 1e4 on a CPU);
 - ``pld_eps``: ``aj.pld.dpsgd_epsilon`` for 1000 sigmas (100 on a CPU);
 - ``rdp_calibration``: ``aj.dpsgd_calibrate_sigma`` for 1000 targets eps in [0.3, 8] (200 on a CPU);
@@ -96,7 +96,7 @@ def workloads(accelerator: bool, quick: bool):
     for n in ((100_000, 1_000_000) if big else (10_000,)):
         s = np.geomspace(0.5, 5.0, n)[:, None]
         rows.append((f"rdp_curve[{n}x{orders.size}]",
-                     lambda k, s=s: aj.poisson_subsampled_gaussian_rdp(orders, q=0.01, sigma=s * (1 + 1e-9 * k)),
+                     lambda k, s=s: aj.rdp.poisson_subsampled_gaussian_rdp(orders, q=0.01, sigma=s * (1 + 1e-9 * k)),
                      n * orders.size, lambda r: r))
     n = 1000 if accelerator else 100
     s = np.geomspace(0.5, 5.0, n)

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from amplify_jax.accounting import _subsampled_gaussian as sg
-from amplify_jax.numerics import float64_jit
+from amplify_jax.internal import float64_jit
 
 Q = 0.01
 SIGMAS = np.linspace(0.5, 5.0, 1000)

@@ -18,7 +18,8 @@ What stands in for what here:
   round values with which the library is consistent with the 0.67 of the large run (below; other pairs give other
   values, table in figures/README.md).  The local noise std is sigma * 2C, sigma the least noise
   multiplier for which the Gaussian mechanism is (eps0, delta0)-DP by Balle & Wang 2018, Thm 8 (the analytic
-  Gaussian, ``amplify_jax.internal.analytic_gaussian_log_delta``, inverted by ``amplify_jax.invert_monotone``).
+  Gaussian, ``amplify_jax.internal.analytic_gaussian_log_delta``, inverted by
+  ``amplify_jax.calibrate.invert_monotone``).
 * k local Gaussian noises added to the sum are drawn as one Gaussian of variance k (sigma 2C)^2 (the same
   distribution of the model update; the shuffled reports themselves are not materialised).
 * a client's check-in is an independent Bernoulli(gamma) per round, as in the protocol (at most
@@ -108,8 +109,8 @@ def _gauss_log_delta(sigma, eps0):
 
 def local_sigma(eps0, delta0):
     """The least noise multiplier (std / sensitivity) making the Gaussian mechanism (eps0, delta0)-DP (Balle &
-    Wang 2018, Thm 8), feasible side of a bisection (``amplify_jax.invert_monotone``)."""
-    inv = aj.invert_monotone(_gauss_log_delta, np.log(np.asarray(delta0, dtype=np.float64)), args=(eps0,),
+    Wang 2018, Thm 8), feasible side of a bisection (``amplify_jax.calibrate.invert_monotone``)."""
+    inv = aj.calibrate.invert_monotone(_gauss_log_delta, np.log(np.asarray(delta0, dtype=np.float64)), args=(eps0,),
                              lo=1e-3, hi=1e3, rtol=1e-12)
     if not np.all(np.asarray(inv.status) == 0):
         raise RuntimeError(f"Expected a feasible noise multiplier for eps0={eps0}, delta0={delta0}.")

@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 
 from amplify_jax import network as N  # noqa: E402
 from amplify_jax.approx_dp import advanced_composition  # noqa: E402
-from amplify_jax.numerics import x64_scope  # noqa: E402
+from amplify_jax.internal import x64_scope  # noqa: E402
 from amplify_jax.plotting import figure_path  # noqa: E402
 
 EPS0, DP, DH, D0 = 0.1, 1e-7, 1e-7, 1e-7

@@ -63,7 +63,7 @@ import jax
 import jax.numpy as jnp
 
 from amplify_jax import network as N
-from amplify_jax.numerics import x64_scope
+from amplify_jax.internal import x64_scope
 from amplify_jax.plotting import figure, figure_path, readable_log_axes, save
 
 OUT = figure_path("network_fig2.png", Path(__file__).resolve().parents[1] / "figures")

@@ -49,7 +49,7 @@ from amplify_jax import checkin as C
 from amplify_jax import network as N
 from amplify_jax.accounting import pld
 from amplify_jax.approx_dp import analytic_gaussian_epsilon
-from amplify_jax.numerics import x64_scope
+from amplify_jax.internal import x64_scope
 from amplify_jax.plotting import figure, figure_path, save
 
 OUT = figure_path("pld_tightening.png", Path(__file__).resolve().parents[1] / "figures")

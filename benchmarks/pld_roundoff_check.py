@@ -31,7 +31,7 @@ OUT = HERE / "results" / "pld_roundoff_check.json"
 def check(sigma, q, steps, delta, n):
     import jax.numpy as jnp
 
-    from amplify_jax.numerics import x64_scope
+    from amplify_jax.internal import x64_scope
     from amplify_jax.accounting.pld import _compose as C
     from amplify_jax.accounting.pld import _queries as Q
     from amplify_jax.accounting.pld._discretize import discretize_mirrored, merged_mirrored

@@ -93,8 +93,8 @@ _PRUNING_CASES = [(0.001, 1e5, 1e-9), (0.01, 1e4, 1e-5), (0.3, 20.0, 1e-3), (0.1
 def _reference_grid(orders, sig, q, steps, delta):
     """(eps, order) on the full grid from the public RDP curve (its own, verified panel count) and conversion:
     no pruning, no static panel count."""
-    curve = np.asarray(aj.poisson_subsampled_gaussian_rdp(orders, q=q, sigma=sig)) * np.asarray(steps)[..., None]
-    return aj.epsilon_from_rdp(orders, curve, delta=delta)
+    curve = np.asarray(aj.rdp.poisson_subsampled_gaussian_rdp(orders, q=q, sigma=sig)) * np.asarray(steps)[..., None]
+    return aj.conversions.epsilon_from_rdp(orders, curve, delta=delta)
 
 
 def test_pruned_grid_equals_full_grid():
@@ -119,7 +119,7 @@ def test_every_pruning_branch_equals_full_grid(monkeypatch):
 
     from amplify_jax.accounting import accountants as A
     from amplify_jax.accounting._subsampled_gaussian import AUTO
-    from amplify_jax.numerics import x64_scope
+    from amplify_jax.internal import x64_scope
     from amplify_jax.rdp import DEFAULT_ORDERS, SGMCurve
 
     orders = np.sort(np.asarray(DEFAULT_ORDERS))
@@ -160,8 +160,8 @@ def test_order_search_on_shared_mesh_equals_exact_search():
     for sel in [np.arange(8), np.arange(8, 16), np.array([0, 1, 2, 3, 4, 8, 9, 10]),
                 np.array([12, 14, 15, 0, 1, 2, 3, 4])]:
         s, qq, t = sig[sel], q[sel], steps[sel]
-        curve = np.asarray(aj.poisson_subsampled_gaussian_rdp(orders, q=qq, sigma=s)) * t[:, None]
-        ref, ref_a = map(np.asarray, aj.optimal_epsilon(exact, delta=delta, args=(qq, s, t), orders=orders,
+        curve = np.asarray(aj.rdp.poisson_subsampled_gaussian_rdp(orders, q=qq, sigma=s)) * t[:, None]
+        ref, ref_a = map(np.asarray, aj.conversions.optimal_epsilon(exact, delta=delta, args=(qq, s, t), orders=orders,
                                                         grid_rdp=curve, n_iter=A.REFINE_STEPS))
         grid = np.asarray(aj.dpsgd_epsilon(sigma=s, q=qq, steps=t, delta=delta, optimize_order=False,
                                            n_panels=_PANELS).epsilon)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from amplify_jax.accounting import approx_dp as A
-from amplify_jax.numerics import float64_jit
+from amplify_jax.internal import float64_jit
 
 _eps = float64_jit(A.analytic_gaussian_epsilon)
 _logd = float64_jit(A.analytic_gaussian_log_delta)
@@ -69,7 +69,7 @@ def test_internal_kernels_compose_under_grad_and_vmap():
     import jax.numpy as jnp
 
     from amplify_jax import internal as K
-    from amplify_jax.numerics import x64_scope
+    from amplify_jax.internal import x64_scope
 
     def eps(sigma):  # the docstring's example: eps by the implicit inversion, differentiable in sigma
         fn = lambda e, r: K.analytic_gaussian_log_delta(r, e)  # noqa: E731

@@ -300,14 +300,14 @@ def test_validate_allows_empty_where_asked():
 API = [
     (aj.dpsgd_epsilon, (), dict(sigma=1.0, q=0.01, steps=100, delta=1e-5)),
     (aj.dpsgd_calibrate_sigma, (), dict(target_epsilon=1.0, q=0.01, steps=100, delta=1e-5)),
-    (aj.poisson_subsampled_gaussian_rdp, ("orders",), dict(orders=[2.0, 8.0], q=0.01, sigma=1.0)),
-    (aj.gaussian_rdp, ("orders",), dict(orders=[2.0, 8.0], sigma=1.0)),
-    (aj.laplace_rdp, ("orders",), dict(orders=[2.0, 8.0], scale=1.0)),
-    (aj.randomized_response_rdp, ("orders",), dict(orders=[2.0, 8.0], eps0=1.0, k=2)),
-    (aj.subsampled_gaussian_wor_rdp, ("orders",), dict(orders=[2.0, 8.0], q=0.01, sigma=1.0)),
-    (aj.epsilon_from_rdp, ("orders", "rdp"), dict(orders=[2.0, 8.0], rdp=[0.1, 0.5], delta=1e-5)),
-    (aj.delta_from_rdp, ("orders", "rdp"), dict(orders=[2.0, 8.0], rdp=[0.1, 0.5], epsilon=1.0)),
-    (aj.dp_to_rdp, ("orders",), dict(orders=[2.0, 8.0], eps=1.0)),
+    (aj.rdp.poisson_subsampled_gaussian_rdp, ("orders",), dict(orders=[2.0, 8.0], q=0.01, sigma=1.0)),
+    (aj.rdp.gaussian_rdp, ("orders",), dict(orders=[2.0, 8.0], sigma=1.0)),
+    (aj.rdp.laplace_rdp, ("orders",), dict(orders=[2.0, 8.0], scale=1.0)),
+    (aj.rdp.randomized_response_rdp, ("orders",), dict(orders=[2.0, 8.0], eps0=1.0, k=2)),
+    (aj.rdp.subsampled_gaussian_wor_rdp, ("orders",), dict(orders=[2.0, 8.0], q=0.01, sigma=1.0)),
+    (aj.conversions.epsilon_from_rdp, ("orders", "rdp"), dict(orders=[2.0, 8.0], rdp=[0.1, 0.5], delta=1e-5)),
+    (aj.conversions.delta_from_rdp, ("orders", "rdp"), dict(orders=[2.0, 8.0], rdp=[0.1, 0.5], epsilon=1.0)),
+    (aj.conversions.dp_to_rdp, ("orders",), dict(orders=[2.0, 8.0], eps=1.0)),
     (aj.shuffle.clones_epsilon, (), dict(eps0=2.0, n=10000, delta=1e-6)),
     (aj.shuffle.erlingsson_epsilon, (), dict(eps0=0.3, n=10000, delta=1e-6)),
     (aj.traffic.scrambler_delta, (), dict(epsilon=1.0, targets=10, n=100, sampling=0.5, dummies=10)),
@@ -364,15 +364,15 @@ _DPSGD = dict(target_epsilon=1.0, q=0.01, steps=100, delta=1e-5)
 
 API_REFUSED = [
     # tuning options of one method, given with another (checked whatever the method)
-    ("chernoff_delta-nan-exact", lambda: aj.distributed_gaussian_rdp([2, 8], **_DG, chernoff_delta=math.nan),
+    ("chernoff_delta-nan-exact", lambda: aj.checkin.distributed_gaussian_rdp([2, 8], **_DG, chernoff_delta=math.nan),
      "chernoff_delta"),
-    ("chernoff_delta-1", lambda: aj.distributed_gaussian_rdp([2, 8], **_DG, method="eq11", chernoff_delta=1.0),
+    ("chernoff_delta-1", lambda: aj.checkin.distributed_gaussian_rdp([2, 8], **_DG, method="eq11", chernoff_delta=1.0),
      "chernoff_delta"),
     ("chernoff_delta-upper", lambda: aj.checkin.shuffled_checkin_upper_rdp([2, 8], n=1000, gamma=0.1, eps0=1.0,
                                                                            chernoff_delta=-1.0), "chernoff_delta"),
     ("chernoff_delta-lower", lambda: aj.checkin.shuffled_checkin_lower_rdp([2, 8], n=1000, gamma=0.1, eps0=1.0,
                                                                            chernoff_delta=1.0), "chernoff_delta"),
-    ("tail_tol-array", lambda: aj.distributed_gaussian_rdp([2, 8], **_DG, tail_tol=[1e-12, 1e-10]), "tail_tol"),
+    ("tail_tol-array", lambda: aj.checkin.distributed_gaussian_rdp([2, 8], **_DG, tail_tol=[1e-12, 1e-10]), "tail_tol"),
     ("window_size-tail_tol", lambda: aj.checkin.window_size(1000, 0.1, tail_tol=0.0), "tail_tol"),
     ("window_size-n", lambda: aj.checkin.window_size(1000.5, 0.1), "n"),
     ("sigma_lo", lambda: aj.checkin.distributed_gaussian_calibrate_sigma(n=1000, gamma=0.1, steps=100,
@@ -380,17 +380,17 @@ API_REFUSED = [
      "sigma_lo"),
     ("delta0-1", lambda: aj.checkin.subsampled_shuffle_checkin_rdp([2.0], n=1000, gamma=0.1, eps0=1.0,
                                                                    shuffle_delta=1e-6, delta0=1.0), "delta0"),
-    ("confidence-exact", lambda: aj.scrambler_delta(1.0, **_SCR, confidence=math.nan), "confidence"),
-    ("samples-exact", lambda: aj.scrambler_delta(1.0, **_SCR, samples=2.5), "samples"),
+    ("confidence-exact", lambda: aj.traffic.scrambler_delta(1.0, **_SCR, confidence=math.nan), "confidence"),
+    ("samples-exact", lambda: aj.traffic.scrambler_delta(1.0, **_SCR, samples=2.5), "samples"),
     ("scrambler-rtol", lambda: aj.traffic.scrambler_epsilon(1e-5, **_SCR, rtol=1e300), "rtol"),
     ("blanket-confidence", lambda: aj.shuffle.blanket_delta(1.0, n=1000, randomizer=_GEN, confidence="abc"),
      "confidence"),
     ("blanket-samples", lambda: aj.shuffle.blanket_epsilon(1e-6, n=1000, randomizer=_GEN, samples=-1), "samples"),
     ("blanket-rtol", lambda: aj.shuffle.blanket_epsilon(1e-6, n=1000, randomizer=_GEN, rtol=[1e-9, 1e-9]), "rtol"),
-    ("clones-tail_sd", lambda: aj.clones_epsilon(2.0, 10000, 1e-6, tail_sd=-1.0), "tail_sd"),
-    ("clones-max_iter", lambda: aj.clones_epsilon(2.0, 10000, 1e-6, max_iter=1e300), "max_iter"),
-    ("clones-max_iter-1.5", lambda: aj.clones_epsilon(2.0, 10000, 1e-6, max_iter=2.5), "max_iter"),
-    ("clones-rtol", lambda: aj.clones_epsilon(2.0, 10000, 1e-6, rtol=[1e-9, 1e-9]), "rtol"),
+    ("clones-tail_sd", lambda: aj.shuffle.clones_epsilon(2.0, 10000, 1e-6, tail_sd=-1.0), "tail_sd"),
+    ("clones-max_iter", lambda: aj.shuffle.clones_epsilon(2.0, 10000, 1e-6, max_iter=1e300), "max_iter"),
+    ("clones-max_iter-1.5", lambda: aj.shuffle.clones_epsilon(2.0, 10000, 1e-6, max_iter=2.5), "max_iter"),
+    ("clones-rtol", lambda: aj.shuffle.clones_epsilon(2.0, 10000, 1e-6, rtol=[1e-9, 1e-9]), "rtol"),
     ("clones_delta-tail_sd", lambda: aj.shuffle.clones_delta(0.3, eps0=2.0, n=10000, tail_sd=math.inf), "tail_sd"),
     ("optimal_noise-iterations", lambda: aj.secrdp.optimal_noise(_G16, **_SEC, iterations=-1), "iterations"),
     ("optimal_noise-learning_rate", lambda: aj.secrdp.optimal_noise(_G16, **_SEC, learning_rate=math.inf),
@@ -419,29 +419,29 @@ API_REFUSED = [
     ("regular-graph-n", lambda: graphs.random_regular_graph(3, [10, 12], seed=0), "n"),
     ("erdos-renyi-p", lambda: graphs.erdos_renyi_graph(10, 1e-300, seed=0), "p"),
     # orders beyond the documented limits (rdp.MAX_ORDER = 1e6, rdp.WOR_MAX_ORDER = 1024, checkin: 1e8)
-    ("gaussian-orders", lambda: aj.gaussian_rdp([2.0, 1e300], sigma=1.0), "orders"),
-    ("laplace-orders", lambda: aj.laplace_rdp([1e300], scale=1.0), "orders"),
-    ("rr-orders", lambda: aj.randomized_response_rdp([1e300], eps0=1.0), "orders"),
-    ("poisson-orders", lambda: aj.poisson_subsampled_gaussian_rdp([2.0, 1e300], q=0.01, sigma=1.0), "orders"),
-    ("wor-orders", lambda: aj.subsampled_gaussian_wor_rdp([2000.0], q=0.01, sigma=1.0), "orders"),
-    ("dp_to_rdp-orders", lambda: aj.dp_to_rdp([1e300], eps=1.0), "orders"),
+    ("gaussian-orders", lambda: aj.rdp.gaussian_rdp([2.0, 1e300], sigma=1.0), "orders"),
+    ("laplace-orders", lambda: aj.rdp.laplace_rdp([1e300], scale=1.0), "orders"),
+    ("rr-orders", lambda: aj.rdp.randomized_response_rdp([1e300], eps0=1.0), "orders"),
+    ("poisson-orders", lambda: aj.rdp.poisson_subsampled_gaussian_rdp([2.0, 1e300], q=0.01, sigma=1.0), "orders"),
+    ("wor-orders", lambda: aj.rdp.subsampled_gaussian_wor_rdp([2000.0], q=0.01, sigma=1.0), "orders"),
+    ("dp_to_rdp-orders", lambda: aj.conversions.dp_to_rdp([1e300], eps=1.0), "orders"),
     ("dpsgd-orders", lambda: aj.dpsgd_epsilon(sigma=1.0, q=0.01, steps=100, delta=1e-5, orders=[2.0, 1e300]),
      "orders"),
     ("calibrate-orders", lambda: aj.dpsgd_calibrate_sigma(**_DPSGD, orders=[1e300]), "orders"),
     ("epsilon-orders", lambda: aj.epsilon("laplace", scale=2.0, steps=10, delta=1e-5, orders=[1e300]), "orders"),
-    ("checkin-orders", lambda: aj.distributed_gaussian_rdp([2.0, 1e300], **_DG), "orders"),
+    ("checkin-orders", lambda: aj.checkin.distributed_gaussian_rdp([2.0, 1e300], **_DG), "orders"),
     # noise beyond the documented ranges (rdp.SIGMA_RANGE: +inf at sigma 1e-300, 0 below the truth at 1e300)
-    ("gaussian-sigma-tiny", lambda: aj.gaussian_rdp([2.0], sigma=1e-300), "sigma"),
-    ("gaussian-sigma-huge", lambda: aj.gaussian_rdp([2.0], sigma=1e300), "sigma"),
-    ("gaussian-sensitivity", lambda: aj.gaussian_rdp([2.0], sigma=1.0, sensitivity=1e300), "sensitivity"),
-    ("laplace-scale", lambda: aj.laplace_rdp([2.0], scale=1e300), "scale"),
-    ("poisson-sigma", lambda: aj.poisson_subsampled_gaussian_rdp([2.0], q=0.01, sigma=1e-300), "sigma"),
-    ("wor-sigma", lambda: aj.subsampled_gaussian_wor_rdp([2.0], q=0.01, sigma=1e-300), "sigma"),
-    ("checkin-sigma", lambda: aj.distributed_gaussian_rdp([2, 8], n=1000, gamma=0.1, sigma=1e-300), "sigma"),
+    ("gaussian-sigma-tiny", lambda: aj.rdp.gaussian_rdp([2.0], sigma=1e-300), "sigma"),
+    ("gaussian-sigma-huge", lambda: aj.rdp.gaussian_rdp([2.0], sigma=1e300), "sigma"),
+    ("gaussian-sensitivity", lambda: aj.rdp.gaussian_rdp([2.0], sigma=1.0, sensitivity=1e300), "sensitivity"),
+    ("laplace-scale", lambda: aj.rdp.laplace_rdp([2.0], scale=1e300), "scale"),
+    ("poisson-sigma", lambda: aj.rdp.poisson_subsampled_gaussian_rdp([2.0], q=0.01, sigma=1e-300), "sigma"),
+    ("wor-sigma", lambda: aj.rdp.subsampled_gaussian_wor_rdp([2.0], q=0.01, sigma=1e-300), "sigma"),
+    ("checkin-sigma", lambda: aj.checkin.distributed_gaussian_rdp([2, 8], n=1000, gamma=0.1, sigma=1e-300), "sigma"),
     ("shuffled-gaussian-sigma", lambda: aj.checkin.shuffled_gaussian_rdp([2], n=10, sigma=1e-300), "sigma"),
     # delta = 1 is no guarantee; a count is an integer
-    ("dp_to_rdp-delta-1", lambda: aj.dp_to_rdp([2.0, 8.0], eps=1.0, delta=1.0), "delta"),
-    ("compose-steps", lambda: aj.compose([np.ones(3)], steps=1.5), "steps"),
+    ("dp_to_rdp-delta-1", lambda: aj.conversions.dp_to_rdp([2.0, 8.0], eps=1.0, delta=1.0), "delta"),
+    ("compose-steps", lambda: aj.rdp.compose([np.ones(3)], steps=1.5), "steps"),
     # the deployments' targets below MIN_TARGET_DELTA (fewest_dummies at 1e-300: 168 s, then infeasible)
     ("fewest_dummies", lambda: aj.traffic.fewest_dummies(1.0, 1e-300, targets=10, n=1000, sampling=0.5),
      "target_delta"),
@@ -535,7 +535,7 @@ def test_randomized_response_at_orders_beyond_float64_is_eps0():
     +inf), and an ordinary point is unchanged (against the closed form of Mironov 2017, Table II, in mpmath)."""
     import mpmath as mp
 
-    got = np.asarray(aj.randomized_response_rdp([2.0, 1e6], eps0=np.array([1e303, 1.0])))
+    got = np.asarray(aj.rdp.randomized_response_rdp([2.0, 1e6], eps0=np.array([1e303, 1.0])))
     assert got[0, 1] == 1e303 and np.isfinite(got[0, 0]) and got[0, 0] <= 1e303
     with mp.workdps(50):
         a, e = mp.mpf(2), mp.mpf(1)
@@ -551,7 +551,7 @@ def test_extreme_values_answered_finite_or_flagged():
     import jax.numpy as jnp
 
     from amplify_jax.approx_dp import subsampled_epsilon
-    from amplify_jax.numerics import float64_jit
+    from amplify_jax.internal import float64_jit
 
     q = 1.0 - (1.0 - 1.0 / 1000) ** 10
     big = float(aj.network.subsampled_cycle_epsilon(n=1000, m=10, eps_aggregate=1e300))
@@ -845,10 +845,11 @@ def test_search_options_are_checked():
                                                          rtol=-1.0), "rtol")
     fn = lambda x, c: c / x  # noqa: E731
     for bad in (math.nan, math.inf, 1e300, -1.0, 2.5, "abc", [10, 20]):
-        _refused(lambda: aj.invert_monotone(fn, 1.0, args=(3.0,), lo=1e-3, hi=1e6, max_iter=bad), "max_iter")
+        _refused(lambda: aj.calibrate.invert_monotone(fn, 1.0, args=(3.0,), lo=1e-3, hi=1e6, max_iter=bad), "max_iter")
         _refused(lambda: aj.calibrate.invert_monotone_host(lambda x: 3.0 / x, 1.0, lo=1e-3, hi=1e6, max_iter=bad),
                  "max_iter")
-    _refused(lambda: aj.invert_monotone(fn, [1.0, 2.0], args=(3.0,), lo=1e-3, hi=1e6, rtol=[1e-6] * 3), "rtol")
+    _refused(lambda: aj.calibrate.invert_monotone(fn, [1.0, 2.0], args=(3.0,), lo=1e-3, hi=1e6, rtol=[1e-6] * 3),
+             "rtol")
     for bad in (1e300, 1e-300, 1e-10):  # the quadrature's panel count was NaN (or ~1e11) there
         _refused(lambda: aj.dpsgd_epsilon(sigma=bad, q=0.01, steps=100, delta=1e-5), "sigma")
 

@@ -56,7 +56,7 @@ traces = []
 jax.monitoring.register_event_duration_secs_listener(
     lambda name, d, **kw: traces.append(name) if name == "/jax/core/compile/jaxpr_trace_duration" else None)
 import amplify_jax as aj
-v = aj.poisson_subsampled_gaussian_rdp([1.5, 2.0, 3.0], q=0.01, sigma=1.2)
+v = aj.rdp.poisson_subsampled_gaussian_rdp([1.5, 2.0, 3.0], q=0.01, sigma=1.2)
 print(json.dumps({"rdp": [float(x) for x in v], "traces": len(traces)}))
 """
 

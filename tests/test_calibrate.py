@@ -98,7 +98,9 @@ import jax.numpy as jnp  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from amplify_jax.numerics import log_ndtr, x64_scope  # noqa: E402
+from amplify_jax._core.numerics import log_ndtr
+
+from amplify_jax.internal import x64_scope  # noqa: E402
 
 
 def gaussian_mironov(sigma, alpha, log_inv_delta):

@@ -20,7 +20,7 @@ from amplify_jax.accounting import approx_dp
 from amplify_jax import checkin as C
 from amplify_jax.checkin import _distributed
 from amplify_jax.conversions import epsilon_from_rdp
-from amplify_jax.numerics import x64_scope
+from amplify_jax.internal import x64_scope
 from amplify_jax.rdp import DEFAULT_ORDERS as RDP_DEFAULT_ORDERS, pure_dp_rdp, without_replacement_rdp
 from amplify_jax.shuffle import fmt_closed_form_epsilon
 from amplify_jax.status import Status

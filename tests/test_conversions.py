@@ -34,14 +34,14 @@ def test_optimal_never_worse_than_grid():
 
     s = np.geomspace(0.3, 30, 17)
     opt, _ = C.optimal_epsilon(gauss, delta=1e-5, args=(s,))
-    grid, _ = C.epsilon_from_rdp(aj.DEFAULT_ORDERS, np.asarray(aj.gaussian_rdp(aj.DEFAULT_ORDERS, sigma=s)),
+    grid, _ = C.epsilon_from_rdp(aj.rdp.DEFAULT_ORDERS, np.asarray(aj.rdp.gaussian_rdp(aj.rdp.DEFAULT_ORDERS, sigma=s)),
                                  delta=1e-5)
     assert np.all(np.asarray(opt) <= np.asarray(grid) + 1e-15)
 
 
 def test_mironov_is_looser():
     o = np.arange(2, 64, dtype=float)
-    r = np.asarray(aj.gaussian_rdp(o, sigma=2.0))
+    r = np.asarray(aj.rdp.gaussian_rdp(o, sigma=2.0))
     b, _ = C.epsilon_from_rdp(o, r, delta=1e-6)
     m, _ = C.epsilon_from_rdp(o, r, delta=1e-6, method="mironov")
     assert float(m) > float(b)
@@ -51,7 +51,7 @@ def test_matches_dp_accounting_conversion():
     from dp_accounting.rdp import rdp_privacy_accountant as ra
 
     o = np.array([1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
-    r = np.asarray(aj.gaussian_rdp(o, sigma=1.2)) * 7
+    r = np.asarray(aj.rdp.gaussian_rdp(o, sigma=1.2)) * 7
     ref_eps, _ = ra.compute_epsilon(o, r, 1e-5)
     eps, _ = C.epsilon_from_rdp(o, r, delta=1e-5)
     assert abs(float(eps) - ref_eps) < 1e-12
@@ -63,8 +63,8 @@ def test_matches_dp_accounting_conversion():
 @given(sigma=st.floats(0.5, 50.0), delta=st.floats(1e-12, 0.1))
 def test_delta_eps_round_trip(sigma, delta):
     """delta(eps(delta)) <= delta at the same order (both directions are the same inequality)."""
-    o = aj.DEFAULT_ORDERS
-    r = np.asarray(aj.gaussian_rdp(o, sigma=sigma))
+    o = aj.rdp.DEFAULT_ORDERS
+    r = np.asarray(aj.rdp.gaussian_rdp(o, sigma=sigma))
     eps, order = C.epsilon_from_rdp(o, r, delta=delta)
     d, _ = C.delta_from_rdp(o, r, epsilon=float(eps))
     assert float(d) <= delta * (1 + 1e-9)
@@ -74,7 +74,7 @@ def test_delta_eps_round_trip(sigma, delta):
 def test_dp_to_rdp_pure_is_randomized_response():
     o = np.array([1.5, 2.0, 10.0])
     res = C.dp_to_rdp(o, eps=1.0)
-    np.testing.assert_allclose(res.rdp, aj.randomized_response_rdp(o, eps0=1.0, k=2), rtol=1e-14)
+    np.testing.assert_allclose(res.rdp, aj.rdp.randomized_response_rdp(o, eps0=1.0, k=2), rtol=1e-14)
     assert float(res.delta) == 0.0
     res = C.dp_to_rdp(o, eps=[0.5, 1.0], delta=1e-6)
     assert res.rdp.shape == (2, 3) and np.all(np.asarray(res.delta) == 1e-6)

@@ -18,7 +18,7 @@ import optax
 from amplify_jax import checkin as C
 from amplify_jax import internal as K
 from amplify_jax.conversions import epsilon_from_rdp
-from amplify_jax.numerics import x64_scope
+from amplify_jax.internal import x64_scope
 
 ROOT = Path(__file__).resolve().parents[1]
 

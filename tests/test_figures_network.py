@@ -92,7 +92,7 @@ def test_fig2_eps10_network_nearly_matches_central_in_both_readings():
     import jax
     import jax.numpy as jnp
 
-    from amplify_jax.numerics import x64_scope
+    from amplify_jax.internal import x64_scope
 
     mod = _script()
     n, T, runs = 2000, 20_000, 16

@@ -233,7 +233,7 @@ def test_fmt_in_kernels_public_value_and_condition():
     """The FMT closed form used inside network's kernels: the clones code's README value, and eps0 outside
     the condition eps0 <= ln(n / (16 ln(4/delta)))."""
     import jax.numpy as jnp
-    from amplify_jax.numerics import x64_scope
+    from amplify_jax.internal import x64_scope
 
     eps0 = np.array([4.0, 3.0, 1.0])
     n = np.array([1e5, 100.0, 1e4])
@@ -258,7 +258,7 @@ def brute_hist_sup(n, eps0, delta):
 @pytest.mark.parametrize("n,eps0", [(300, 0.5), (5000, 1.0), (20000, 0.2), (3000, 2.5)])
 def test_hist_cycle_sup_is_sound_and_tight(n, eps0):
     import jax.numpy as jnp
-    from amplify_jax.numerics import x64_scope
+    from amplify_jax.internal import x64_scope
 
     with x64_scope():
         got = float(_complete_graph._hist_cycle_sup(jnp.asarray([float(n)]), jnp.asarray([eps0]), jnp.asarray([1e-6]))[0])
@@ -370,7 +370,7 @@ def gauss_delta(eps, r):
 def test_central_bassily_route():
     import jax
     import jax.numpy as jnp
-    from amplify_jax.numerics import x64_scope
+    from amplify_jax.internal import x64_scope
 
     r = np.array([0.5, 2.0, 0.05])
     d1 = np.array([1e-5, 1e-8, 0.05])
@@ -590,7 +590,7 @@ def test_path_known_repeated_contributions_use_group_sensitivity():
 
 def test_group_delta_table_matches_scipy():
     import jax.numpy as jnp
-    from amplify_jax.numerics import x64_scope
+    from amplify_jax.internal import x64_scope
 
     n, eps0, d0, T = 50, 0.4, 1e-7, 200
     import jax
@@ -624,7 +624,7 @@ def test_group_delta_table_matches_scipy():
 def test_closed_group_delta_bounds_every_cycle_length():
     import jax
     import jax.numpy as jnp
-    from amplify_jax.numerics import x64_scope
+    from amplify_jax.internal import x64_scope
 
     n, eps0, d0 = 60, 0.4, 1e-6
     with x64_scope():

@@ -118,7 +118,7 @@ def test_float64_whatever_the_global_flag():
         import jax
         assert not jax.config.jax_enable_x64
         import amplify_jax as aj
-        r = aj.poisson_subsampled_gaussian_rdp([2.0, 32.0], q=1e-8, sigma=1.0)
+        r = aj.rdp.poisson_subsampled_gaussian_rdp([2.0, 32.0], q=1e-8, sigma=1.0)
         assert r.dtype == "float64", r.dtype
         # q^2 (e - 1) at order 2: needs float64 (float32 would give 0 or 1e-7 relative error).
         assert abs(float(r[0]) / (1e-16 * 1.718281828459045) - 1) < 1e-9, float(r[0])

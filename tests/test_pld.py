@@ -419,7 +419,7 @@ def test_spectrum_powers_with_an_exact_zero():
     # narrow PLD's high frequencies) must give 0 (T >= 2), not the nan of jnp's complex T * log(0) = -inf + nan i
     import jax.numpy as jnp
 
-    from amplify_jax.numerics import x64_scope
+    from amplify_jax.internal import x64_scope
     from amplify_jax.accounting.pld._compose import _log_power
 
     z = np.array([0.0, 1.0, -0.5 + 0.5j, 0.3 - 0.9j, -1.0, 1e-200j])

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from amplify_jax.accounting import pld
-from amplify_jax.numerics import x64_scope
+from amplify_jax.internal import x64_scope
 from amplify_jax.accounting.pld import _discretize, _mechanisms, _mixture
 from amplify_jax.accounting.pld._queries import eps_batch
 

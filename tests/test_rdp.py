@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 import amplify_jax as aj
 from amplify_jax.accounting import rdp as R
-from amplify_jax.numerics import x64_scope
+from amplify_jax.internal import x64_scope
 import jax.numpy as jnp
 
 
@@ -221,7 +221,7 @@ def test_log_binomial_table_exact():
     it replaced was off by 8.5e-12 at a = 1014, j = 420)."""
     import math
 
-    from amplify_jax.numerics import log_comb_table
+    from amplify_jax._core.numerics import log_comb_table
 
     alpha = (2, 7, 63, 512, 1014, 1024)
     table = log_comb_table(alpha, 1024)
@@ -237,11 +237,11 @@ def test_tiny_rates_are_raised_to_the_floor_soundly():
     from amplify_jax.rdp import Q_FLOOR
 
     orders = [1.5, 2.0, 32.5]
-    tiny = np.asarray(aj.poisson_subsampled_gaussian_rdp(orders, q=1e-300, sigma=1.0))
-    floor = np.asarray(aj.poisson_subsampled_gaussian_rdp(orders, q=Q_FLOOR, sigma=1.0))
+    tiny = np.asarray(aj.rdp.poisson_subsampled_gaussian_rdp(orders, q=1e-300, sigma=1.0))
+    floor = np.asarray(aj.rdp.poisson_subsampled_gaussian_rdp(orders, q=Q_FLOOR, sigma=1.0))
     np.testing.assert_array_equal(tiny, floor)
     assert np.all(np.isfinite(tiny)) and np.all(tiny > 0)
-    zero = np.asarray(aj.poisson_subsampled_gaussian_rdp(orders, q=0.0, sigma=1.0))
+    zero = np.asarray(aj.rdp.poisson_subsampled_gaussian_rdp(orders, q=0.0, sigma=1.0))
     assert np.all(zero == 0.0)
     e_tiny = aj.dpsgd_epsilon(sigma=1.0, q=1e-300, steps=100, delta=1e-5).epsilon
     assert float(e_tiny) == float(aj.dpsgd_epsilon(sigma=1.0, q=Q_FLOOR, steps=100, delta=1e-5).epsilon)

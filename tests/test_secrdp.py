@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
 from amplify_jax import secrdp as S
-from amplify_jax.numerics import x64_scope
+from amplify_jax.internal import x64_scope
 from amplify_jax.secrdp import _calibration, _certified, _covariance, _flow, _graph, _step
 
 # ---------------------------------------------------------------------------------------------------------

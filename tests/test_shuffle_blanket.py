@@ -89,7 +89,7 @@ def test_fixed_window_kernel_agrees_with_planned_windows():
 
 
 def _traced(*a):
-    from amplify_jax.numerics import float64_jit
+    from amplify_jax.internal import float64_jit
 
     f = float64_jit(lambda *x: BL.rr_delta_traced("exact", *x))
     return np.asarray(f(*(np.asarray(x, dtype=float) for x in a)))

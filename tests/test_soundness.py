@@ -53,13 +53,13 @@ def test_regressions_rounded_up():
     from amplify_jax import bounds
 
     a, q, s = 4077.0, 2.5978388213923442e-05, 50.57829040621378
-    assert float(np.asarray(aj.poisson_subsampled_gaussian_rdp([a], q=q, sigma=s))[0]) >= R.psg_integer_rdp(a, q, s)
+    assert float(np.asarray(aj.rdp.poisson_subsampled_gaussian_rdp([a], q=q, sigma=s))[0]) >= R.psg_integer_rdp(a, q, s)
     # above order 1024 (the 10 000-point campaign): Loader's log C off by 55 ulps at alpha = 34 344 (4e-15
     # below), the quadrature 1.75e-11 below at alpha = 1e6 - 0.5 (both now rounded up by more)
     a, q, s = 34344.0, 0.33314041411302636, 205.3529269673022
-    assert float(np.asarray(aj.poisson_subsampled_gaussian_rdp([a], q=q, sigma=s))[0]) >= R.psg_integer_rdp(a, q, s)
+    assert float(np.asarray(aj.rdp.poisson_subsampled_gaussian_rdp([a], q=q, sigma=s))[0]) >= R.psg_integer_rdp(a, q, s)
     for q, s in [(0.02238383853509801, 9008.119259381243), (0.009721920608122808, 6357.266272988574)]:
-        ours = float(np.asarray(aj.poisson_subsampled_gaussian_rdp([999999.5], q=q, sigma=s))[0])
+        ours = float(np.asarray(aj.rdp.poisson_subsampled_gaussian_rdp([999999.5], q=q, sigma=s))[0])
         assert ours >= R.psg_rdp_mp(999999.5, q, s, dps=30)
     for a, q, s in [(3, 1.6860568423106739e-06, 1e4), (4, 0.00011650853936707432, 1.4202852163988107)]:
         ours = float(bounds.evaluate("rdp.wor-subsampled-gaussian", orders=[a], q=q, sigma=s).rdp.ravel()[0])

@@ -25,7 +25,7 @@ from amplify_jax.accounting._subsampled_gaussian import (
     log_a_minus_one_fractional,
     log_a_minus_one_integer_grid,
 )
-from amplify_jax.numerics import float64_jit
+from amplify_jax.internal import float64_jit
 
 RTOL = 1e-9  # the accuracy the kernel promises on the RDP (it reaches ~1e-11)
 N_PANELS = 16  # enough for every point below (checked in test_panels_needed)

@@ -1,7 +1,7 @@
 """Approximate-DP building blocks, one home each: the kernels that several papers' bounds are made of.
 
 Pure ``jnp`` functions of arrays that broadcast, to be traced inside other kernels (run them under
-:func:`amplify_jax.numerics.float64_jit` or :func:`~amplify_jax.numerics.x64_scope`).  They do not validate:
+:func:`amplify_jax.internal.float64_jit` or :func:`~amplify_jax.internal.x64_scope`).  They do not validate:
 the public function of the bound that uses them does.  Each returns its value on the safe side.
 
 - :func:`advanced_composition` -- Dwork, Rothblum, Vadhan 2010, Thm III.3.

@@ -491,7 +491,7 @@ def invert_monotone_differentiable(
     :func:`invert_monotone_implicit` (0 where the status is not OK or the bound is flat there).  Inputs are
     validated when they are concrete; under a JAX transformation (``jax.grad``, ``jax.jacfwd``, ``jax.vmap``)
     they are traced and only the static options are checked.  Run the transformation under
-    :func:`amplify_jax.numerics.x64_scope` so that the tangents are float64 too, e.g.::
+    :func:`amplify_jax.internal.x64_scope` so that the tangents are float64 too, e.g.::
 
         with x64_scope():
             dsigma_deps = jax.grad(lambda t: invert_monotone_differentiable(fn, t, args=(d,), lo=0.1,
