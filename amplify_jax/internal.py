@@ -21,8 +21,6 @@ its noise::
 
 This module is the public home of these names (issue 29, R4): they are defined in the accounting modules and
 the private core (see there for the paper and theorem) and listed in no other module's ``__all__``.
-:class:`SGMCurve` is the static plan of the Poisson-subsampled Gaussian's RDP at fixed orders, for use inside
-kernels.
 """
 
 from ._core.numerics import float64_jit as float64_jit
@@ -36,7 +34,6 @@ from .accounting.calibrate import invert_monotone_implicit as invert_monotone_im
 from .accounting.calibrate import invert_monotone_kernel as invert_monotone_kernel
 from .accounting.conversions import rdp_epsilon_terms as rdp_epsilon_terms
 from .accounting.conversions import refine_order as refine_order
-from .accounting.rdp import SGMCurve as SGMCurve
 from .accounting.rdp import randomized_response_log_excess as randomized_response_log_excess
 from .accounting.rdp import sgm_log_a_minus_one as sgm_log_a_minus_one
 from .accounting.rdp import without_replacement_log_excess as without_replacement_log_excess
@@ -54,7 +51,6 @@ __all__ = [
     "invert_monotone_kernel",
     "rdp_epsilon_terms",
     "refine_order",
-    "SGMCurve",
     "randomized_response_log_excess",
     "sgm_log_a_minus_one",
     "without_replacement_log_excess",

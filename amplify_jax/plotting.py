@@ -10,8 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["figure", "save", "plot_privacy_curve", "paper_panels", "plot_paper_panels", "figure_path",
-           "FIGURES_DIR_ENV", "log_ticks", "readable_log_axes", "tick_label"]
+# importable, not in __all__: the helpers the command line and the figure scripts share (figure, save, figure_path,
+# FIGURES_DIR_ENV, log_ticks, readable_log_axes, tick_label)
+__all__ = ["plot_privacy_curve", "paper_panels", "plot_paper_panels"]
 
 #: The environment variable that redirects the figure scripts' output (``amplify-jax figures --output DIR``).
 FIGURES_DIR_ENV = "AMPLIFY_JAX_FIGURES_DIR"

@@ -25,9 +25,8 @@ from jax.scipy import special as jsp
 
 from . import host as _host
 
+# private module (amplify_jax._core); float64_jit and x64_scope are public from amplify_jax.internal
 __all__ = [
-    "float64_jit",
-    "x64_scope",
     "run_in_slabs",
     "SLAB",
     "SLAB_BY_PLATFORM",

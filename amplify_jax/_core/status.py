@@ -10,7 +10,8 @@ import enum
 
 import numpy as np
 
-__all__ = ["Status", "status_names"]
+# status_names (the command line's words for codes) is importable, not in __all__
+__all__ = ["Status"]
 
 
 class Status(enum.IntEnum):

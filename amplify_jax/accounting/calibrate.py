@@ -39,20 +39,10 @@ from .._core import validate as V
 from .._core.numerics import float64_jit, x64_scope
 from .._core.status import Status
 
-__all__ = [
-    "Inversion",
-    "invert_monotone",
-    "invert_monotone_kernel",
-    "invert_monotone_implicit",
-    "invert_monotone_differentiable",
-    "invert_monotone_host",
-    "OK",
-    "INFEASIBLE",
-    "AT_LIMIT",
-    "NOT_MONOTONE",
-    "MAX_ITER",
-    "STATUS_NAMES",
-]
+# importable, not in __all__: the result type Inversion (named by the functions' docstrings), the kernels
+# invert_monotone_kernel / invert_monotone_implicit (public from amplify_jax.internal), the status codes (the same
+# as amplify_jax.Status: OK, INFEASIBLE, AT_LIMIT, NOT_MONOTONE, STATUS_NAMES) and the tunables (MAX_ITER, HOST_BLOCKS)
+__all__ = ["invert_monotone", "invert_monotone_differentiable", "invert_monotone_host"]
 
 OK, INFEASIBLE, AT_LIMIT, NOT_MONOTONE, MAX_ITER = (int(Status.OK), int(Status.INFEASIBLE), int(Status.AT_LIMIT),
                                                    int(Status.NOT_MONOTONE), int(Status.MAX_ITER))

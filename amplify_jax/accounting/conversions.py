@@ -35,18 +35,9 @@ from .._core import validate as V
 from .._core.numerics import float64_jit, log1mexp, x64_scope
 from .rdp import DEFAULT_ORDERS
 
-__all__ = [
-    "METHODS",
-    "EpsilonResult",
-    "DeltaResult",
-    "epsilon_from_rdp",
-    "delta_from_rdp",
-    "optimal_epsilon",
-    "dp_to_rdp",
-    "ApproxRDP",
-    "rdp_epsilon_terms",
-    "refine_order",
-]
+# importable, not in __all__: the result types (EpsilonResult, DeltaResult, ApproxRDP), the kernels rdp_epsilon_terms
+# and refine_order (public from amplify_jax.internal), METHODS (the values of ``method``) and the search's tunables
+__all__ = ["epsilon_from_rdp", "delta_from_rdp", "optimal_epsilon", "dp_to_rdp"]
 
 METHODS = ("balle2020", "mironov")
 

@@ -13,32 +13,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = [
-    "NeighboringRelation",
-    "UnsupportedEventError",
-    "CompositionErrorDetails",
-    "same_event",
-    "record_event",
-    "ledger_event",
-    "accountant_class",
-    "DpEvent",
-    "NoOpDpEvent",
-    "NonPrivateDpEvent",
-    "UnsupportedDpEvent",
-    "GaussianDpEvent",
-    "LaplaceDpEvent",
-    "RandomizedResponseDpEvent",
-    "ZCDpEvent",
-    "SelfComposedDpEvent",
-    "ComposedDpEvent",
-    "PoissonSampledDpEvent",
-    "SampledWithoutReplacementDpEvent",
-    "SingleEpochTreeAggregationDpEvent",
-    "RepeatAndSelectDpEvent",
-    "DiscreteLaplaceDpEvent",
-    "MixtureOfGaussiansDpEvent",
-    "TruncatedSubsampledGaussianDpEvent",
-]
+# the events users construct, the relation they pass and the error they catch.  Importable, not in __all__: the
+# base class DpEvent and the accountants' helpers (same_event, record_event, ledger_event, accountant_class,
+# CompositionErrorDetails)
+__all__ = ["NeighboringRelation", "UnsupportedEventError", "NoOpDpEvent", "NonPrivateDpEvent", "UnsupportedDpEvent",
+           "GaussianDpEvent", "LaplaceDpEvent", "RandomizedResponseDpEvent", "ZCDpEvent", "SelfComposedDpEvent",
+           "ComposedDpEvent", "PoissonSampledDpEvent", "SampledWithoutReplacementDpEvent",
+           "SingleEpochTreeAggregationDpEvent", "RepeatAndSelectDpEvent", "DiscreteLaplaceDpEvent",
+           "MixtureOfGaussiansDpEvent", "TruncatedSubsampledGaussianDpEvent"]
 
 
 class NeighboringRelation(enum.Enum):

@@ -25,23 +25,12 @@ from .._core import validate as V
 from ._subsampled_gaussian import AUTO, log_a_minus_one_fractional, log_a_minus_one_integer_grid
 from .._core.numerics import float64_jit, log_binom_pmf, log_comb_table, log_expm1, logsumexp, run_in_slabs, x64_scope
 
-__all__ = [
-    "DEFAULT_ORDERS",
-    "gaussian_rdp",
-    "laplace_rdp",
-    "pure_dp_rdp",
-    "randomized_response_rdp",
-    "randomized_response_log_excess",
-    "poisson_subsampled_gaussian_rdp",
-    "without_replacement_rdp",
-    "without_replacement_rdp_kernel",
-    "without_replacement_log_excess",
-    "subsampled_gaussian_wor_rdp",
-    "interpolate_integer_rdp",
-    "compose",
-    "sgm_log_a_minus_one",
-    "SGMCurve",
-]
+# the RDP curves and composition.  Importable, not in __all__: the traceable kernels (public from
+# amplify_jax.internal), SGMCurve (their static plan of orders), the ranges and caps (MAX_ORDER, WOR_MAX_ORDER,
+# *_RANGE, Q_FLOOR)
+__all__ = ["DEFAULT_ORDERS", "gaussian_rdp", "laplace_rdp", "pure_dp_rdp", "randomized_response_rdp",
+           "poisson_subsampled_gaussian_rdp", "without_replacement_rdp", "subsampled_gaussian_wor_rdp",
+           "interpolate_integer_rdp", "compose"]
 
 #: Default Rényi orders: fine near 1 (where large epsilons are optimal), every tenth up to 11 (the grid of
 #: the reference accountants), the integers up to 64, then a geometric tail to 1024.  167 orders.

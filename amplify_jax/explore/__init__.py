@@ -132,6 +132,7 @@ from ._render import default_view as default_view, render as render
 from ._server import ExploreServer as ExploreServer, make_server as make_server, plotly_js as plotly_js
 from ._server import serve as serve
 
-__all__ = ["DEFAULT_POINTS", "MAX_CURVES", "MAX_GRAPH_USERS", "MAX_ORDERS", "MAX_POINTS", "ExploreServer", "catalog",
-           "curve", "default_view", "export", "make_server", "plotly_js", "render", "request", "serve", "solve",
-           "tpr_bound"]
+# What __all__ lists (issue 29: one home per name): the JSON interface and the server.  Importable from here,
+# documented, not in __all__: the limits (DEFAULT_POINTS, MAX_*), the server's class (ExploreServer, what
+# make_server returns), and what the server calls (request, render, default_view, plotly_js)
+__all__ = ["catalog", "curve", "solve", "export", "tpr_bound", "serve", "make_server"]

@@ -40,10 +40,15 @@ from ._results import SIGMA_RANGE as SIGMA_RANGE
 from ._results import PldDelta as PldDelta
 from ._results import PldEpsilon as PldEpsilon
 
-__all__ = ["Accountant", "Composed", "Gaussian", "Laplace", "PoissonSampled", "RandomizedResponse",
-           "SampledWithoutReplacement", "SelfComposed",
-           "ACCOUNTANTS", "MECHANISMS", "ROUND_DOWN", "selects", "delta", "epsilon", "PldCalibration", "PldDelta", "PldEpsilon", "dpsgd_calibrate_sigma", "dpsgd_delta", "dpsgd_epsilon",
-           "DEFAULT_GRID_SIZE", "AUTO_MAX_GRID_SIZE", "AUTO_RTOL", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE",
-           "LOOSE_RTOL", "SOURCES", "SOURCE_PLD", "SOURCE_RDP"]
+# What __all__ lists (issue 29: one home per name): the accountant and what only the PLD answers (delta).
+# Importable from here, documented, not in __all__: eps and the calibration of a mechanism or of DP-SGD
+# (dpsgd_epsilon, dpsgd_calibrate_sigma, epsilon: their front doors are amplify_jax.dpsgd_epsilon,
+# dpsgd_calibrate_sigma and epsilon with accountant="pld"), the accountant's short event classes (Gaussian,
+# Laplace, RandomizedResponse, PoissonSampled, SampledWithoutReplacement, SelfComposed, Composed: the
+# accountant takes amplify_jax.dp_events' events and these alike), the result types (PldEpsilon, PldDelta,
+# PldCalibration), the accountant= switch (selects, ACCOUNTANTS), the mechanism table (MECHANISMS, the
+# accounting layer's), the grid's tunables and the parameter ranges (DEFAULT_GRID_SIZE, AUTO_*, *_RANGE,
+# LOOSE_RTOL, ROUND_DOWN) and the source codes (SOURCES, SOURCE_PLD, SOURCE_RDP)
+__all__ = ["Accountant", "delta", "dpsgd_delta"]
 
 from ._accountant import __getattr__  # noqa: E402,F401  pld.Accountant, built on first use (PEP 562)
