@@ -13,7 +13,14 @@ multi-process sweep, parallel tests) could read an entry another is still writin
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+
+import jax
+import numpy as np
+
+from .io import atomic_write
 
 __all__ = ["ENV", "MAX_BYTES", "cache_path", "enable_compilation_cache"]
 
@@ -34,8 +41,6 @@ def enable_compilation_cache(min_compile_time_secs: float = 0.5) -> str | None:
     """Turn JAX's persistent compilation cache on at :func:`cache_path` (programs that took at least
     ``min_compile_time_secs`` to compile are stored).  Returns the directory in use, or None where the cache
     stays off (opted out, or the directory cannot be created); a directory already set in JAX is kept."""
-    import jax
-
     current, path = jax.config.jax_compilation_cache_dir, cache_path()
     if current:
         if current == path:  # ours, set at import: only the threshold changes (the command line's is lower)
@@ -82,8 +87,6 @@ def source_digest() -> str:
     """Digest of this package's source files (a program exported by other code is never reused)."""
     global _source_digest
     if _source_digest is None:
-        import hashlib
-
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package's folder
         h = hashlib.sha256()
         for dirpath, dirnames, filenames in os.walk(root):
@@ -104,8 +107,6 @@ def persisted(name: str, jitted, static: dict, args: tuple):
     program is the same StableHLO as ``jitted``'s, so its values are the same; it is stored atomically under
     ``cache_path()/../export`` and loaded by any later process with the same key.  In a process, the program is
     found again by the (hashable) static arguments and the shapes, without recomputing the file's key."""
-    import numpy as np
-
     memo = (name, tuple(sorted(static.items())),
             tuple((np.shape(a), np.dtype(a.dtype if hasattr(a, "dtype") else np.result_type(a)).name) for a in args))
     prog = _programs.get(memo)
@@ -128,11 +129,7 @@ def _load_or_export(name, jitted, static, shapes):
         import flatbuffers  # noqa: F401  (jax.export's serialization; a dependency, without it: no persistence)
     except ImportError:  # pragma: no cover
         return None
-    import functools
-    import hashlib
-
-    import jax
-    from jax import export
+    from jax import export  # jax.export's own import costs ~0.1 s: paid by the first persisted program only
 
     try:
         skey = stable_key(tuple(sorted(static.items())))
@@ -153,8 +150,6 @@ def _load_or_export(name, jitted, static, shapes):
         avals = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in shapes)
         exp = export.export(jax.jit(functools.partial(jitted, **static)))(*avals)
         try:
-            from .io import atomic_write
-
             def write(tmp):
                 with open(tmp, "wb") as f:
                     f.write(exp.serialize())

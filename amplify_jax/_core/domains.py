@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import validate as V
+from .graphs import SPEC_FORMS
 
 __all__ = ["Domain", "Real", "Integer", "Choice", "Graph", "Orders"]
 
@@ -131,8 +132,6 @@ class Graph(Domain):
     convert: Callable[[Any], Any]
 
     def describe(self) -> str:
-        from .graphs import SPEC_FORMS
-
         return "a graph: " + SPEC_FORMS
 
     def check(self, name, value):

@@ -293,21 +293,15 @@ def _fori_loop(lower, upper, body_fun, init_val, **_):
 
 
 def _tree_map(f, *trees):
-    import jax  # the pytree utilities only (no compilation): the process has JAX imported already
-
-    return jax.tree_util.tree_map(f, *trees)
+    return _jax.tree_util.tree_map(f, *trees)
 
 
 def _stack(outs):
-    import jax
-
-    return jax.tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
+    return _jax.tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
 
 
 def _scan(f, init, xs=None, length=None, reverse=False, **_):
-    import jax
-
-    n = length if xs is None else len(jax.tree_util.tree_leaves(xs)[0])
+    n = length if xs is None else len(_jax.tree_util.tree_leaves(xs)[0])
     order = range(n - 1, -1, -1) if reverse else range(n)
     carry, ys = init, []
     for i in order:
@@ -319,9 +313,7 @@ def _scan(f, init, xs=None, length=None, reverse=False, **_):
 
 
 def _map(f, xs, **_):
-    import jax
-
-    n = len(jax.tree_util.tree_leaves(xs)[0])
+    n = len(_jax.tree_util.tree_leaves(xs)[0])
     return _stack([f(_tree_map(lambda x: x[i], xs)) for i in range(n)])
 
 
@@ -342,9 +334,7 @@ def _vmap(f, in_axes=0, out_axes=0, **_):
 def _associative_scan(fn, elems, reverse=False, axis=0):
     """``lax.associative_scan``: Hillis-Steele's prefix scan, log2(n) vectorised rounds (``fn`` associative,
     applied as fn(earlier, later) along ``axis``; ``reverse``: flipped in and out, as JAX does)."""
-    import jax
-
-    leaves, tree = jax.tree_util.tree_flatten(elems)
+    leaves, tree = _jax.tree_util.tree_flatten(elems)
     xs = [np.moveaxis(np.asarray(x), axis, 0) for x in leaves]
     if reverse:
         xs = [x[::-1] for x in xs]
