@@ -372,8 +372,8 @@ OVERRIDES = {
     "pld.dpsgd_epsilon": dict(sigma=1.0, q=0.01, steps=10, delta=1e-5, grid_size=1024),
     "pld.dpsgd_delta": dict(sigma=1.0, q=0.01, steps=10, epsilon=1.0, grid_size=1024),
     "pld.dpsgd_calibrate_sigma": dict(q=0.01, steps=10, delta=1e-5, grid_size=1024),
-    "secrdp.random_regular_graph": dict(d=3, n=10, seed=0),
-    "secrdp.erdos_renyi_graph": dict(n=10, p=0.5, seed=0),
+    "graphs.random_regular_graph": dict(d=3, n=10, seed=0),
+    "graphs.erdos_renyi_graph": dict(n=10, p=0.5, seed=0),
     "secrdp.baselines": dict(n=16),
     "secrdp.algebraic_connectivity": dict(removed=0),
     "complete_graph_sum_epsilon": dict(n=10000, steps=10**6, eps0=0.5, delta_prime=1e-6, delta_hat=1e-6),
@@ -384,7 +384,7 @@ OVERRIDES = {
     "network.walk_privacy_losses": dict(walks=None, eps0=0.5),
     "network.ring_histogram_bound": dict(n=2000, steps=10, eps0=0.4, delta=1e-6, delta_prime=1e-6),
     "network.ring_histogram_gamma": dict(n=2000, L=10, target_epsilon=0.3, delta=1e-6),
-    "network.calibrate_sgd_sigma": dict(setting="network", contributions=100.0),
+    "network.sgd_calibrate_sigma": dict(setting="network", contributions=100.0),
     # Lemma 1 needs sigma >= L sqrt(2 alpha (alpha - 1)) = 10.6 at the base orders [2, 8]
     "network.network_sgd_rdp": dict(sigma=20.0),
     "secrdp.epsilon": dict(),  # not the accountants' epsilon(mechanism, ...) of the short name
@@ -596,7 +596,7 @@ def _graph_cases():
                                                                        steps=10, delta=1e-5, adversary="curious")),
                            ("secrdp.algebraic_connectivity", lambda g: secrdp.algebraic_connectivity(g)),
                            ("secrdp.metropolis_hastings", lambda g: secrdp.metropolis_hastings(g)),
-                           ("secrdp.min_sigma_cor", lambda g: secrdp.min_sigma_cor(
+                           ("secrdp.calibrate_sigma_cor", lambda g: secrdp.calibrate_sigma_cor(
                                g, sigma_unc=1.0, clip=1.0, target_epsilon=10.0, delta=1e-5, steps=10))):
             yield Case("graph", name, "graph", c, _py(lambda val=val, call=call: call(val), "graph"))
     # a graph-valued command-line flag

@@ -108,9 +108,10 @@ def workloads(accelerator: bool, quick: bool):
                  lambda k, t=t: aj.dpsgd_calibrate_sigma(target_epsilon=t * (1 + 1e-9 * k), **P), n,
                  lambda r: r.sigma))
     if not quick:
+        from amplify_jax import graphs as G
         from amplify_jax import secrdp as S
 
-        g = S.prepare_graph(S.random_regular_graph(4, 2000, seed=0))
+        g = S.prepare_graph(G.random_regular_graph(4, 2000, seed=0))
         rows.append(("secrdp_curious[n=2000, 4-regular]",
                      lambda k: S.step_account(g, sigma_unc=1.0, sigma_cor=10.0 * (1 + 0.01 * k), clip=1.0,
                                               adversary="curious"), 1, lambda r: r.eps1))

@@ -31,6 +31,7 @@ import scipy.linalg as sla
 
 import jax
 
+from amplify_jax import graphs as G
 from amplify_jax import secrdp as S
 from amplify_jax.secrdp import _certified, _graph
 
@@ -70,7 +71,7 @@ def _naive_removal(adj, su, sc, users):
 
 def bench_curious(results):
     n = 2000
-    g = S.prepare_graph(S.random_regular_graph(4, n, seed=0))
+    g = S.prepare_graph(G.random_regular_graph(4, n, seed=0))
     adj = g.adjacency.toarray()
     t0 = time.perf_counter()
     g.eigh()
@@ -112,7 +113,7 @@ def bench_curious(results):
 
 def bench_grid(results):
     n = 1000
-    g = S.prepare_graph(S.random_regular_graph(4, n, seed=1))
+    g = S.prepare_graph(G.random_regular_graph(4, n, seed=1))
     su = np.geomspace(0.1, 10, 100)[:, None]
     sc = np.geomspace(0.1, 1000, 100)[None, :]
     t0 = time.perf_counter()
@@ -143,7 +144,7 @@ def bench_grid(results):
 def bench_largest(results, budget_s=60.0):
     dense = []
     for n in (1000, 2000, 4000, 6000, 8000):
-        adj = S.random_regular_graph(4, n, seed=2)
+        adj = G.random_regular_graph(4, n, seed=2)
         t0 = time.perf_counter()
         acc = S.step_account(adj, sigma_unc=1.0, sigma_cor=10.0, clip=1.0, adversary="eavesdropper")
         dt = time.perf_counter() - t0
@@ -152,8 +153,8 @@ def bench_largest(results, budget_s=60.0):
         if dt > budget_s / 2.5:  # the next size (n^3) would not fit in the budget
             break
     sparse = []
-    for name, make, sizes in (("ring", S.ring_graph, (20_000, 100_000, 1_000_000)),
-                              ("torus", lambda m: S.torus_graph(int(round(m**0.5))), (40_000, 250_000, 1_000_000))):
+    for name, make, sizes in (("ring", G.ring_graph, (20_000, 100_000, 1_000_000)),
+                              ("torus", lambda m: G.torus_graph(int(round(m**0.5))), (40_000, 250_000, 1_000_000))):
         for n in sizes:
             adj = make(n)
             t0 = time.perf_counter()
@@ -168,7 +169,7 @@ def bench_largest(results, budget_s=60.0):
                 break
     curious = []
     for n in (2000, 4000, 6000):
-        adj = S.random_regular_graph(4, n, seed=3)  # not the graphs above: the eigendecomposition is timed
+        adj = G.random_regular_graph(4, n, seed=3)  # not the graphs above: the eigendecomposition is timed
         _graph._CACHE.clear()
         t0 = time.perf_counter()
         acc = S.step_account(adj, sigma_unc=1.0, sigma_cor=10.0, clip=1.0, adversary="curious")

@@ -12,7 +12,7 @@ features, labels from a random linear model with 10% of them flipped, standardis
 2000 users x 8 training points.
 
 Noise (per-step Gaussian std sigma, for a target (eps, 1e-6) over the whole run):
-* Local DP-SGD and Network DP-SGD: ``amplify_jax.network.calibrate_sgd_sigma`` (local: Gaussian RDP of
+* Local DP-SGD and Network DP-SGD: ``amplify_jax.network.sgd_calibrate_sigma`` (local: Gaussian RDP of
   every contribution, sensitivity 2L; network: Lemma 1 + Remark 5), with a per-user budget
   T_u = ceil(1.2 T / n) = 12 as in Sec. 5.2: a user asked to contribute beyond it forwards the token without its
   gradient (network DP-SGD still adds its noise, since the others' guarantees rely on it).
@@ -96,7 +96,7 @@ def sigmas_for(*, n, T):
     out = {eps: {"none": 0.0, "central_paper": paper_central_sigma(eps, n=n, T=T, delta=DELTA)} for eps in EPSILONS}
     for setting in ("local", "network", "central", "central_bassily"):
         kw = dict(contributions=tu) if setting in ("local", "network") else {}
-        inv = N.calibrate_sgd_sigma(target_epsilon=np.array(EPSILONS), delta=DELTA, n=n, steps=T, setting=setting,
+        inv = N.sgd_calibrate_sigma(target_epsilon=np.array(EPSILONS), delta=DELTA, n=n, steps=T, setting=setting,
                                     **kw)
         assert np.all(np.asarray(inv.status) == 0), setting
         for i, eps in enumerate(EPSILONS):

@@ -2,7 +2,7 @@
 
 Sec. 5.2: n = 2000 users, T = 20000 steps of SGD (one user's data per step, L = 1 after normalisation),
 delta = 1e-6, target eps in {1, 10}.  For each target we calibrate the minimal per-step Gaussian noise sigma
-(``amplify_jax.network.calibrate_sgd_sigma``, bisection with the feasible endpoint re-checked):
+(``amplify_jax.network.sgd_calibrate_sigma``, bisection with the feasible endpoint re-checked):
 
 * Local DP-SGD: every contribution of a user is a Gaussian release (sensitivity 2L), RDP composed over T_u;
 * Network DP-SGD: Lemma 1's network RDP 4 T_u alpha L^2 ln n / (sigma^2 n), order optimised inside
@@ -50,7 +50,7 @@ def main():
     out = {}
     for setting in ("local", "network", "central", "central_bassily"):
         kw = dict(contributions=TU) if setting in ("local", "network") else {}
-        inv = N.calibrate_sgd_sigma(target_epsilon=eps, delta=delta, n=n, steps=T, setting=setting, **kw)
+        inv = N.sgd_calibrate_sigma(target_epsilon=eps, delta=delta, n=n, steps=T, setting=setting, **kw)
         assert np.all(np.asarray(inv.status) == 0), setting
         assert np.all(np.asarray(inv.epsilon) <= eps)
         out[setting] = np.asarray(inv.sigma)

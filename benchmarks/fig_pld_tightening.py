@@ -90,7 +90,7 @@ def _network(quick):
 def _calibrations():
     """sigma of local DP-SGD for eps in {1, 10} by each accountant, beside network DP-SGD's (Sec. 5.2)."""
     targets = np.array([1.0, 10.0])
-    cal = {s: N.calibrate_sgd_sigma(target_epsilon=targets, delta=delta, n=n, steps=T, setting=s, contributions=TU)
+    cal = {s: N.sgd_calibrate_sigma(target_epsilon=targets, delta=delta, n=n, steps=T, setting=s, contributions=TU)
            for s in ("local", "network")}
     cal_pld = pld.dpsgd_calibrate_sigma(target_epsilon=targets, q=1.0, steps=1, delta=delta)  # the one Gaussian
     assert np.all(np.asarray(cal_pld.status) == 0) and all(np.all(np.asarray(c.status) == 0) for c in cal.values())

@@ -37,14 +37,15 @@ sigma_unc = sigma_cdp (Sec. 6, App. D.2).
 
 Noise (all from the library, adversary I, the external eavesdropper, as in Sec. 6):
 * (a), (b), user level: ``secrdp.baselines`` gives sigma_ldp = C sqrt(2 / eps1) and sigma_cdp = sigma_ldp / sqrt(n)
-  for the per-step budget eps1 that inverts T eps1 + 2 sqrt(T eps1 ln(1/delta)) (``secrdp.eps1_budget``;
+  for the per-step budget eps1 that inverts T eps1 + 2 sqrt(T eps1 ln(1/delta)) (``secrdp.calibrate_eps1``;
   docs/errata.md#e-secrdp-closed-form); Decor's pair: sigma_unc fixed at three points of App. D.1's interval
-  (sigma_cdp, sigma_ldp) (geometric fractions ``FRACS``), sigma_cor the minimal value from ``secrdp.min_sigma_cor``
-  (accountant eps1 = 2 C^2 max_i [Sigma^{-1}]_ii, docs/errata.md#e-secrdp-accountant).
-* (c), example level: the per-step budget from ``secrdp.example_level_eps1_budget`` (Wang, Balle, Kasiviswanathan
+  (sigma_cdp, sigma_ldp) (geometric fractions ``FRACS``), sigma_cor the minimal value from
+  ``secrdp.calibrate_sigma_cor`` (accountant eps1 = 2 C^2 max_i [Sigma^{-1}]_ii, docs/errata.md#e-secrdp-accountant).
+* (c), example level: the per-step budget from ``secrdp.example_level_calibrate_eps1`` (Wang, Balle, Kasiviswanathan
   2019 Thm 9 for sampling without replacement, composed over the T steps and converted at delta, unlike the
   authors' code: docs/errata.md#e-secrdp-example-level); sigma_ldp = C sqrt(2 / eps1) and sigma_cdp =
-  sigma_ldp / sqrt(n) as in :class:`secrdp.Baselines`; Decor's sigma_cor from ``secrdp.example_level_min_sigma_cor``.
+  sigma_ldp / sqrt(n) as in :class:`secrdp.Baselines`; Decor's sigma_cor from
+  ``secrdp.example_level_calibrate_sigma_cor``.
   With the T = 1000 steps composed, the authors' budgets 1e-3 ... 1 are out of reach (the Thm 9 bound has a floor
   near eps = 1 here, figures/README.md's Fig. 3 row), so (c) uses eps in {1, 2, 4}.
 Every sigma is printed and written to --data; tests/test_figures_secrdp.py recomputes them with the library.
@@ -98,6 +99,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from amplify_jax import graphs as G
 from amplify_jax import secrdp as S
 from amplify_jax.plotting import figure, figure_path, readable_log_axes, save
 
@@ -147,7 +149,7 @@ def task_config(key, quick):
 
 
 def graphs():
-    return {"ring": S.ring_graph(N_USERS), "grid": S.torus_graph(4), "complete": S.complete_graph(N_USERS)}
+    return {"ring": G.ring_graph(N_USERS), "grid": G.torus_graph(4), "complete": G.complete_graph(N_USERS)}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -157,9 +159,9 @@ def graphs():
 def sigmas_for(cfg):
     """{str(eps): {"ldp", "cdp", "decor": {topology: {"sigma_unc": [...], "sigma_cor": [...]}}}} for one task.
 
-    User level: ``secrdp.baselines`` and ``secrdp.min_sigma_cor``; example level:
-    ``secrdp.example_level_eps1_budget`` (sigma_ldp = C sqrt(2 / eps1), the definition of :class:`secrdp.Baselines`)
-    and ``secrdp.example_level_min_sigma_cor``, all for the external eavesdropper (adversary I)."""
+    User level: ``secrdp.baselines`` and ``secrdp.calibrate_sigma_cor``; example level:
+    ``secrdp.example_level_calibrate_eps1`` (sigma_ldp = C sqrt(2 / eps1), the definition of :class:`secrdp.Baselines`)
+    and ``secrdp.example_level_calibrate_sigma_cor``, all for the external eavesdropper (adversary I)."""
     gs = graphs()
     n, T, clip, delta = cfg["n"], cfg["T"], cfg["clip"], cfg["delta"]
     out = {}
@@ -168,8 +170,8 @@ def sigmas_for(cfg):
             b = S.baselines(n, clip=clip, target_epsilon=eps, delta=delta, steps=T)
             ldp, cdp = np.asarray(b.sigma_ldp).item(), np.asarray(b.sigma_cdp).item()
         else:
-            unit = S.example_level_eps1_budget(eps, delta=delta, steps=T, batch_size=cfg["batch"], q=cfg["q"],
-                                               sampling="without_replacement")
+            unit = S.example_level_calibrate_eps1(eps, delta=delta, steps=T, batch_size=cfg["batch"], q=cfg["q"],
+                                                  sampling="without_replacement")
             # the budget is that of eps1 at the accountant's clip: sigma_ldp = C sqrt(2 / eps1) (Baselines)
             ldp = clip * math.sqrt(2.0 / np.asarray(unit).item())
             cdp = ldp / math.sqrt(n)
@@ -177,11 +179,11 @@ def sigmas_for(cfg):
         decor = {}
         for topo in DECOR_TOPOLOGIES:
             if cfg["level"] == "user":
-                cal = S.min_sigma_cor(gs[topo], sigma_unc=su, clip=clip, target_epsilon=eps, delta=delta, steps=T)
+                cal = S.calibrate_sigma_cor(gs[topo], sigma_unc=su, clip=clip, target_epsilon=eps, delta=delta, steps=T)
             else:
-                cal = S.example_level_min_sigma_cor(gs[topo], sigma_unc=su, clip=clip, target_epsilon=eps,
-                                                    delta=delta, steps=T, batch_size=cfg["batch"], q=cfg["q"],
-                                                    sampling="without_replacement")
+                cal = S.example_level_calibrate_sigma_cor(gs[topo], sigma_unc=su, clip=clip, target_epsilon=eps,
+                                                          delta=delta, steps=T, batch_size=cfg["batch"], q=cfg["q"],
+                                                          sampling="without_replacement")
             status = np.asarray(cal.status)
             if not np.all(status == 0):
                 raise RuntimeError(f"calibration failed for {topo} at eps={eps}: status {status}")
@@ -413,12 +415,12 @@ def train(key, cfg, sig, every):
     gs = graphs()
     mix = {t: S.metropolis_hastings(gs[t]) for t in TOPOLOGIES}
     mix["cdp"] = np.full((n, n), 1.0 / n)  # central DP: exact averaging
-    m_max = max(int(np.triu(S.adjacency(gs[t]).toarray() > 0, 1).sum()) for t in DECOR_TOPOLOGIES)
+    m_max = max(int(np.triu(G.adjacency(gs[t]).toarray() > 0, 1).sum()) for t in DECOR_TOPOLOGIES)
 
     def incidence(t):
         """n x m_max signed incidence matrix (zero-padded): column e adds +v_e to one end and -v_e to the other,
         so the correlated noise sum_{j ~ i} v_ij cancels in the sum over users (Decor Eq. 3)."""
-        a = np.triu(S.adjacency(gs[t]).toarray() > 0, 1)
+        a = np.triu(G.adjacency(gs[t]).toarray() > 0, 1)
         B = np.zeros((n, m_max))
         for e, (i, j) in enumerate(zip(*np.nonzero(a))):
             B[i, e], B[j, e] = 1.0, -1.0

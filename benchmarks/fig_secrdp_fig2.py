@@ -10,7 +10,7 @@ accountant eps1 = 2 C^2 max_i [Sigma^{-1}]_ii (docs/errata.md#e-secrdp-accountan
 One panel per target epsilon in {1, 10, 40}; sigma_unc = (sigma_cdp + sigma_ldp) / 2 for that target (the
 centre of App. D.1's interval [sigma_cdp, sigma_ldp]).  Dotted: the same with the core's Balle et al. 2020
 conversion; dashed grey: Thm 1's spectral bound (rebuilt, docs/errata.md#e-secrdp-spectral).  Marked: the
-minimal sigma_cor found by ``min_sigma_cor``.
+minimal sigma_cor found by ``calibrate_sigma_cor``.
 
     python benchmarks/fig_secrdp_fig2.py  ->  figures/secrdp_fig2.png   (a few seconds)
 """
@@ -25,12 +25,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from amplify_jax import graphs as G  # noqa: E402
 from amplify_jax import secrdp as S  # noqa: E402
 from amplify_jax.plotting import figure_path  # noqa: E402
 
 N_USERS, CLIP, STEPS, DELTA = 16, 1.0, 3500, 1e-5
 TARGETS = (1.0, 10.0, 40.0)
-GRAPHS = {"ring": S.ring_graph(16), "torus 4x4": S.torus_graph(4), "complete": S.complete_graph(16)}
+GRAPHS = {"ring": G.ring_graph(16), "torus 4x4": G.torus_graph(4), "complete": G.complete_graph(16)}
 COLORS = {"ring": "tab:orange", "torus 4x4": "tab:green", "complete": "tab:blue"}
 OUT = str(figure_path("secrdp_fig2.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 
@@ -52,7 +53,7 @@ def main():
             ax.plot(sc, eps, color=COLORS[name], label=name)
             ax.plot(sc, eps_b, color=COLORS[name], ls=":", lw=1)
             ax.plot(sc, spec, color=COLORS[name], ls="--", lw=0.8, alpha=0.6)
-            cal = S.min_sigma_cor(g, sigma_unc=su, clip=CLIP, target_epsilon=target, delta=DELTA, steps=STEPS)
+            cal = S.calibrate_sigma_cor(g, sigma_unc=su, clip=CLIP, target_epsilon=target, delta=DELTA, steps=STEPS)
             if int(cal.status) == 0:
                 ax.plot([float(cal.sigma_cor)], [target], "o", color=COLORS[name], ms=5)
         ax.axhline(target, color="k", lw=0.7, ls="-.")

@@ -30,12 +30,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from amplify_jax import graphs as G  # noqa: E402
 from amplify_jax import secrdp as S  # noqa: E402
 from amplify_jax.plotting import figure_path  # noqa: E402
 
 N_USERS, BATCH, PER_USER, CLIP, STEPS, DELTA, TARGET = 16, 64, 3750, 1.0, 1000, 1e-5, 1.0
 Q = BATCH / PER_USER
-GRAPHS = {"ring": S.ring_graph(16), "torus 4x4": S.torus_graph(4), "complete": S.complete_graph(16)}
+GRAPHS = {"ring": G.ring_graph(16), "torus 4x4": G.torus_graph(4), "complete": G.complete_graph(16)}
 COLORS = {"ring": "tab:orange", "torus 4x4": "tab:green", "complete": "tab:blue"}
 OUT = str(figure_path("secrdp_fig3.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 ORDERS_WOR = np.arange(2.0, 129.0)
@@ -43,8 +44,8 @@ ORDERS_POISSON = np.arange(2.0, 129.0)
 
 
 def main():
-    budget = S.example_level_eps1_budget(TARGET, delta=DELTA, steps=STEPS, batch_size=BATCH, q=Q,
-                                         sampling="without_replacement", orders=ORDERS_WOR)
+    budget = S.example_level_calibrate_eps1(TARGET, delta=DELTA, steps=STEPS, batch_size=BATCH, q=Q,
+                                            sampling="without_replacement", orders=ORDERS_WOR)
     sigma_ldp = CLIP * np.sqrt(2.0 / budget)
     sigma_cdp = sigma_ldp / np.sqrt(N_USERS)
     su = 0.5 * (sigma_cdp + sigma_ldp)

@@ -28,15 +28,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from amplify_jax import graphs as G  # noqa: E402
 from amplify_jax import secrdp as S  # noqa: E402
 from amplify_jax.plotting import figure_path  # noqa: E402
 
 SU, SC, CLIP = 1.0, 10.0, 1.0
 OUT = str(figure_path("secrdp_size.png", os.path.join(os.path.dirname(__file__), "..", "figures")))
 FAMILIES = {
-    "ring": ([8, 16, 32, 64, 128, 256, 512, 1024], S.ring_graph, "tab:orange"),
-    "torus": ([3, 4, 6, 8, 12, 16, 23, 32], lambda k: S.torus_graph(k), "tab:green"),
-    "complete": ([8, 16, 32, 64, 128, 256, 512, 1024], S.complete_graph, "tab:blue"),
+    "ring": ([8, 16, 32, 64, 128, 256, 512, 1024], G.ring_graph, "tab:orange"),
+    "torus": ([3, 4, 6, 8, 12, 16, 23, 32], lambda k: G.torus_graph(k), "tab:green"),
+    "complete": ([8, 16, 32, 64, 128, 256, 512, 1024], G.complete_graph, "tab:blue"),
 }
 MAX_N_CURIOUS = {"complete": 128}
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import os
 
+from amplify_jax import graphs as G
 from amplify_jax import secrdp as S
 
 STEPS, DELTA, CLIP = 3500, 1e-5, 1.0
@@ -27,7 +28,7 @@ ROWS = [
     ("complete K16", 153.83550190535897, 251, 7.0994030070188394e-06, 1.0945621561613659),
 ]
 INVERSE = [(1.0, 5.948553811295857e-06), (10.0, 4.4295863673583433e-4), (40.0, 4.091434523681889e-3)]
-GRAPHS = {"ring": S.ring_graph(16), "4x4 torus": S.torus_graph(4), "complete K16": S.complete_graph(16)}
+GRAPHS = {"ring": G.ring_graph(16), "4x4 torus": G.torus_graph(4), "complete K16": G.complete_graph(16)}
 HERE = os.path.dirname(__file__)
 
 

@@ -401,11 +401,11 @@ API_REFUSED = [
     ("secrdp-orders-closed-form", lambda: aj.secrdp.epsilon(_G16, sigma_unc=1.0, sigma_cor=2.0, clip=1.0, steps=10,
                                                             delta=1e-5, adversary="eavesdropper", orders=[0.5]),
      "orders"),
-    ("eps1_budget-steps", lambda: aj.secrdp.example_level_eps1_budget(1.0, delta=1e-5, steps=[100, 200],
-                                                                      batch_size=32.0, q=0.01), "steps"),
+    ("eps1_budget-steps", lambda: aj.secrdp.example_level_calibrate_eps1(1.0, delta=1e-5, steps=[100, 200],
+                                                                         batch_size=32.0, q=0.01), "steps"),
     ("kov-axis", lambda: aj.network.kov_composition_epsilon([0.1, 0.1], delta_tilde=1e-6, axis=1.5), "axis"),
     ("kov-delta-axis", lambda: aj.network.kov_composition_delta([1e-6, 1e-6], delta_tilde=1e-6, axis=3), "axis"),
-    ("sgd-steps-unused", lambda: aj.network.calibrate_sgd_sigma(target_epsilon=1.0, delta=1e-5, n=[1000] * 3,
+    ("sgd-steps-unused", lambda: aj.network.sgd_calibrate_sigma(target_epsilon=1.0, delta=1e-5, n=[1000] * 3,
                                                                 steps=[10, 20], setting="network",
                                                                 contributions=100.0), "steps"),
     ("cycle-m", lambda: aj.network.subsampled_cycle_epsilon(n=1000, m=2.5, eps_aggregate=1.0), "m"),
@@ -442,12 +442,12 @@ API_REFUSED = [
     # delta = 1 is no guarantee; a count is an integer
     ("dp_to_rdp-delta-1", lambda: aj.conversions.dp_to_rdp([2.0, 8.0], eps=1.0, delta=1.0), "delta"),
     ("compose-steps", lambda: aj.rdp.compose([np.ones(3)], steps=1.5), "steps"),
-    # the deployments' targets below MIN_TARGET_DELTA (fewest_dummies at 1e-300: 168 s, then infeasible)
-    ("fewest_dummies", lambda: aj.traffic.fewest_dummies(1.0, 1e-300, targets=10, n=1000, sampling=0.5),
+    # the deployments' targets below MIN_TARGET_DELTA (scrambler_calibrate_dummies at 1e-300: 168 s, then infeasible)
+    ("scrambler_calibrate_dummies", lambda: aj.traffic.scrambler_calibrate_dummies(1.0, 1e-300, targets=10, n=1000, sampling=0.5),
      "target_delta"),
-    ("smallest_sampling", lambda: aj.traffic.smallest_sampling(1.0, 1e-16, targets=10, n=100, dummies=10),
+    ("scrambler_calibrate_sampling", lambda: aj.traffic.scrambler_calibrate_sampling(1.0, 1e-16, targets=10, n=100, dummies=10),
      "target_delta"),
-    ("messages_per_scrambler", lambda: aj.traffic.messages_per_scrambler(1.0, 1e-300, targets=10, sampling=0.5,
+    ("scrambler_calibrate_n", lambda: aj.traffic.scrambler_calibrate_n(1.0, 1e-300, targets=10, sampling=0.5,
                                                                          dummies=10), "target_delta"),
     # one search tolerance in [1e-15, 0.5] (1e300 hung, 1e-300 raised AttributeError)
     ("dpsgd-calibrate-rtol", lambda: aj.dpsgd_calibrate_sigma(**_DPSGD, rtol=1e-300), "rtol"),
@@ -463,17 +463,17 @@ API_REFUSED = [
                                                           adversary="eavesdropper"), "clip"),
     ("secrdp-diag-sigma_unc", lambda: aj.secrdp.diag_inverse_covariance(_G16, sigma_unc=1e-300, sigma_cor=1.0),
      "sigma_unc"),
-    ("min_sigma_cor-sigma_unc", lambda: aj.secrdp.min_sigma_cor(_G16, sigma_unc=1e300, **_SEC), "sigma_unc"),
+    ("calibrate_sigma_cor-sigma_unc", lambda: aj.secrdp.calibrate_sigma_cor(_G16, sigma_unc=1e300, **_SEC), "sigma_unc"),
     ("noise_frontier-clip", lambda: aj.secrdp.noise_frontier(_G16, **{**_SEC, "clip": 1e300}), "clip"),
     ("optimal_noise-clip", lambda: aj.secrdp.optimal_noise(_G16, **{**_SEC, "clip": 1e-300}), "clip"),
     # the frontier's sigma_unc (C sqrt(2 / eps1) ~ 1e-149 at target_epsilon = 1e300) outside SIGMA_UNC_RANGE
     ("optimal_noise-target", lambda: aj.secrdp.optimal_noise(_G16, **{**_SEC, "target_epsilon": 1e300}),
      "target_epsilon"),
     ("baselines-target", lambda: aj.secrdp.baselines(16, **{**_SEC, "target_epsilon": 1e-300}), "target_epsilon"),
-    ("example-min_sigma_cor-shapes", lambda: aj.secrdp.example_level_min_sigma_cor(
+    ("example-calibrate_sigma_cor-shapes", lambda: aj.secrdp.example_level_calibrate_sigma_cor(
         _G16, sigma_unc=[1.0, 2.0], **{**_SEC, "clip": [1.0, 1.0, 1.0]}, batch_size=32.0, q=0.01), "clip"),
-    ("eps1_budget-batch_size", lambda: aj.secrdp.example_level_eps1_budget(1.0, delta=1e-5, steps=100,
-                                                                           batch_size=1e300, q=0.01), "batch_size"),
+    ("eps1_budget-batch_size", lambda: aj.secrdp.example_level_calibrate_eps1(1.0, delta=1e-5, steps=100,
+                                                                              batch_size=1e300, q=0.01), "batch_size"),
     # the effective noise multiplier outside rdp.SIGMA_RANGE, named through its inputs (it said "sigma=2e+300")
     ("example_level-batch_size", lambda: aj.secrdp.example_level_rdp([2.0], _G16, sigma_unc=1.0, sigma_cor=2.0,
                                                                      clip=1.0, batch_size=1e-300, q=0.01),
@@ -491,7 +491,7 @@ API_REFUSED = [
      "orders"),
     ("sgd-rdp-lipschitz", lambda: aj.network.network_sgd_rdp([2.0], sigma=20.0, n=1000, contributions=100.0,
                                                              lipschitz=1e300), "lipschitz"),
-    ("calibrate-sgd-contributions", lambda: aj.network.calibrate_sgd_sigma(
+    ("calibrate-sgd-contributions", lambda: aj.network.sgd_calibrate_sigma(
         target_epsilon=[1.0, 1.0, 1.0], delta=1e-5, n=1000, steps=10, setting="network", contributions=[1.0, 2.0]),
      "contributions"),
     ("ring_histogram_gamma-shapes", lambda: aj.network.ring_histogram_gamma(n=[2000, 3000], L=[10, 10, 10],
@@ -567,10 +567,10 @@ def test_extreme_values_answered_finite_or_flagged():
 
 
 def test_example_level_budget_at_large_batches():
-    """example_level_eps1_budget's search interval of eps1 (1e-12 .. 1e6) is cut to where the effective noise
+    """example_level_calibrate_eps1's search interval of eps1 (1e-12 .. 1e6) is cut to where the effective noise
     multiplier lies in rdp.SIGMA_RANGE: a batch of 1e4 answered "Expected sigma in [0.001, 1e+10]" (valid input);
     batch_size in secrdp.BATCH_SIZE_RANGE."""
-    assert aj.secrdp.example_level_eps1_budget(1.0, delta=1e-5, steps=100, batch_size=1e4, q=0.01) == 1e6
+    assert aj.secrdp.example_level_calibrate_eps1(1.0, delta=1e-5, steps=100, batch_size=1e4, q=0.01) == 1e6
 
 
 @pytest.fixture
@@ -753,7 +753,7 @@ def test_bad_graphs_refused(make, needle, graph_files, capsys):
 
 
 def test_empty_graph_calibration_range():
-    """min_sigma_cor on a graph without edges said 'Expected lo < hi, got lo=1e+144' (its search range divided by
+    """calibrate_sigma_cor on a graph without edges said 'Expected lo < hi, got lo=1e+144' (its search range divided by
     the largest degree, 0): the range is now finite there (sigma_cor has no effect: the answer is 'infeasible',
     flagged; computing it compiles the calibration, so the range is what is checked here)."""
     from amplify_jax.secrdp._calibration import _sigma_cor_range
@@ -839,10 +839,10 @@ def test_hypothesis_unknown_sweep_keys(key, which):
 
 
 def test_search_options_are_checked():
-    """rtol <= 0 looped forever in secrdp.example_level_eps1_budget's bisection (a hang in the table); max_iter
+    """rtol <= 0 looped forever in secrdp.example_level_calibrate_eps1's bisection (a hang in the table); max_iter
     and rtol of the inversion layer raised OverflowError / TypeError."""
-    _refused(lambda: aj.secrdp.example_level_eps1_budget(1.0, delta=1e-5, steps=100, batch_size=32.0, q=0.01,
-                                                         rtol=-1.0), "rtol")
+    _refused(lambda: aj.secrdp.example_level_calibrate_eps1(1.0, delta=1e-5, steps=100, batch_size=32.0, q=0.01,
+                                                            rtol=-1.0), "rtol")
     fn = lambda x, c: c / x  # noqa: E731
     for bad in (math.nan, math.inf, 1e300, -1.0, 2.5, "abc", [10, 20]):
         _refused(lambda: aj.calibrate.invert_monotone(fn, 1.0, args=(3.0,), lo=1e-3, hi=1e6, max_iter=bad), "max_iter")

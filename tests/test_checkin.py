@@ -424,7 +424,7 @@ def test_epsilon_delta_round_trip():
 
 def test_max_steps():
     kw = dict(n=200, sigma=1.0, delta=1e-5, orders=ORDERS)
-    r = C.distributed_gaussian_max_steps(gamma=0.1, target_epsilon=[3.0, 6.0, 0.01], **kw)
+    r = C.distributed_gaussian_calibrate_steps(gamma=0.1, target_epsilon=[3.0, 6.0, 0.01], **kw)
     assert isinstance(r, C.StepsCalibration) and r._fields == ("steps", "epsilon", "status")
     t = np.asarray(r.steps)
     assert list(np.asarray(r.status)) == [Status.OK, Status.OK, Status.INFEASIBLE]
@@ -436,7 +436,7 @@ def test_max_steps():
 @pytest.mark.slow
 def test_max_gamma_is_feasible_and_maximal():
     kw = dict(n=200, sigma=1.0, delta=1e-5, orders=ORDERS)
-    g = C.distributed_gaussian_max_gamma(steps=20, target_epsilon=4.0, gamma_hi=0.5, grid_points=9, **kw)
+    g = C.distributed_gaussian_calibrate_gamma(steps=20, target_epsilon=4.0, gamma_hi=0.5, grid_points=9, **kw)
     assert int(g.status) == Status.OK
     gv = float(g.gamma)
     assert float(C.distributed_gaussian_epsilon(gamma=gv, steps=20, **kw).epsilon) <= 4.0
@@ -447,7 +447,7 @@ def test_calibration_results_name_their_answer():
     """Each calibration result's first field is named after what it holds, in the tuple order (answer, epsilon,
     status); the generic ``.value`` of before is gone (CHANGELOG.md)."""
     cal = dict(n=200, delta=1e-5, orders=ORDERS)
-    ref = C.distributed_gaussian_max_steps(gamma=0.1, sigma=1.0, target_epsilon=3.0, **cal)
+    ref = C.distributed_gaussian_calibrate_steps(gamma=0.1, sigma=1.0, target_epsilon=3.0, **cal)
     assert ref._fields == ("steps", "epsilon", "status") and not hasattr(ref, "value")
     steps, eps, status = ref
     assert float(steps) == float(ref[0]) and float(eps) == float(ref.epsilon) and int(status) == Status.OK

@@ -50,7 +50,7 @@ def test_fig2_quick_four_panels_with_the_library_sigmas(tmp_path):
     # the network and central (RDP) sigmas are the library's calibrations (same batched call: compiled once)
     tu = math.ceil(1.2 * T / n)
     for setting, kw in (("network", dict(contributions=tu)), ("central", {})):
-        inv = N.calibrate_sgd_sigma(target_epsilon=np.array([10.0, 1.0]), delta=delta, n=n, steps=T,
+        inv = N.sgd_calibrate_sigma(target_epsilon=np.array([10.0, 1.0]), delta=delta, n=n, steps=T,
                                     setting=setting, **kw)
         np.testing.assert_array_equal([res["10.0"]["sigma"][setting], res["1.0"]["sigma"][setting]],
                                       np.asarray(inv.sigma))

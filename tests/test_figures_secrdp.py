@@ -1,6 +1,6 @@
 """benchmarks/fig_secrdp_fig1.py (Decor Fig. 1 (a)-(c)) runs end to end with --quick, and the noise it trains
 with is the library's calibration: the LDP and CDP sigmas of ``secrdp.baselines`` (user level) or of
-``secrdp.example_level_eps1_budget`` (example level), and Decor's minimal sigma_cor for each sigma_unc, called
+``secrdp.example_level_calibrate_eps1`` (example level), and Decor's minimal sigma_cor for each sigma_unc, called
 here directly with the settings the script wrote, then checked against the accountant (eps <= target).  Panel (a'),
 the reading behind the paper's plot (one step size for every method, the authors' quadratics.py), gives the paper's
 "order of magnitude" between LDP and Decor; per-point tuning (panel (a), the text's reading) does not at eps = 1."""
@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from amplify_jax import graphs as GR
 from amplify_jax import secrdp as S
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +36,7 @@ def test_fig1_quick_three_panels_with_the_library_sigmas(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     res = json.loads(data.read_text())
     assert sorted(res) == ["a", "a2", "b", "c"]
-    graphs = {"ring": S.ring_graph(16), "grid": S.torus_graph(4)}
+    graphs = {"ring": GR.ring_graph(16), "grid": GR.torus_graph(4)}
     for key, r in res.items():
         cfg = r["config"]
         assert cfg == mod.task_config(key, True)  # the settings recorded are the script's --quick settings
@@ -46,8 +47,8 @@ def test_fig1_quick_three_panels_with_the_library_sigmas(tmp_path):
                 b = S.baselines(n, clip=clip, target_epsilon=eps, delta=delta, steps=T)
                 ldp, cdp = float(b.sigma_ldp), float(b.sigma_cdp)
             else:
-                unit = S.example_level_eps1_budget(eps, delta=delta, steps=T, batch_size=cfg["batch"], q=cfg["q"],
-                                                   sampling="without_replacement")
+                unit = S.example_level_calibrate_eps1(eps, delta=delta, steps=T, batch_size=cfg["batch"], q=cfg["q"],
+                                                      sampling="without_replacement")
                 ldp = clip * math.sqrt(2.0 / float(unit))
                 cdp = ldp / math.sqrt(n)
                 # the LDP level meets the example-level target under the library's accountant (adversary IV)
@@ -61,13 +62,13 @@ def test_fig1_quick_three_panels_with_the_library_sigmas(tmp_path):
                 sc = np.asarray(s["decor"][topo]["sigma_cor"])
                 assert np.all((su > cdp) & (su < ldp)) and np.all(sc > 0)  # inside App. D.1's interval
                 if cfg["level"] == "user":
-                    cal = S.min_sigma_cor(g, sigma_unc=su, clip=clip, target_epsilon=eps, delta=delta, steps=T)
+                    cal = S.calibrate_sigma_cor(g, sigma_unc=su, clip=clip, target_epsilon=eps, delta=delta, steps=T)
                     e = S.epsilon(g, sigma_unc=su, sigma_cor=sc, clip=clip, steps=T, delta=delta,
                                   adversary="eavesdropper")
                 else:
-                    cal = S.example_level_min_sigma_cor(g, sigma_unc=su, clip=clip, target_epsilon=eps, delta=delta,
-                                                        steps=T, batch_size=cfg["batch"], q=cfg["q"],
-                                                        sampling="without_replacement")
+                    cal = S.example_level_calibrate_sigma_cor(g, sigma_unc=su, clip=clip, target_epsilon=eps,
+                                                              delta=delta, steps=T, batch_size=cfg["batch"],
+                                                              q=cfg["q"], sampling="without_replacement")
                     e = S.example_level_epsilon(g, sigma_unc=su, sigma_cor=sc, clip=clip, batch_size=cfg["batch"],
                                                 q=cfg["q"], steps=T, delta=delta, sampling="without_replacement")
                 assert np.all(np.asarray(cal.status) == 0)

@@ -418,7 +418,7 @@ SEC52 = dict(delta=1e-6, n=2000, steps=20_000)
 def test_calibration_round_trip(setting):
     eps = np.array([1.0, 10.0])
     kw = dict(contributions=12) if setting in ("network", "local") else {}
-    inv = N.calibrate_sgd_sigma(target_epsilon=eps, setting=setting, **SEC52, **kw)
+    inv = N.sgd_calibrate_sigma(target_epsilon=eps, setting=setting, **SEC52, **kw)
     assert np.all(np.asarray(inv.status) == 0)
     assert isinstance(inv, N.SgdCalibration) and inv._fields == ("sigma", "status", "epsilon")
     s = np.asarray(inv.sigma)
@@ -439,16 +439,16 @@ def test_calibration_round_trip(setting):
 
 def test_calibration_orders_settings():
     eps = np.array([1.0, 10.0])
-    net = np.asarray(N.calibrate_sgd_sigma(target_epsilon=eps, setting="network", contributions=12, **SEC52).sigma)
-    loc = np.asarray(N.calibrate_sgd_sigma(target_epsilon=eps, setting="local", contributions=12, **SEC52).sigma)
-    cen = np.asarray(N.calibrate_sgd_sigma(target_epsilon=eps, setting="central", **SEC52).sigma)
+    net = np.asarray(N.sgd_calibrate_sigma(target_epsilon=eps, setting="network", contributions=12, **SEC52).sigma)
+    loc = np.asarray(N.sgd_calibrate_sigma(target_epsilon=eps, setting="local", contributions=12, **SEC52).sigma)
+    cen = np.asarray(N.sgd_calibrate_sigma(target_epsilon=eps, setting="central", **SEC52).sigma)
     assert np.all(cen < net) and np.all(net < loc)
 
 
 def test_sgd_calibration_names_its_fields():
-    """calibrate_sgd_sigma's result keeps amplify_jax.calibrate.Inversion's order (value, status, achieved) with
+    """sgd_calibrate_sigma's result keeps amplify_jax.calibrate.Inversion's order (value, status, achieved) with
     the fields named (sigma, status, epsilon); the generic names of before are gone (CHANGELOG.md)."""
-    cal = N.calibrate_sgd_sigma(target_epsilon=1.0, delta=1e-5, n=1000, steps=10**4, setting="central")
+    cal = N.sgd_calibrate_sigma(target_epsilon=1.0, delta=1e-5, n=1000, steps=10**4, setting="central")
     assert cal._fields == ("sigma", "status", "epsilon") and not hasattr(cal, "value")
     sigma, status, eps = cal
     assert float(sigma) == float(cal.sigma) and int(status) == Status.OK and float(eps) <= 1.0
@@ -558,7 +558,7 @@ def test_walk_simulation_properties():
         (lambda: N.sgd_theorem4_bound(n=10, steps=10, eps0=1.2, delta=1e-6, delta_hat=1e-6), "eps0 < 1"),
         (lambda: N.walk_privacy_losses(np.zeros((1, 5), int), n=3, eps0=1.2, delta_prime=1e-6, delta_cycle=1e-6),
          "eps0"),
-        (lambda: N.calibrate_sgd_sigma(target_epsilon=1.0, delta=1e-6, n=10, steps=10, setting="local"),
+        (lambda: N.sgd_calibrate_sigma(target_epsilon=1.0, delta=1e-6, n=10, steps=10, setting="local"),
          "contributions"),
         (lambda: N.kov_composition_epsilon([0.1, -0.1], delta_tilde=1e-6), "eps"),
     ],

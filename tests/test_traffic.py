@@ -307,8 +307,8 @@ def test_costs_closed_forms():
 
 
 def test_fewest_dummies_round_trip():
-    r = tr.fewest_dummies(1.0, 1e-4, targets=20, n=100, sampling=0.2, sources=10_000,
-                          max_messages=[40_000, 10_000_000], method="bennett")
+    r = tr.scrambler_calibrate_dummies(1.0, 1e-4, targets=20, n=100, sampling=0.2, sources=10_000,
+                                       max_messages=[40_000, 10_000_000], method="bennett")
     assert list(np.asarray(r.status)) == [Status.INFEASIBLE, Status.OK]
     d = float(r.dummies[1])
     assert float(r.delta[1]) <= 1e-4
@@ -320,11 +320,12 @@ def test_fewest_dummies_round_trip():
 
 @pytest.mark.slow
 def test_smallest_sampling_and_messages_per_scrambler():
-    r = tr.smallest_sampling(1.0, 1e-4, targets=20, n=100, dummies=50, method="bennett")
+    r = tr.scrambler_calibrate_sampling(1.0, 1e-4, targets=20, n=100, dummies=50, method="bennett")
     s = float(r.sampling)
     assert int(r.status) == Status.OK and float(r.delta) <= 1e-4
     assert float(tr.scrambler_delta(1.0, targets=20, n=100, sampling=s * (1 - 1e-4), dummies=50, method="bennett").delta) > 1e-4
-    m = tr.messages_per_scrambler(1.0, 1e-4, targets=20, sampling=0.2, dummies=50, max_channels=[200, 5000], method="bennett")
+    m = tr.scrambler_calibrate_n(1.0, 1e-4, targets=20, sampling=0.2, dummies=50, max_channels=[200, 5000],
+                                 method="bennett")
     assert list(np.asarray(m.status)) == [Status.INFEASIBLE, Status.OK]
     n_min = float(m.n[1])
     assert float(m.delta[1]) <= 1e-4 and float(m.limit[1]) == 4980
@@ -360,7 +361,7 @@ def test_bad_delta(delta):
     with pytest.raises(ValueError, match="delta"):
         tr.scrambler_epsilon(delta, targets=20, n=10, sampling=0.2, dummies=5)
     with pytest.raises(ValueError, match="delta"):
-        tr.fewest_dummies(1.0, delta, targets=20, n=10, sampling=0.2)
+        tr.scrambler_calibrate_dummies(1.0, delta, targets=20, n=10, sampling=0.2)
 
 
 def test_monte_carlo_needs_key():
@@ -447,8 +448,8 @@ def test_epsilon_inversion_status_is_status_codes():
 
 
 def test_one_cap_for_fewest_dummies_whatever_the_front_door():
-    """Issue 27 item 1: traffic.fewest_dummies and bounds.invert of traffic.scrambler over dummies stop at the same
-    cap (traffic DUMMIES_CAP, 1000; they stopped at 1e5 and 1e3) and say so: a target no d up to it meets is
+    """Issue 27 item 1: traffic.scrambler_calibrate_dummies and bounds.invert of traffic.scrambler over dummies stop
+    at the same cap (traffic DUMMIES_CAP, 1000; they stopped at 1e5 and 1e3) and say so: a target no d up to it meets is
     INFEASIBLE at the cap from both, with a warning naming it.  Likewise one cap for n (N_CAP)."""
     from amplify_jax import bounds
     from amplify_jax.traffic import DUMMIES_CAP, N_CAP
@@ -457,14 +458,14 @@ def test_one_cap_for_fewest_dummies_whatever_the_front_door():
     assert bounds.get("traffic.scrambler").param("n").search_range() == (2.0, float(N_CAP))
     kw = dict(targets=20, n=10, sampling=0.2, method="hoeffding")
     with pytest.warns(UserWarning, match=r"no dummies up to 1000 \(the cap"):
-        r = tr.fewest_dummies(0.1, 1e-6, **kw)
+        r = tr.scrambler_calibrate_dummies(0.1, 1e-6, **kw)
     assert int(r.status) == Status.INFEASIBLE and float(r.dummies) == DUMMIES_CAP == float(r.limit)
     with pytest.warns(UserWarning, match=r"no dummies up to 1000 \(the cap"):
         b = bounds.invert("traffic.scrambler", solve_for="dummies", target_epsilon=0.1, delta=1e-6, **kw)
     assert int(b.status) == Status.INFEASIBLE and float(b.dummies) == DUMMIES_CAP
     # a larger cap, asked for, is searched (and the message names it)
     with pytest.warns(UserWarning, match="no dummies up to 2000"):
-        tr.fewest_dummies(0.1, 1e-6, **kw, max_dummies=2000)
+        tr.scrambler_calibrate_dummies(0.1, 1e-6, **kw, max_dummies=2000)
 
 
 def test_scrambler_compiles_nothing_for_new_values_in_its_buckets():

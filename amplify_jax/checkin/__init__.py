@@ -24,8 +24,9 @@ What is here (every curve has the orders axis last and broadcasts over its numer
 - Sec. 4.1: the shuffled Gaussian RDP by integer partitions (at most n parts,
   docs/errata.md#e-checkin-partitions), and the "subsampled shuffling conversion" route for
   (eps0, delta0)-LDP randomizers.
-- Calibration: minimal sigma, largest gamma, most rounds (steps) for a target (eps, delta); the results name
-  their answer (``.sigma``, ``.gamma``, ``.steps``).
+- Calibration: minimal sigma, largest gamma, most rounds (steps) for a target (eps, delta), named
+  ``distributed_gaussian_calibrate_<param>`` after the bound whose target they meet; the results name their
+  answer (``.sigma``, ``.gamma``, ``.steps``).
 - The order cap: every RDP -> (eps, delta) conversion here (the epsilon and delta functions and the three
   calibrations) checks whether its best order is the largest of the grid it was given (:func:`order_at_cap`)
   and then warns with :class:`OrderCapWarning` (the value is a valid bound, but wider orders may give a
@@ -53,76 +54,62 @@ Where each section lives (private files; this ``__init__`` is the one list of wh
 - ``_accounting.py``: (eps, delta) after T rounds, and the calibrations (minimal sigma, largest gamma, most
   rounds);
 - ``_bounds.py``: the bounds declared for the registry (:mod:`amplify_jax.bounds`).
+
+What ``__all__`` lists (issue 29: one home per name): the RDP curves, the (eps, delta) functions, the
+strong-composition baselines, the three calibrations and :class:`OrderCapWarning`.  Also importable from here,
+documented, but not in ``__all__``: the generic Thm 1 engine :func:`binomial_weighted_rdp` (it takes a
+log-excess kernel: a building block for a new check-in curve) and its helpers :func:`window_size` and
+:func:`effective_checkin_rate` (gamma = p (1 - p')); :func:`order_at_cap`; the result types
+(:class:`ApproxCheckinRDP`, :class:`ApproxEpsilon`, :class:`CheckinCalibration` and its
+:class:`SigmaCalibration`, :class:`GammaCalibration`, :class:`StepsCalibration`; each function names the one
+it returns); the default order grids (:data:`CHECKIN_ORDERS`, :data:`CALIBRATION_ORDERS`, :data:`LOWER_ORDERS`)
+and tunables (:data:`DEFAULT_TAIL_TOL`, :data:`MAX_N`, :data:`CHERNOFF_GRID`).
 """
 
 from __future__ import annotations
 
-from ._weighted import DEFAULT_TAIL_TOL as DEFAULT_TAIL_TOL
-from ._weighted import MAX_N as MAX_N
-from ._weighted import CHERNOFF_GRID as CHERNOFF_GRID
-from ._weighted import effective_checkin_rate as effective_checkin_rate
-from ._weighted import window_size as window_size
-from ._weighted import binomial_weighted_rdp as binomial_weighted_rdp
 from ._distributed import distributed_gaussian_rdp as distributed_gaussian_rdp
 from ._shuffled import shuffled_checkin_upper_rdp as shuffled_checkin_upper_rdp
 from ._shuffled import shuffled_checkin_lower_rdp as shuffled_checkin_lower_rdp
 from ._shuffled_gaussian import shuffled_gaussian_rdp as shuffled_gaussian_rdp
 from ._shuffled_gaussian import shuffled_gaussian_checkin_rdp as shuffled_gaussian_checkin_rdp
-from ._subsampled_shuffle import ApproxCheckinRDP as ApproxCheckinRDP
 from ._subsampled_shuffle import subsampled_shuffle_checkin_rdp as subsampled_shuffle_checkin_rdp
 from ._baselines import shuffled_checkin_strong_composition_epsilon as shuffled_checkin_strong_composition_epsilon
 from ._baselines import distributed_gaussian_strong_composition_epsilon as distributed_gaussian_strong_composition_epsilon
-from ._accounting import CHECKIN_ORDERS as CHECKIN_ORDERS
-from ._accounting import CALIBRATION_ORDERS as CALIBRATION_ORDERS
-from ._accounting import LOWER_ORDERS as LOWER_ORDERS
 from ._accounting import OrderCapWarning as OrderCapWarning
-from ._accounting import order_at_cap as order_at_cap
 from ._accounting import distributed_gaussian_epsilon as distributed_gaussian_epsilon
 from ._accounting import distributed_gaussian_delta as distributed_gaussian_delta
-from ._accounting import CheckinCalibration as CheckinCalibration
-from ._accounting import SigmaCalibration as SigmaCalibration
-from ._accounting import GammaCalibration as GammaCalibration
-from ._accounting import StepsCalibration as StepsCalibration
 from ._accounting import distributed_gaussian_calibrate_sigma as distributed_gaussian_calibrate_sigma
-from ._accounting import distributed_gaussian_max_gamma as distributed_gaussian_max_gamma
-from ._accounting import distributed_gaussian_max_steps as distributed_gaussian_max_steps
+from ._accounting import distributed_gaussian_calibrate_gamma as distributed_gaussian_calibrate_gamma
+from ._accounting import distributed_gaussian_calibrate_steps as distributed_gaussian_calibrate_steps
 from ._accounting import shuffled_checkin_epsilon as shuffled_checkin_epsilon
-from ._accounting import ApproxEpsilon as ApproxEpsilon
 from ._accounting import subsampled_shuffle_checkin_epsilon as subsampled_shuffle_checkin_epsilon
 
+# importable and documented, not in __all__ (engine and helpers, result types, default grids, tunables: see the
+# docstring)
+from ._weighted import (CHERNOFF_GRID, DEFAULT_TAIL_TOL, MAX_N, binomial_weighted_rdp, effective_checkin_rate,
+                        window_size)
+from ._subsampled_shuffle import ApproxCheckinRDP
+from ._accounting import (CALIBRATION_ORDERS, CHECKIN_ORDERS, LOWER_ORDERS, ApproxEpsilon, CheckinCalibration,
+                          GammaCalibration, SigmaCalibration, StepsCalibration, order_at_cap)
+
 __all__ = [
-    "DEFAULT_TAIL_TOL",
-    "MAX_N",
-    "effective_checkin_rate",
-    "window_size",
-    "binomial_weighted_rdp",
     "distributed_gaussian_rdp",
-    "CHERNOFF_GRID",
-    "shuffled_gaussian_rdp",
-    "shuffled_gaussian_checkin_rdp",
     "shuffled_checkin_upper_rdp",
     "shuffled_checkin_lower_rdp",
-    "shuffled_checkin_strong_composition_epsilon",
-    "distributed_gaussian_strong_composition_epsilon",
-    "ApproxCheckinRDP",
+    "shuffled_gaussian_rdp",
+    "shuffled_gaussian_checkin_rdp",
     "subsampled_shuffle_checkin_rdp",
-    "CHECKIN_ORDERS",
-    "CALIBRATION_ORDERS",
-    "LOWER_ORDERS",
-    "OrderCapWarning",
-    "order_at_cap",
     "distributed_gaussian_epsilon",
     "distributed_gaussian_delta",
-    "CheckinCalibration",
-    "SigmaCalibration",
-    "GammaCalibration",
-    "StepsCalibration",
-    "distributed_gaussian_calibrate_sigma",
-    "distributed_gaussian_max_gamma",
-    "distributed_gaussian_max_steps",
     "shuffled_checkin_epsilon",
-    "ApproxEpsilon",
     "subsampled_shuffle_checkin_epsilon",
+    "shuffled_checkin_strong_composition_epsilon",
+    "distributed_gaussian_strong_composition_epsilon",
+    "distributed_gaussian_calibrate_sigma",
+    "distributed_gaussian_calibrate_gamma",
+    "distributed_gaussian_calibrate_steps",
+    "OrderCapWarning",
 ]
 
 from . import _bounds  # noqa: F401, E402  (registers the bounds)

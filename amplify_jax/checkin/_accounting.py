@@ -299,9 +299,9 @@ def _points_eps_kernel(gam, n, sigma, steps, log_delta, fn):
     return fn(gam, n, sigma, steps, log_delta)
 
 
-def distributed_gaussian_max_gamma(*, n, sigma, steps, target_epsilon, delta, orders=None, gamma_lo=None,
-                                   gamma_hi=1.0, grid_points=17, rtol=1e-6,
-                                   tail_tol=DEFAULT_TAIL_TOL) -> GammaCalibration:
+def distributed_gaussian_calibrate_gamma(*, n, sigma, steps, target_epsilon, delta, orders=None, gamma_lo=None,
+                                         gamma_hi=1.0, grid_points=17, rtol=1e-6,
+                                         tail_tol=DEFAULT_TAIL_TOL) -> GammaCalibration:
     """Largest check-in rate gamma <= gamma_hi with eps(steps rounds) <= target_epsilon at delta, batched.
 
     eps is *not* monotone in gamma for distributed check-in: very small rates leave rounds with a handful of
@@ -343,7 +343,7 @@ def distributed_gaussian_max_gamma(*, n, sigma, steps, target_epsilon, delta, or
     inv = invert_monotone(_cal_fn("gamma", alpha_int, width), e, args=(b(nn), b(s), b(t), np.log(b(d))),
                           lo=lo, hi=hi, feasible="below", rtol=rtol)
     rdp = distributed_gaussian_rdp(alpha_int, n=b(nn), gamma=np.asarray(inv.value), sigma=b(s), tail_tol=tail_tol)
-    _report_cap_curve(alpha_int, rdp, b(t), b(d), "distributed_gaussian_max_gamma")
+    _report_cap_curve(alpha_int, rdp, b(t), b(d), "distributed_gaussian_calibrate_gamma")
     return GammaCalibration(inv.value, inv.achieved, inv.status)
 
 
@@ -365,8 +365,8 @@ def _max_steps_kernel(alpha, rdp, epsilon, log_delta):
     return t, eps_at(jnp.maximum(t, 1.0))
 
 
-def distributed_gaussian_max_steps(*, n, gamma, sigma, target_epsilon, delta, orders=None,
-                                   method="exact") -> StepsCalibration:
+def distributed_gaussian_calibrate_steps(*, n, gamma, sigma, target_epsilon, delta, orders=None,
+                                         method="exact") -> StepsCalibration:
     """Most rounds (steps) with eps <= target_epsilon at delta after them (distributed check-in, Gaussian), batched.
 
     The composed curve is linear in the number of rounds T, so per order T_alpha =
@@ -387,7 +387,7 @@ def distributed_gaussian_max_steps(*, n, gamma, sigma, target_epsilon, delta, or
                            jnp.where(t >= 2.0 ** 53, int(Status.AT_LIMIT), int(Status.OK))).astype(jnp.int32)
     tt = np.asarray(t)
     _report_cap_curve(alpha_int, np.where(((tt >= 1) & (tt < 2.0 ** 53))[..., None], np.asarray(r), np.inf),
-                      np.maximum(tt, 1.0), np.broadcast_to(d, shape), "distributed_gaussian_max_steps")
+                      np.maximum(tt, 1.0), np.broadcast_to(d, shape), "distributed_gaussian_calibrate_steps")
     return StepsCalibration(t, ach, status)
 
 

@@ -10,7 +10,7 @@ Monotone declarations (checked numerically on grids in tests/test_checkin.py, an
 * eps0 (local guarantee): the Girgis et al. terms, the Thm 3 lower bound ((e^eps0 - 1)^2 / e^eps0 grows for
   eps0 > 0), the FMT closed form and its fallback to eps0 all grow with eps0: INCREASING.
 * gamma is *not* monotone for the distributed and shuffled upper bounds (small rates leave rounds with few
-  participants, see ``distributed_gaussian_max_gamma``); it is for the Thm 3 lower bound (its only
+  participants, see ``distributed_gaussian_calibrate_gamma``); it is for the Thm 3 lower bound (its only
   gamma-dependence, gamma (1 - e^{-D^2 n gamma/(2 + D)}), grows).  n: declared 0 throughout (no proof that
   the weighted sums move one way in n).
 
@@ -29,8 +29,8 @@ from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Par
 from ..accounting.rdp import DEFAULT_ORDERS
 from .._core.status import Status
 from ._accounting import (CHECKIN_ORDERS, OrderCapWarning, distributed_gaussian_calibrate_sigma,
-                          distributed_gaussian_delta, distributed_gaussian_epsilon, distributed_gaussian_max_steps,
-                          order_at_cap, shuffled_checkin_epsilon, subsampled_shuffle_checkin_epsilon)
+                          distributed_gaussian_calibrate_steps, distributed_gaussian_delta,
+                          distributed_gaussian_epsilon, order_at_cap, shuffled_checkin_epsilon, subsampled_shuffle_checkin_epsilon)
 from ._baselines import _distributed_gaussian_sc_unchecked, shuffled_checkin_strong_composition_epsilon
 from ._distributed import distributed_gaussian_rdp
 from ._shuffled import shuffled_checkin_lower_rdp, shuffled_checkin_upper_rdp
@@ -135,8 +135,8 @@ def _dg_steps(target, lo, hi, rtol, *, n, gamma, sigma, delta, accountant="rdp")
     del rtol
     lo = np.asarray(lo, np.float64)
     hi = np.asarray(hi, np.float64)
-    cal = distributed_gaussian_max_steps(n=n, gamma=gamma, sigma=sigma, target_epsilon=target, delta=delta,
-                                         orders=CHECKIN_ORDERS)
+    cal = distributed_gaussian_calibrate_steps(n=n, gamma=gamma, sigma=sigma, target_epsilon=target, delta=delta,
+                                               orders=CHECKIN_ORDERS)
     t = np.clip(np.asarray(cal.steps, np.float64), lo, hi)
 
     def eps_at(x):

@@ -62,25 +62,26 @@ Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``steps`` is
 (the walk's length T, the ring's visits K, advanced composition's k), ``eps0`` the local guarantee of one
 contribution, ``target_epsilon`` what a calibration must meet; ``contributions`` (T_u) keeps its name (the
 previous spellings are gone: CHANGELOG.md).
+
+What ``__all__`` lists (issue 29: one home per name): the bounds (composition, ring, complete graph, local,
+spotted contributions, SGD), the noise calibration :func:`sgd_calibrate_sigma` (named after the SGD bounds whose
+target it meets) and the walk simulation (:func:`sample_walks`, :func:`walk_privacy_losses`).  Also importable
+from here, documented, but not in ``__all__``: the intermediate quantities of the bounds
+(:func:`contribution_bound`, the Chernoff count; :func:`subsampled_cycle_epsilon`, Eq. 10 for one cycle;
+:func:`kov_composition_delta`, the delta of KOV Thm 3.5), Thm 2's printed randomized-response parameter
+:func:`ring_histogram_gamma`, the ring's noise std :func:`ring_noise` (utility, not privacy), the summary
+:func:`summarize_walk_losses`, the result types (:class:`NetworkBound`, :class:`SpottedBound`,
+:class:`RingNoise`, :class:`SgdEpsilon`, :class:`SgdCalibration`, :class:`WalkLosses`, :class:`WalkSummary`;
+each function names the one it returns) and the ranges ``SGD_NOISE_RANGE``, ``SGD_SCALE_RANGE``.
 """
 
 from __future__ import annotations
 
-from ._common import NetworkBound as NetworkBound
-from ._common import SpottedBound as SpottedBound
-from ._common import RingNoise as RingNoise
-from ._common import SgdEpsilon as SgdEpsilon
-from ._common import SgdCalibration as SgdCalibration
 from ._composition import advanced_composition_epsilon as advanced_composition_epsilon
 from ._composition import kov_composition_epsilon as kov_composition_epsilon
-from ._composition import kov_composition_delta as kov_composition_delta
 from ._composition import kov_homogeneous_epsilon as kov_homogeneous_epsilon
-from ._composition import contribution_bound as contribution_bound
 from ._ring import ring_sum_bound as ring_sum_bound
-from ._ring import ring_noise as ring_noise
-from ._ring import ring_histogram_gamma as ring_histogram_gamma
 from ._ring import ring_histogram_bound as ring_histogram_bound
-from ._complete_graph import subsampled_cycle_epsilon as subsampled_cycle_epsilon
 from ._complete_graph import complete_graph_sum_epsilon as complete_graph_sum_epsilon
 from ._complete_graph import complete_graph_sum_bound as complete_graph_sum_bound
 from ._complete_graph import complete_graph_histogram_bound as complete_graph_histogram_bound
@@ -92,39 +93,28 @@ from ._sgd import network_sgd_epsilon as network_sgd_epsilon
 from ._sgd import local_sgd_epsilon as local_sgd_epsilon
 from ._sgd import central_sgd_epsilon as central_sgd_epsilon
 from ._sgd import central_sgd_bassily_epsilon as central_sgd_bassily_epsilon
-from ._sgd import calibrate_sgd_sigma as calibrate_sgd_sigma
-from ._sgd import SGD_NOISE_RANGE as SGD_NOISE_RANGE
-from ._sgd import SGD_SCALE_RANGE as SGD_SCALE_RANGE
-from ._walks import WalkLosses as WalkLosses
-from ._walks import WalkSummary as WalkSummary
+from ._sgd import sgd_calibrate_sigma as sgd_calibrate_sigma
 from ._walks import sample_walks as sample_walks
 from ._walks import walk_privacy_losses as walk_privacy_losses
-from ._walks import summarize_walk_losses as summarize_walk_losses
+
+# importable and documented, not in __all__ (intermediate quantities, helpers, result types, ranges: see the
+# docstring)
+from ._common import NetworkBound, RingNoise, SgdCalibration, SgdEpsilon, SpottedBound
+from ._composition import contribution_bound, kov_composition_delta
+from ._ring import ring_histogram_gamma, ring_noise
+from ._complete_graph import subsampled_cycle_epsilon
+from ._sgd import SGD_NOISE_RANGE, SGD_SCALE_RANGE
+from ._walks import WalkLosses, WalkSummary, summarize_walk_losses
 
 __all__ = [
-    # results
-    "NetworkBound",
-    "SpottedBound",
-    "RingNoise",
-    "SgdEpsilon",
-    "SgdCalibration",
-    "SGD_NOISE_RANGE",
-    "SGD_SCALE_RANGE",
-    "WalkLosses",
-    "WalkSummary",
     # composition
     "advanced_composition_epsilon",
     "kov_composition_epsilon",
-    "kov_composition_delta",
     "kov_homogeneous_epsilon",
-    "contribution_bound",
     # ring
     "ring_sum_bound",
-    "ring_noise",
-    "ring_histogram_gamma",
     "ring_histogram_bound",
-    # complete graph
-    "subsampled_cycle_epsilon",
+    # complete graph, local baseline, spotted contributions
     "complete_graph_sum_epsilon",
     "complete_graph_sum_bound",
     "complete_graph_histogram_bound",
@@ -137,11 +127,10 @@ __all__ = [
     "local_sgd_epsilon",
     "central_sgd_epsilon",
     "central_sgd_bassily_epsilon",
-    "calibrate_sgd_sigma",
+    "sgd_calibrate_sigma",
     # simulation
     "sample_walks",
     "walk_privacy_losses",
-    "summarize_walk_losses",
 ]
 
 from . import _bounds  # noqa: F401, E402  (registers the bounds)

@@ -45,7 +45,7 @@ class SgdEpsilon(NamedTuple):
 
 
 class SgdCalibration(NamedTuple):
-    """A calibrated noise multiplier (:func:`calibrate_sgd_sigma`); the order of
+    """A calibrated noise multiplier (:func:`sgd_calibrate_sigma`); the order of
     :class:`amplify_jax.calibrate.Inversion` (value, status, achieved), with the fields named."""
 
     sigma: jax.Array  #: the minimal sigma found (the feasible endpoint, see status)

@@ -435,7 +435,7 @@ def _central_eps_for_sigma(sigma, n, T, delta, L):
     return _central_sgd_eps(sigma, n, T, delta, L)[0]
 
 
-def calibrate_sgd_sigma(*, target_epsilon, delta, n, steps, setting, contributions=None, lipschitz=1.0,
+def sgd_calibrate_sigma(*, target_epsilon, delta, n, steps, setting, contributions=None, lipschitz=1.0,
                         rtol=1e-6) -> SgdCalibration:
     """Minimal per-step noise std sigma meeting (target_epsilon, delta) for network, local or central DP-SGD
     (Sec. 5.2).

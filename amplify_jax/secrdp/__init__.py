@@ -41,9 +41,9 @@ Where each part of the paper lives (private files; this module is the one list o
   :func:`epsilon` over T steps.
 - ``_example_level.py`` (Sec. 6.2, App. D): :func:`effective_noise_multiplier`, :func:`example_level_rdp`,
   :func:`example_level_epsilon`.
-- ``_calibration.py`` (App. D.1; the baselines of Sec. 6): :class:`NoiseCalibration`, :func:`eps1_budget`,
-  :func:`min_sigma_cor`, :func:`noise_frontier`, :func:`baselines`, :func:`example_level_eps1_budget`,
-  :func:`example_level_min_sigma_cor` (targets are ``target_epsilon``, the example-level rate is ``q``).
+- ``_calibration.py`` (App. D.1; the baselines of Sec. 6): :class:`NoiseCalibration`, :func:`calibrate_eps1`,
+  :func:`calibrate_sigma_cor`, :func:`noise_frontier`, :func:`baselines`, :func:`example_level_calibrate_eps1`,
+  :func:`example_level_calibrate_sigma_cor` (targets are ``target_epsilon``, the example-level rate is ``q``).
 - ``_utility.py`` (Sec. 5.3, Sec. 6 setup, Eq. 4): :func:`metropolis_hastings`, :func:`utility_weights`,
   :func:`optimal_noise`.
 - ``_rounding.py``: the float64 unit roundoff and rounding margins of the soundness argument.
@@ -112,8 +112,25 @@ App. D.1.
 
 Graphs: the builders (``ring_graph``, ``torus_graph``, ``complete_graph``, ``star_graph``,
 ``random_regular_graph(d, n, seed=...)`` in networkx's order, ``erdos_renyi_graph``) and ``adjacency`` live in
-:mod:`amplify_jax.graphs` and are re-exported here; ``amplify_jax.graphs.from_spec`` reads specs such as
-``"ring:16"`` and graph files.
+:mod:`amplify_jax.graphs`, their one public home (``from amplify_jax import graphs``); every function here takes
+a graph (an adjacency matrix, a networkx graph, or the :class:`SecGraph` of :func:`prepare_graph`), and
+``amplify_jax.graphs.from_spec`` reads specs such as ``"ring:16"`` and graph files.
+
+Solvers are named ``calibrate_<param>`` after the bound whose target they meet (:func:`epsilon`; the example-level
+ones after :func:`example_level_epsilon`): :func:`calibrate_eps1`, :func:`calibrate_sigma_cor`,
+:func:`example_level_calibrate_eps1`, :func:`example_level_calibrate_sigma_cor`.  :func:`optimal_noise` and
+:func:`noise_frontier` optimise or trace a set; they are not "a bound meets a target".
+
+What ``__all__`` lists (issue 29: one home per name): the accountant and its bounds, the solvers, the baselines,
+:func:`optimal_noise` and :class:`DisconnectedGraphWarning`.  Also importable from here, documented, but not in
+``__all__``: the result types (:class:`StepAccount`, :class:`NoiseCalibration`, :class:`Baselines`,
+:class:`Frontier`, :class:`OptimalNoise`, :class:`SecGraph`; each function names the one it returns), the
+intermediate quantities and helpers (:func:`prepare_graph`, :func:`diag_inverse_covariance`,
+:func:`closed_form_eps1`, the closed form's inverse, which :func:`calibrate_eps1` returns with
+``method="closed_form"``; :func:`effective_noise_multiplier`; :func:`metropolis_hastings` and
+:func:`utility_weights`, the inputs of :func:`optimal_noise`'s cost), the adversary names ``ADVERSARIES`` and
+the ranges and tunables (``LARGE_N``, ``SIGMA_UNC_RANGE``, ``SIGMA_COR_MAX``, ``CLIP_RANGE``,
+``BATCH_SIZE_RANGE``; a parameter's public statement is the registry's ``Param``).
 
 The bound registry (``amplify_jax.bounds``) holds this subpackage's bounds as ``secrdp.step`` (:func:`epsilon`),
 ``secrdp.step-rdp``, ``secrdp.spectral``, ``secrdp.spectral-rdp``, ``secrdp.closed-form``,
@@ -122,90 +139,50 @@ The bound registry (``amplify_jax.bounds``) holds this subpackage's bounds as ``
 
 from __future__ import annotations
 
-from .._core.graphs import adjacency as adjacency
-from .._core.graphs import complete_graph as complete_graph
-from .._core.graphs import erdos_renyi_graph as erdos_renyi_graph
-from .._core.graphs import random_regular_graph as random_regular_graph
-from .._core.graphs import ring_graph as ring_graph
-from .._core.graphs import star_graph as star_graph
-from .._core.graphs import torus_graph as torus_graph
-from ._adversaries import ADVERSARIES as ADVERSARIES
-from ._adversaries import CLIP_RANGE as CLIP_RANGE
-from ._adversaries import SIGMA_COR_MAX as SIGMA_COR_MAX
-from ._adversaries import SIGMA_UNC_RANGE as SIGMA_UNC_RANGE
 from ._adversaries import DisconnectedGraphWarning as DisconnectedGraphWarning
-from ._calibration import Baselines as Baselines
-from ._calibration import Frontier as Frontier
-from ._calibration import NoiseCalibration as NoiseCalibration
 from ._calibration import baselines as baselines
-from ._calibration import eps1_budget as eps1_budget
-from ._calibration import example_level_eps1_budget as example_level_eps1_budget
-from ._calibration import example_level_min_sigma_cor as example_level_min_sigma_cor
-from ._calibration import min_sigma_cor as min_sigma_cor
+from ._calibration import calibrate_eps1 as calibrate_eps1
+from ._calibration import calibrate_sigma_cor as calibrate_sigma_cor
+from ._calibration import example_level_calibrate_eps1 as example_level_calibrate_eps1
+from ._calibration import example_level_calibrate_sigma_cor as example_level_calibrate_sigma_cor
 from ._calibration import noise_frontier as noise_frontier
-from ._conversion import closed_form_eps1 as closed_form_eps1
 from ._conversion import closed_form_epsilon as closed_form_epsilon
 from ._conversion import epsilon as epsilon
-from ._covariance import diag_inverse_covariance as diag_inverse_covariance
-from ._example_level import BATCH_SIZE_RANGE as BATCH_SIZE_RANGE
-from ._example_level import effective_noise_multiplier as effective_noise_multiplier
 from ._example_level import example_level_epsilon as example_level_epsilon
 from ._example_level import example_level_rdp as example_level_rdp
-from ._graph import LARGE_N as LARGE_N
-from ._graph import SecGraph as SecGraph
 from ._graph import algebraic_connectivity as algebraic_connectivity
-from ._graph import prepare_graph as prepare_graph
-from ._step import StepAccount as StepAccount
 from ._step import spectral_bound as spectral_bound
 from ._step import step_account as step_account
 from ._step import step_rdp as step_rdp
-from ._utility import OptimalNoise as OptimalNoise
-from ._utility import metropolis_hastings as metropolis_hastings
 from ._utility import optimal_noise as optimal_noise
-from ._utility import utility_weights as utility_weights
+
+# importable and documented, not in __all__ (result types, helpers, names and ranges: see the docstring)
+from ._adversaries import ADVERSARIES, CLIP_RANGE, SIGMA_COR_MAX, SIGMA_UNC_RANGE
+from ._calibration import Baselines, Frontier, NoiseCalibration
+from ._conversion import closed_form_eps1
+from ._covariance import diag_inverse_covariance
+from ._example_level import BATCH_SIZE_RANGE, effective_noise_multiplier
+from ._graph import LARGE_N, SecGraph, prepare_graph
+from ._step import StepAccount
+from ._utility import OptimalNoise, metropolis_hastings, utility_weights
 
 __all__ = [
-    "ADVERSARIES",
-    "LARGE_N",
-    "SIGMA_UNC_RANGE",
-    "SIGMA_COR_MAX",
-    "CLIP_RANGE",
-    "BATCH_SIZE_RANGE",
-    "DisconnectedGraphWarning",
-    "SecGraph",
-    "StepAccount",
-    "ring_graph",
-    "torus_graph",
-    "complete_graph",
-    "star_graph",
-    "random_regular_graph",
-    "erdos_renyi_graph",
-    "prepare_graph",
-    "algebraic_connectivity",
-    "step_rdp",
     "step_account",
+    "step_rdp",
     "spectral_bound",
-    "diag_inverse_covariance",
-    "adjacency",
-    "closed_form_epsilon",
-    "closed_form_eps1",
+    "algebraic_connectivity",
     "epsilon",
-    "effective_noise_multiplier",
+    "closed_form_epsilon",
     "example_level_rdp",
     "example_level_epsilon",
-    "NoiseCalibration",
-    "eps1_budget",
-    "min_sigma_cor",
-    "Baselines",
+    "calibrate_eps1",
+    "calibrate_sigma_cor",
+    "example_level_calibrate_eps1",
+    "example_level_calibrate_sigma_cor",
     "baselines",
-    "Frontier",
     "noise_frontier",
-    "OptimalNoise",
-    "metropolis_hastings",
-    "utility_weights",
     "optimal_noise",
-    "example_level_eps1_budget",
-    "example_level_min_sigma_cor",
+    "DisconnectedGraphWarning",
 ]
 
 from . import _bounds  # noqa: F401,E402  (registers the bounds)

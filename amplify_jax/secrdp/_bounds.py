@@ -33,7 +33,7 @@ admissible removal disconnects the honest users, ``connected`` False: the value 
 protected by sigma_unc alone), or no amplification could be certified (a bound, not the exact accountant,
 reaching the local-DP value; for Thm 1's spectral bound: the lower bound on the algebraic connectivity is 0).
 
-``min_sigma_cor`` is not attached as the solver of ``sigma_cor``: it calibrates on a traced twin of the
+``calibrate_sigma_cor`` is not attached as the solver of ``sigma_cor``: it calibrates on a traced twin of the
 accountant (per-step budget eps1, not the registered eps), searches its own bracket (not ``[lo, hi]``) and
 answers sigma_cor = 0 where no correlated noise is needed; the generic search on the registered kernel serves
 ``invert(..., solve_for="sigma_cor")``.  ``closed_form_eps1`` (exact, rounded down) solves ``secrdp.closed-form``

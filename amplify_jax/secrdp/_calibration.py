@@ -1,9 +1,9 @@
 """Calibration of the two noise levels (Decor App. D.1) and the uncorrelated-noise baselines (Sec. 6, App. D).
 
-Step 1: the per-step budget eps1 from (target_epsilon, delta, T) (:func:`eps1_budget`, or
-:func:`example_level_eps1_budget` for example-level privacy, a bisection since subsampling has no closed form).
+Step 1: the per-step budget eps1 from (target_epsilon, delta, T) (:func:`calibrate_eps1`, or
+:func:`example_level_calibrate_eps1` for example-level privacy, a bisection since subsampling has no closed form).
 Steps 2-3: fix sigma_unc and find the minimal sigma_cor on the accountant, which is non-increasing in sigma_cor
-(:func:`min_sigma_cor`, batched through ``amplify_jax.calibrate.invert_monotone`` on a traced twin of the
+(:func:`calibrate_sigma_cor`, batched through ``amplify_jax.calibrate.invert_monotone`` on a traced twin of the
 accountant, :class:`_Eps1Fn`; for adversary II beyond enumeration refined on the certified accountant).
 :func:`noise_frontier` gives the admissible pairs over sigma_unc; :func:`baselines` the local-DP and central-DP
 noise levels for the same per-step budget.
@@ -129,7 +129,7 @@ class NoiseCalibration(NamedTuple):
     eps1_budget: jax.Array
 
 
-def eps1_budget(target_epsilon, *, steps, delta, method="closed_form"):
+def calibrate_eps1(target_epsilon, *, steps, delta, method="closed_form"):
     """The largest per-step eps1 such that T steps stay (target_epsilon, delta)-SecLDP (App. D.1, step 1).
 
     "closed_form": :func:`closed_form_eps1`; "balle2020" / "mironov": inverts the core's conversion of
@@ -247,8 +247,8 @@ def _calibration_result(g, adversary, c, su, clip_a, budget, rtol) -> NoiseCalib
                            jnp.asarray(achieved), jnp.asarray(np.broadcast_to(budget, shape)))
 
 
-def min_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta, steps, adversary="eavesdropper", colluders=None,
-                  method="closed_form", rtol=1e-6) -> NoiseCalibration:
+def calibrate_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta, steps, adversary="eavesdropper",
+                        colluders=None, method="closed_form", rtol=1e-6) -> NoiseCalibration:
     """For a fixed sigma_unc, the minimal sigma_cor such that T steps of Decor are (target_epsilon, delta)-SecLDP
     against the adversary (Decor App. D.1: fix sigma_unc, bisect sigma_cor on the accountant, which is
     non-increasing in sigma_cor since Sigma grows in the Loewner order).  Batched over sigma_unc, clip,
@@ -260,7 +260,7 @@ def min_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta, steps, adver
     c = _validate_adversary(g, adversary, colluders)
     su = _sigma_unc(sigma_unc)  # in SIGMA_UNC_RANGE
     clip_a = _clip(clip)  # in CLIP_RANGE
-    budget = np.asarray(eps1_budget(target_epsilon, steps=steps, delta=delta, method=method))
+    budget = np.asarray(calibrate_eps1(target_epsilon, steps=steps, delta=delta, method=method))
     V.broadcastable(sigma_unc=su, clip=clip_a, budget=budget)
     _check_connectivity(g, c)
     return _calibration_result(g, adversary, c, su, clip_a, budget, rtol)
@@ -281,7 +281,7 @@ def baselines(n, *, clip, target_epsilon, delta, steps, method="closed_form") ->
     """Local-DP and central-DP noise levels for n users (see :class:`Baselines`)."""
     nn = V.integer("n", n, minimum=1)
     cl = _clip(clip)  # in CLIP_RANGE
-    b = np.asarray(eps1_budget(target_epsilon, steps=steps, delta=delta, method=method))
+    b = np.asarray(calibrate_eps1(target_epsilon, steps=steps, delta=delta, method=method))
     with np.errstate(divide="ignore", over="ignore"):
         ldp = cl * np.sqrt(2.0 / b)
     bad = ~((ldp > 0) & (ldp < np.inf))
@@ -325,9 +325,9 @@ def noise_frontier(graph, *, clip, target_epsilon, delta, steps, adversary="eave
     num = V.count("num", num, minimum=2, maximum=10**4)  # one inversion per point
     rtol = V.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
     for name, v in (("target_epsilon", target_epsilon), ("delta", delta), ("steps", steps)):
-        if not isinstance(v, str) and np.ndim(v) != 0:  # one target per frontier (values: eps1_budget checks)
+        if not isinstance(v, str) and np.ndim(v) != 0:  # one target per frontier (values: calibrate_eps1 checks)
             raise ValueError(f"Expected {name} to be a single number, got {name} with shape {np.shape(v)}.")
-    budget = float(np.asarray(eps1_budget(target_epsilon, steps=steps, delta=delta, method=method)).reshape(()))
+    budget = float(np.asarray(calibrate_eps1(target_epsilon, steps=steps, delta=delta, method=method)).reshape(()))
     cl = V.scalar("clip", clip, lambda k, v: _clip(v))
     ldp = cl * math.sqrt(2.0 / budget) if budget > 0 else math.inf
     if not (budget > 0 and 0 < ldp < math.inf):  # the frontier's ends, sigma_ldp = C sqrt(2 / eps1), in float64
@@ -348,8 +348,8 @@ def noise_frontier(graph, *, clip, target_epsilon, delta, steps, adversary="eave
                         jnp.asarray(np.full(su.shape, budget)))
 
 
-def example_level_eps1_budget(target_epsilon, *, delta, steps, batch_size, q, sampling="poisson",
-                              orders=None, rtol=1e-7, method="balle2020"):
+def example_level_calibrate_eps1(target_epsilon, *, delta, steps, batch_size, q, sampling="poisson",
+                                 orders=None, rtol=1e-7, method="balle2020"):
     """The largest per-step eps1 (at the user clip C used by the accountant) such that T subsampled steps are
     example-level (target_epsilon, delta)-SecLDP (App. D.1, "Example-level privacy": no closed form, so this is a
     bisection on eps1 over the core's subsampled curves; the example-level eps increases with eps1).  Returns
@@ -402,22 +402,22 @@ def example_level_eps1_budget(target_epsilon, *, delta, steps, batch_size, q, sa
         hi_i = np.flatnonzero(~ok)
         lo, hi = (grid[lo_i[-1]] if lo_i.size else lo), (grid[hi_i[0]] if hi_i.size else hi)
     if not eps_of(np.full(30, lo))[0] <= e:  # re-check (monotone in eps1, so this holds)
-        raise RuntimeError("example_level_eps1_budget: re-check failed (non-monotone conversion?)")
+        raise RuntimeError("example_level_calibrate_eps1: re-check failed (non-monotone conversion?)")
     return lo
 
 
-def example_level_min_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta, steps, batch_size, q,
-                                sampling="poisson", adversary="eavesdropper", colluders=None, orders=None,
-                                rtol=1e-6) -> NoiseCalibration:
-    """Example-level counterpart of :func:`min_sigma_cor` (Decor App. D.1): the eps1 budget from
-    :func:`example_level_eps1_budget`, then the minimal sigma_cor for each sigma_unc (batched)."""
+def example_level_calibrate_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta, steps, batch_size, q,
+                                      sampling="poisson", adversary="eavesdropper", colluders=None, orders=None,
+                                      rtol=1e-6) -> NoiseCalibration:
+    """Example-level counterpart of :func:`calibrate_sigma_cor` (Decor App. D.1): the eps1 budget from
+    :func:`example_level_calibrate_eps1`, then the minimal sigma_cor for each sigma_unc (batched)."""
     g = prepare_graph(graph)
     c = _validate_adversary(g, adversary, colluders)
     su = _sigma_unc(sigma_unc)  # in SIGMA_UNC_RANGE
     cl = _clip(clip)  # in CLIP_RANGE
     V.broadcastable(sigma_unc=su, clip=cl)
-    unit = example_level_eps1_budget(target_epsilon, delta=delta, steps=steps, batch_size=batch_size, q=q,
-                                     sampling=sampling, orders=orders)
+    unit = example_level_calibrate_eps1(target_epsilon, delta=delta, steps=steps, batch_size=batch_size, q=q,
+                                        sampling=sampling, orders=orders)
     # the budget is the same at every clip: eps1 is the accountant's at clip C, and the effective noise
     # multiplier b sqrt(2 / eps1) (Poisson) or b / sqrt(2 eps1) (without replacement) does not depend on C
     # (effective_noise_multiplier: the shift (C / b) sqrt(d) with d = eps1 / (2 C^2)).  The budget was

@@ -17,7 +17,7 @@ from ._rounding import _dev
 from ._step import step_account
 
 _SAMPLINGS = ("poisson", "without_replacement")
-#: (Expected) batch sizes b :func:`~amplify_jax.secrdp.example_level_eps1_budget` takes.  The effective noise
+#: (Expected) batch sizes b :func:`~amplify_jax.secrdp.example_level_calibrate_eps1` takes.  The effective noise
 #: multiplier b sqrt(2 / eps1) (Poisson; b / sqrt(2 eps1) without replacement) must lie in the core's
 #: ``rdp.SIGMA_RANGE`` [1e-3, 1e10]: in this range of b the budget's search interval of eps1 (1e-12 .. 1e6, cut to
 #: that range) keeps a factor >= 50 (b = 1e300 or 1e-300 was refused as "sigma=2e+300", naming neither).  The

@@ -72,7 +72,7 @@ def optimal_noise(graph, *, clip, target_epsilon, delta, steps, adversary="eaves
     :func:`utility_weights`: "gossip" by default, "variance", or a given kappa), with optax.
 
     Method: the problem is one-dimensional along the frontier sigma_cor = s(sigma_unc) (minimal sigma_cor,
-    :func:`min_sigma_cor`).  A frontier grid (:func:`noise_frontier`) gives the start; optax.adam then descends
+    :func:`calibrate_sigma_cor`).  A frontier grid (:func:`noise_frontier`) gives the start; optax.adam then descends
     on u = logit of sigma_unc's position in (sigma_low, sigma_ldp) with the implicit-function gradient
     ds/dsigma_unc = -(d eps1/d sigma_unc)/(d eps1/d sigma_cor) (jax.grad of the accountant), s re-computed by
     the core's inversion at every step.  Every candidate is a feasible endpoint; the best is returned.

@@ -14,9 +14,11 @@ Where each paper lives:
   2021 Thm 3.1 (its formula's one home is :func:`amplify_jax.approx_dp.fmt_closed_form`);
 - ``_clones.py``, ``_binomial.py``: Feldman-McMillan-Talwar 2021, the numerical clone bound (the
   reduction of Thm 3.2 and its numerical use in Sec. 4, upper and lower);
-- :mod:`amplify_jax.shuffle.blanket` (public): the privacy blanket (Balle et al. 2019; with dummies, Ladjel,
-  Anciaux, Bellet, Scerri App. E: Lemma 2-5, Thm 5, Algorithm 2), the engine shared with
-  ``amplify_jax.traffic`` (``rr_delta``, ``rr_epsilon``, ``rr_delta_traced``), drawing on the private
+- :mod:`amplify_jax.shuffle.blanket`: the privacy blanket (Balle et al. 2019; with dummies, Ladjel,
+  Anciaux, Bellet, Scerri App. E: Lemma 2-5, Thm 5, Algorithm 2) and the engine shared with
+  ``amplify_jax.traffic`` (``rr_delta``, ``rr_epsilon``, ``rr_delta_traced``); its user-facing functions are
+  listed here, in this package's ``__all__`` (their one public home), and its own ``__all__`` is empty.  It
+  draws on the private
   ``_blanket_model.py`` (randomizers, properties of L), ``_blanket_concentration.py`` (generic path,
   Hoeffding / Bennett), ``_blanket_exact.py`` (randomized response / target randomizer) and
   ``_blanket_monte_carlo.py`` (Algorithm 2);
@@ -33,48 +35,45 @@ Bennett bound of Lemma 3 in its corrected form (docs/errata.md#e-traffic-lemma3-
 Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``epsilon`` is the eps at which a delta is
 computed (:func:`erlingsson_delta`, :func:`clones_delta`, :func:`blanket_delta`, :func:`blanket_properties`,
 ``blanket.rr_delta``, ``blanket.rr_delta_traced``), ``delta`` the one at which an eps is.
+
+What ``__all__`` lists (issue 29: one home per name): the bounds (:func:`erlingsson_epsilon`,
+:func:`erlingsson_delta`, :func:`fmt_closed_form_epsilon`, :func:`clones_epsilon`, :func:`clones_delta`,
+:func:`blanket_epsilon`, :func:`blanket_delta`) and the randomizers they take (:func:`generic_randomizer`,
+:func:`laplace_randomizer`, :func:`randomized_response`, :func:`target_randomizer`).  Also importable from here,
+documented, but not in ``__all__``: the result types (:class:`ClosedForm`, :class:`ClonesBound`,
+:class:`ClonesDelta`, :class:`BlanketDelta`, :class:`BlanketEpsilon`, :class:`BlanketProperties`, and
+:class:`BlanketRandomizer`, which the four randomizer functions build; each function names the one it returns),
+the intermediate quantities :func:`fmt_validity_bound` (FMT's condition) and :func:`blanket_properties` (the
+bounds on L of a randomizer), and the method names ``BLANKET_METHODS``.
 """
 
-from ._closed_forms import ClosedForm as ClosedForm
 from ._closed_forms import erlingsson_delta as erlingsson_delta
 from ._closed_forms import erlingsson_epsilon as erlingsson_epsilon
 from ._closed_forms import fmt_closed_form_epsilon as fmt_closed_form_epsilon
-from ._closed_forms import fmt_validity_bound as fmt_validity_bound
-from ._clones import ClonesBound as ClonesBound
-from ._clones import ClonesDelta as ClonesDelta
 from ._clones import clones_delta as clones_delta
 from ._clones import clones_epsilon as clones_epsilon
-from .blanket import BLANKET_METHODS as BLANKET_METHODS
-from .blanket import BlanketDelta as BlanketDelta
-from .blanket import BlanketEpsilon as BlanketEpsilon
-from .blanket import BlanketProperties as BlanketProperties
-from .blanket import BlanketRandomizer as BlanketRandomizer
 from .blanket import blanket_delta as blanket_delta
 from .blanket import blanket_epsilon as blanket_epsilon
-from .blanket import blanket_properties as blanket_properties
 from .blanket import generic_randomizer as generic_randomizer
 from .blanket import laplace_randomizer as laplace_randomizer
 from .blanket import randomized_response as randomized_response
 from .blanket import target_randomizer as target_randomizer
 
+# importable and documented, not in __all__ (result types, intermediate quantities, method names: see the
+# docstring)
+from ._closed_forms import ClosedForm, fmt_validity_bound
+from ._clones import ClonesBound, ClonesDelta
+from .blanket import (BLANKET_METHODS, BlanketDelta, BlanketEpsilon, BlanketProperties, BlanketRandomizer,
+                      blanket_properties)
+
 __all__ = [
-    "ClosedForm",
-    "erlingsson_delta",
     "erlingsson_epsilon",
+    "erlingsson_delta",
     "fmt_closed_form_epsilon",
-    "fmt_validity_bound",
-    "ClonesBound",
-    "ClonesDelta",
-    "clones_delta",
     "clones_epsilon",
-    "BLANKET_METHODS",
-    "BlanketDelta",
-    "BlanketEpsilon",
-    "BlanketProperties",
-    "BlanketRandomizer",
-    "blanket_delta",
+    "clones_delta",
     "blanket_epsilon",
-    "blanket_properties",
+    "blanket_delta",
     "generic_randomizer",
     "laplace_randomizer",
     "randomized_response",

@@ -3,8 +3,8 @@ amplification variable L (Balle, Bell, Gascon, Nissim 2019 generic lemma; Ladjel
 Lemma 4 and Lemma 5 as corrected in docs/errata.md#e-traffic-lemma4-generic and
 docs/errata.md#e-traffic-lemma5), and the constants the engines share.
 
-Private: the public home of the privacy blanket is :mod:`amplify_jax.shuffle.blanket` (its module docstring
-gives each randomizer's bounds and their sources).
+Private: the privacy blanket's user-facing names are listed by :mod:`amplify_jax.shuffle`; the module
+:mod:`amplify_jax.shuffle.blanket` gathers them (its docstring gives each randomizer's bounds and their sources).
 """
 
 from __future__ import annotations

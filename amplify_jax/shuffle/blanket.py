@@ -75,12 +75,13 @@ Randomizers (the numbers are the gamma, L bounds and second-moment bound c at a 
   + (1 - sigma)^2 T (1 + e^2eps) (Lemma 5), range b = (1 - sigma) T (1 + e^eps) (docs/errata.md#e-traffic-thm4-b:
   Thm 4 adds -2 sigma (1 - e^eps)).
 
-Where the code lives (this module is the public home of the engine, shared with ``amplify_jax.traffic``; the
-files it draws on are private): ``_blanket_model.py`` (randomizers, result types, properties of L),
-``_blanket_concentration.py`` (the generic path, Hoeffding / Bennett), ``_blanket_exact.py`` (the engine for
-randomized response / the target randomizer, its plans and its traced kernel), ``_blanket_monte_carlo.py``
-(Algorithm 2).  The entry points :func:`blanket_delta`, :func:`blanket_epsilon` and, for the target randomizer
-on validated arrays, :func:`rr_delta`, :func:`rr_epsilon`, :func:`rr_delta_traced` are here.
+Where the code lives (this module holds the engine, shared with ``amplify_jax.traffic``; its user-facing
+functions are listed by :mod:`amplify_jax.shuffle`, and its own ``__all__`` is empty; the files it draws on are
+private): ``_blanket_model.py`` (randomizers, result types, properties of L), ``_blanket_concentration.py``
+(the generic path, Hoeffding / Bennett), ``_blanket_exact.py`` (the engine for randomized response / the target
+randomizer, its plans and its traced kernel), ``_blanket_monte_carlo.py`` (Algorithm 2).  The entry points
+:func:`blanket_delta`, :func:`blanket_epsilon` and, for the target randomizer on validated arrays,
+:func:`rr_delta`, :func:`rr_epsilon`, :func:`rr_delta_traced` are here.
 """
 
 from __future__ import annotations
@@ -110,26 +111,11 @@ from ._blanket_model import target_randomizer as target_randomizer
 from ._blanket_model import _check_randomizer
 from ._blanket_monte_carlo import _mc_eps_chunk, _mc_planned, _pascal_cdf_np, _plan_mc
 
-__all__ = [
-    "BlanketRandomizer",
-    "BlanketProperties",
-    "BlanketDelta",
-    "BlanketEpsilon",
-    "generic_randomizer",
-    "laplace_randomizer",
-    "randomized_response",
-    "target_randomizer",
-    "blanket_properties",
-    "blanket_delta",
-    "blanket_epsilon",
-    "BLANKET_METHODS",
-    "DEFAULT_TAIL_SD",
-    "rr_delta",
-    "rr_epsilon",
-    "rr_delta_traced",
-    "EXACT_MAX_M",
-    "exact_table_check",
-]
+#: Empty (issue 29: one home per name): the user-facing names defined or gathered here (blanket_delta,
+#: blanket_epsilon, the randomizers) are listed by :mod:`amplify_jax.shuffle`, their one public home; the engine
+#: (rr_delta, rr_epsilon, rr_delta_traced, exact_table_check), shared with amplify_jax.traffic, and the result
+#: types and constants stay importable from here, documented, as the package's building blocks.
+__all__: list[str] = []
 
 
 def _prepare(eps_or_delta_name, value, n, dummies, randomizer, method, tail_sd):

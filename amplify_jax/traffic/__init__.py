@@ -23,8 +23,8 @@ What is implemented, by the paper's numbering, and which private file holds it:
   moments of L, :func:`amplification_variable_bounds`.
 * Sec. II-E, III-C and IV-D -- utility and efficiency metrics (``_costs.py``): :func:`local_costs`,
   :func:`scrambler_costs`.
-* Sec. IV-C, IV-D, V-B -- deployment inversions (``_deployment.py``): :func:`fewest_dummies`,
-  :func:`smallest_sampling`, :func:`messages_per_scrambler` (results :class:`DummiesDeployment`,
+* Sec. IV-C, IV-D, V-B -- deployment inversions (``_deployment.py``): :func:`scrambler_calibrate_dummies`,
+  :func:`scrambler_calibrate_sampling`, :func:`scrambler_calibrate_n` (results :class:`DummiesDeployment`,
   :class:`SamplingDeployment`, :class:`ScramblerSizeDeployment`, named after their answer; base
   :class:`Deployment`).  One cap per question whatever the front door (issue 27): :data:`DUMMIES_CAP` (1000
   dummies) and :data:`N_CAP` (10 000 messages per scrambler), also the search ranges ``bounds.invert`` uses
@@ -67,70 +67,59 @@ computed (and a plan's clusters' eps), ``target_epsilon`` / ``target_delta`` wha
 meet, ``delta`` the fixed side of :func:`scrambler_epsilon`; results name their answer (``.epsilon``;
 ``.dummies``, ``.sampling``, ``.n`` for the deployments) and their ``status`` holds
 :class:`amplify_jax.status.Status` codes.
+
+What ``__all__`` lists (issue 29: one home per name): what a user calls or builds -- the bounds
+(:func:`local_epsilon`, :func:`scrambler_pure_epsilon`, :func:`scrambler_pure_epsilon_exact`,
+:func:`scrambler_delta`, :func:`scrambler_epsilon`), the deployment solvers, named ``scrambler_calibrate_<param>``
+after the bound whose target they meet (:func:`scrambler_calibrate_dummies`, :func:`scrambler_calibrate_sampling`,
+:func:`scrambler_calibrate_n`), execution plans and their privacy (:class:`ExecutionPlan`, :func:`aggregate_plan`,
+:func:`kmeans_plan`, :func:`plan_privacy`) and the simulation (:func:`simulate_scrambler_outputs`).  Also
+importable from here, documented, but not in ``__all__``: the result types (:class:`PureEpsilon`,
+:class:`ScramblerPureEpsilon`, :class:`DeltaBound`, :class:`EpsilonInversion`, :class:`Deployment` and its three
+kinds, :class:`PlanPrivacy`, :class:`Costs`, :class:`OutputSimulation`; each function names the one it returns),
+the caps and method names (:data:`DUMMIES_CAP`, :data:`N_CAP`, ``METHODS``; a parameter's public statement is the
+registry's ``Param``), and the side quantities :func:`amplification_variable_bounds` (the moments of L) and
+:func:`local_costs` / :func:`scrambler_costs` (the cost metrics, also in every deployment's ``messages``).
 """
 
 from ._plans import ExecutionPlan as ExecutionPlan
-from ._plans import PlanPrivacy as PlanPrivacy
 from ._plans import aggregate_plan as aggregate_plan
 from ._plans import kmeans_plan as kmeans_plan
 from ._plans import plan_privacy as plan_privacy
-from ._local import PureEpsilon as PureEpsilon
 from ._local import local_epsilon as local_epsilon
-from ._scrambler_pure import ScramblerPureEpsilon as ScramblerPureEpsilon
 from ._scrambler_pure import scrambler_pure_epsilon as scrambler_pure_epsilon
 from ._scrambler_pure import scrambler_pure_epsilon_exact as scrambler_pure_epsilon_exact
-from ._scrambler_delta import METHODS as METHODS
-from ._scrambler_delta import DeltaBound as DeltaBound
-from ._scrambler_delta import EpsilonInversion as EpsilonInversion
-from ._scrambler_delta import amplification_variable_bounds as amplification_variable_bounds
 from ._scrambler_delta import scrambler_delta as scrambler_delta
 from ._scrambler_delta import scrambler_epsilon as scrambler_epsilon
-from ._costs import Costs as Costs
-from ._costs import local_costs as local_costs
-from ._costs import scrambler_costs as scrambler_costs
-from ._deployment import Deployment as Deployment
-from ._deployment import DummiesDeployment as DummiesDeployment
-from ._deployment import SamplingDeployment as SamplingDeployment
-from ._deployment import ScramblerSizeDeployment as ScramblerSizeDeployment
-from ._deployment import fewest_dummies as fewest_dummies
-from ._deployment import messages_per_scrambler as messages_per_scrambler
-from ._deployment import smallest_sampling as smallest_sampling
-from ._common import DUMMIES_CAP as DUMMIES_CAP
-from ._common import N_CAP as N_CAP
-from ._simulation import OutputSimulation as OutputSimulation
+from ._deployment import scrambler_calibrate_dummies as scrambler_calibrate_dummies
+from ._deployment import scrambler_calibrate_n as scrambler_calibrate_n
+from ._deployment import scrambler_calibrate_sampling as scrambler_calibrate_sampling
 from ._simulation import simulate_scrambler_outputs as simulate_scrambler_outputs
 
+# importable and documented, not in __all__ (result types, caps, side quantities: see the docstring)
+from ._common import DUMMIES_CAP, N_CAP
+from ._costs import Costs, local_costs, scrambler_costs
+from ._deployment import Deployment, DummiesDeployment, SamplingDeployment, ScramblerSizeDeployment
+from ._local import PureEpsilon
+from ._plans import PlanPrivacy
+from ._scrambler_delta import METHODS, DeltaBound, EpsilonInversion, amplification_variable_bounds
+from ._scrambler_pure import ScramblerPureEpsilon
+from ._simulation import OutputSimulation
+
 __all__ = [
-    "PureEpsilon",
-    "DeltaBound",
-    "EpsilonInversion",
-    "Costs",
-    "Deployment",
-    "DummiesDeployment",
-    "SamplingDeployment",
-    "ScramblerSizeDeployment",
-    "PlanPrivacy",
-    "ExecutionPlan",
-    "METHODS",
     "local_epsilon",
     "scrambler_pure_epsilon",
     "scrambler_pure_epsilon_exact",
-    "ScramblerPureEpsilon",
-    "amplification_variable_bounds",
     "scrambler_delta",
     "scrambler_epsilon",
-    "plan_privacy",
+    "scrambler_calibrate_dummies",
+    "scrambler_calibrate_sampling",
+    "scrambler_calibrate_n",
+    "ExecutionPlan",
     "aggregate_plan",
     "kmeans_plan",
-    "local_costs",
-    "scrambler_costs",
-    "fewest_dummies",
-    "smallest_sampling",
-    "messages_per_scrambler",
-    "DUMMIES_CAP",
-    "N_CAP",
+    "plan_privacy",
     "simulate_scrambler_outputs",
-    "OutputSimulation",
 ]
 
 from . import _bounds  # noqa: F401, E402  (registers the bounds)

@@ -4,8 +4,8 @@
 Every kernel calls the family's public function; where the family falls back to the local guarantee (no eps
 below it reaches delta; Thm 3's printed formula, which is unsound) the status is :data:`Status.FALLBACK`.
 Monotone directions are the theorems' (stated where declared), checked numerically on grids
-(tests/test_traffic.py::test_registered_*).  The deployment inversions of the family (fewest_dummies,
-smallest_sampling, messages_per_scrambler) are ``bounds.invert`` of ``traffic.scrambler-delta`` over dummies,
+(tests/test_traffic.py::test_registered_*).  The deployment inversions of the family (scrambler_calibrate_dummies,
+scrambler_calibrate_sampling, scrambler_calibrate_n) are ``bounds.invert`` of ``traffic.scrambler-delta`` over dummies,
 sampling and n.
 
 Corrections of the printed paper (those the registry's ``notes`` refer to; each entry of docs/errata.md gives
@@ -46,7 +46,8 @@ N = Param("n", Integer(1, 10**7), "messages per scrambler (method exact: while i
 SAMPLING = Param("sampling", Real(0.0, 1.0), "local sampling rate sigma (probability a message is redirected "
                  "to a uniform target)", DECREASING, search=(1e-6, 1.0))
 DUMMIES = Param("dummies", Integer(0, 10**6), "dummy messages per scrambler (an inversion searches up to "
-                f"{DUMMIES_CAP}, the cap traffic.fewest_dummies shares)", DECREASING, search=(0, DUMMIES_CAP))
+                f"{DUMMIES_CAP}, the cap traffic.scrambler_calibrate_dummies shares)", DECREASING,
+                search=(0, DUMMIES_CAP))
 DELTA = Param("delta", Real(1e-15, 1.0, hi_open=True), "target delta (from 1e-15: below, the bounded truncated "
               "mass of the binomial windows, ~1e-18, dominates and monotonicity is lost)", DECREASING)
 PURE_DELTA = Param("delta", Real(0.0, 1.0, hi_open=True), "ignored: the guarantee is pure eps-DP, it holds at "
@@ -62,7 +63,7 @@ THM4_NOTES = ("Errata (docs/errata.md#e-traffic-thm4-a, #e-traffic-thm4-b, #e-tr
               "the two targets.  Decreasing in n and dummies (Lemma 2: m' ~ Bin(n - 1, sigma) grows "
               "stochastically with n, and g(K) = E[sum_{i<=K} L_i]_+ / K does not increase in "
               "K = m' + 1 + d).  Decreasing in sampling (checked on grids of every method: more redirected "
-              "messages, a thicker blanket; the family's smallest_sampling relies on it); targets not "
+              "messages, a thicker blanket; the family's scrambler_calibrate_sampling relies on it); targets not "
               "declared monotone.  Method exact is refused (one line naming n) where its table of "
               "Bin(M, 1/2) CDFs would need counts M = N1 + N2 beyond 1500 (the engine tabulates them all: "
               "T = 10, sigma = 0.5, n = 1e6 would ask for 32 GiB); use bennett or hoeffding there.")
@@ -103,9 +104,10 @@ register(Bound(
     notes=THM4_NOTES + "  Decreasing in eps.  delta = 0 where eps >= the local guarantee (`local`; Lemma 2 gives "
                        "0 there too).  n, sampling and dummies are NOT declared monotone here: Lemma 2's sum is, but the "
                        "sound value adds the bounded truncated mass of its windows (~1e-18), which is not (seen "
-                       "on grids where delta < ~1e-17).  The family's fewest_dummies, smallest_sampling and "
-                       "messages_per_scrambler (fixed eps, delta) are served by inverting traffic.scrambler "
-                       "over dummies, sampling, n at target_epsilon (same feasible set up to its eps rtol)."))
+                       "on grids where delta < ~1e-17).  The family's scrambler_calibrate_dummies, "
+                       "scrambler_calibrate_sampling and scrambler_calibrate_n (fixed eps, delta) are served by "
+                       "inverting traffic.scrambler over dummies, sampling, n at target_epsilon (same feasible set up "
+                       "to its eps rtol)."))
 
 
 def _local(targets, sampling, dummies, delta):

@@ -11,14 +11,14 @@ import numpy as np
 from .._core import validate as V
 
 #: One cap per question (issue 27): the most dummies per scrambler that "fewest dummies" searches, whatever the
-#: front door -- :func:`amplify_jax.traffic.fewest_dummies` (its ``max_dummies`` default) and ``bounds.invert``
-#: of ``traffic.scrambler`` over ``dummies`` (its declared search range).  Points that no d up to the cap
-#: satisfies are answered INFEASIBLE with a warning naming the cap.  1000: the exact method's table of
+#: front door -- :func:`amplify_jax.traffic.scrambler_calibrate_dummies` (its ``max_dummies`` default) and
+#: ``bounds.invert`` of ``traffic.scrambler`` over ``dummies`` (its declared search range).  Points that no d up to
+#: the cap satisfies are answered INFEASIBLE with a warning naming the cap.  1000: the exact method's table of
 #: Bin(M, 1/2) CDFs stops at M = 1500 (``shuffle.blanket.EXACT_MAX_M``), which d = 1000 reaches near T = 2;
 #: the public function took 174 s for one infeasible point when it searched up to 1e5.
 DUMMIES_CAP = 1000
 #: One cap per question: the most messages per scrambler that "messages per scrambler" searches
-#: (:func:`amplify_jax.traffic.messages_per_scrambler`'s ``max_n`` default and the search range of
+#: (:func:`amplify_jax.traffic.scrambler_calibrate_n`'s ``max_n`` default and the search range of
 #: ``traffic.scrambler``'s ``n``); was 1e5 and 1e4.
 N_CAP = 10_000
 

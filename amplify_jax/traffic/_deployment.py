@@ -24,10 +24,10 @@ from ._scrambler_delta import scrambler_delta
 
 
 class Deployment(tuple):
-    """Base of the results of the deployment inversions: :class:`DummiesDeployment` (:func:`fewest_dummies`),
-    :class:`SamplingDeployment` (:func:`smallest_sampling`), :class:`ScramblerSizeDeployment`
-    (:func:`messages_per_scrambler`), each a named tuple (answer, status, delta, limit, messages) whose first
-    field is named after the parameter it holds (``.dummies``, ``.sampling``, ``.n``).
+    """Base of the results of the deployment inversions: :class:`DummiesDeployment`
+    (:func:`scrambler_calibrate_dummies`), :class:`SamplingDeployment` (:func:`scrambler_calibrate_sampling`),
+    :class:`ScramblerSizeDeployment` (:func:`scrambler_calibrate_n`), each a named tuple (answer, status, delta,
+    limit, messages) whose first field is named after the parameter it holds (``.dummies``, ``.sampling``, ``.n``).
 
     ``status`` holds :class:`amplify_jax.status.Status` codes: OK; INFEASIBLE within the budget (the answer is
     then the budget's end and ``delta`` what it gives); AT_LIMIT, the least costly end is already private
@@ -42,21 +42,23 @@ class Deployment(tuple):
 
 class DummiesDeployment(Deployment,
                         collections.namedtuple("DummiesDeployment", "dummies status delta limit messages")):
-    """The fewest dummies per scrambler (:func:`fewest_dummies`), with its status, delta, limit and load."""
+    """The fewest dummies per scrambler (:func:`scrambler_calibrate_dummies`), with its status, delta, limit and
+    load."""
 
     __slots__ = ()
 
 
 class SamplingDeployment(Deployment,
                          collections.namedtuple("SamplingDeployment", "sampling status delta limit messages")):
-    """The smallest local sampling rate (:func:`smallest_sampling`), with its status, delta, limit and load."""
+    """The smallest local sampling rate (:func:`scrambler_calibrate_sampling`), with its status, delta, limit and
+    load."""
 
     __slots__ = ()
 
 
 class ScramblerSizeDeployment(Deployment,
                               collections.namedtuple("ScramblerSizeDeployment", "n status delta limit messages")):
-    """The fewest messages per scrambler n (:func:`messages_per_scrambler`), with its status, delta, limit and
+    """The fewest messages per scrambler n (:func:`scrambler_calibrate_n`), with its status, delta, limit and
     load."""
 
     __slots__ = ()
@@ -102,7 +104,7 @@ def _deploy_method(method):
 #: Smallest target delta of the deployment inversions (as the registry's traffic bounds): every delta of the
 #: scrambler's engine includes the bounded truncated mass of its binomial windows (~1e-18, ``tail_sd`` = 9; not
 #: monotone in d, n or sigma below ~1e-17), so a smaller target is met by no deployment, or by accident of that
-#: slack; the search only found so at the budget's end (fewest_dummies at target_delta = 1e-300: 168 s of
+#: slack; the search only found so at the budget's end (scrambler_calibrate_dummies at target_delta = 1e-300: 168 s of
 #: bisection over d up to 1e5, answer infeasible).
 MIN_TARGET_DELTA = 1e-15
 
@@ -127,7 +129,7 @@ def _finish_deploy(result, value, status, limit, eps, delta, T, n, sigma, d, met
     return result(np.asarray(value), status, chk, np.asarray(limit), np.asarray(msgs))
 
 
-def fewest_dummies(
+def scrambler_calibrate_dummies(
     target_epsilon, target_delta, *, targets, n, sampling, sources=None, max_messages=None, max_dummies=DUMMIES_CAP,
     method="exact"
 ) -> DummiesDeployment:
@@ -172,12 +174,13 @@ def fewest_dummies(
     value = np.where(status == Status.INFEASIBLE, np.maximum(limit, 0.0), value)
     capped = (status == Status.INFEASIBLE) & (limit == dmax)
     if capped.any():
-        _warn_cap("fewest_dummies", "dummies", float(np.max(dmax)), capped, "max_dummies; pass a larger one to search further")
+        _warn_cap("scrambler_calibrate_dummies", "dummies", float(np.max(dmax)), capped,
+                  "max_dummies; pass a larger one to search further")
     return _finish_deploy(DummiesDeployment, value, status, limit, eps, delta, T, n_, sigma, value, method,
                           sources)
 
 
-def smallest_sampling(
+def scrambler_calibrate_sampling(
     target_epsilon, target_delta, *, targets, n, dummies, sources=None, max_messages=None, rtol=1e-6,
     method="exact"
 ) -> SamplingDeployment:
@@ -224,7 +227,7 @@ def smallest_sampling(
     return _finish_deploy(SamplingDeployment, value, status, limit, eps, delta, T, n_, value, d, method, sources)
 
 
-def messages_per_scrambler(
+def scrambler_calibrate_n(
     target_epsilon, target_delta, *, targets, sampling, dummies, max_channels=None, max_n=N_CAP, sources=None,
     method="exact"
 ) -> ScramblerSizeDeployment:
@@ -257,6 +260,7 @@ def messages_per_scrambler(
     value = np.where(status == Status.INFEASIBLE, np.maximum(limit, 1.0), value)
     capped = (status == Status.INFEASIBLE) & (limit == nmax)
     if capped.any():
-        _warn_cap("messages_per_scrambler", "n", float(np.max(nmax)), capped, "max_n; pass a larger one to search further")
+        _warn_cap("scrambler_calibrate_n", "n", float(np.max(nmax)), capped,
+                  "max_n; pass a larger one to search further")
     return _finish_deploy(ScramblerSizeDeployment, value, status, limit, eps, delta, T, value, sigma, d, method,
                           sources)
