@@ -22,15 +22,29 @@ NaN or Infinity.  Errors: one line on stderr, exit status 2.
 from __future__ import annotations
 
 import argparse
+import csv
+import os
+import re
+import subprocess
 import sys
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import jax
 import numpy as np
 
+from . import __version__, bounds
 from ._core.cache import enable_compilation_cache
-from ._core.parse import join_negative_values, parse_values
-from ._core.io import JSON_NONFINITE
+from ._core.io import JSON_NONFINITE, atomic_write
 from ._core.io import dumps_strict as _dumps
+from ._core.parse import join_negative_values, parse_values
+from ._core.status import status_names
+from .accounting.accountants import MECHANISMS, RDP_MECHANISMS, SIGMA_LIMIT, dpsgd_calibrate_sigma, dpsgd_epsilon
+from .accounting.calibrate import STATUS_NAMES
+from .bounds import TARGET_DOMAINS, Choice, Graph, Orders
+from .plotting import FIGURES_DIR_ENV, paper_panels, plot_paper_panels, plot_privacy_curve
+from .sweep import BoundSweepSpec, load_spec, run_sweep
 
 __all__ = ["main", "parse_values"]
 
@@ -62,16 +76,11 @@ def _numeric(args, names):
     return out
 
 
-MECH_FLAGS = {
-    "poisson-gaussian": ("sigma", "q", "steps"),
-    "gaussian": ("sigma", "steps"),
-    "laplace": ("scale", "steps"),
-    "randomized-response": ("eps0", "k", "steps"),
-}
-
-
 def _mechanism_params(args):
-    needed = MECH_FLAGS[args.mechanism]
+    """The flags of ``--mechanism`` (its row of the one table, ``accountants.MECHANISMS``; the command line offers
+    the RDP accountant's mechanisms, ``RDP_MECHANISMS``): each one it takes given (k: 2 unless told), none it does
+    not take."""
+    needed = MECHANISMS[args.mechanism].params
     for flag in ("sigma", "q", "scale", "eps0", "k"):
         if getattr(args, flag, None) is not None and flag not in needed:
             raise ValueError(f"Expected no --{flag} for --mechanism {args.mechanism} (it takes "
@@ -85,111 +94,81 @@ def _mechanism_params(args):
     return [f for f in needed]
 
 
-#: the registered bound whose declared domains validate each mechanism's flags
-MECH_BOUND = {"poisson-gaussian": "dpsgd", "gaussian": "gaussian", "laplace": "laplace",
-              "randomized-response": "randomized-response"}
+def _no_method_with_pld(args):
+    if args.accountant == "pld" and args.method != "balle2020":
+        raise ValueError("Expected no --method with --accountant pld (an option of the RDP accountant).")
 
 
-def _check_registered(mechanism, values: dict):
-    """Validate the flags of the mechanism commands by the registry's domains (one code path for bad input)."""
-    from . import bounds
-
-    bound = bounds.get(MECH_BOUND[mechanism])
-    for name, v in values.items():
-        if name in [p.name for p in bound.params]:
-            bound.param(name).domain.check(name, v)
+# epsilon / rdp / calibrate are aliases of evaluate / invert: their flags become a registered bound's id and
+# parameters (the mechanism's row of the table), validated once by its declared domains, and answered by
+# bounds.evaluate / bounds.invert; only their output keeps its own columns.
 
 
 def cmd_epsilon(args):
-    from .accounting.accountants import epsilon
-
     _require(args, "steps", "delta")
-    params = _mechanism_params(args)
-    vals = _numeric(args, params + ["delta"])
-    _check_registered(args.mechanism, vals)
-    grid = _grid(vals)
+    grid = _grid(_numeric(args, _mechanism_params(args) + ["delta"]))
+    mech = MECHANISMS[args.mechanism]
+    _no_method_with_pld(args)
+    if args.accountant == "pld":
+        res = bounds.evaluate(mech.pld, **grid)
+    else:
+        res = bounds.evaluate(mech.rdp, **grid, method=args.method)
     delta = grid.pop("delta")
     if args.accountant == "pld":
-        if args.method != "balle2020":
-            raise ValueError("Expected no --method with --accountant pld (an option of the RDP accountant).")
-        res = epsilon(args.mechanism, delta=delta, accountant="pld", **grid)
-        eps, low = np.asarray(res.epsilon), np.asarray(res.epsilon_lower)
+        eps, low = res.epsilon, res.epsilon_lower
         _emit(args, {"epsilon": eps, "epsilon_lower": low},
               {**grid, "delta": delta, "epsilon": eps, "epsilon_lower": low})
         if np.any(np.isinf(eps)):
             print("note: some points are +inf: the grid's error terms exceed delta there (status 'error').",
                   file=sys.stderr)
         return
-    res = epsilon(args.mechanism, delta=delta, method=args.method, **grid)
-    eps, order = np.asarray(res.epsilon), np.asarray(res.order)
+    eps, order = res.epsilon, res.order
     _emit(args, {"epsilon": eps, "order": order}, {**grid, "delta": delta, "epsilon": eps, "order": order})
 
 
 def cmd_rdp(args):
-    from .accounting import rdp as R
-
     _require(args, "steps", "orders")
     params = [p for p in _mechanism_params(args) if p != "steps"]
-    from .bounds import Orders  # the registry's domain of orders (alpha in (1, 1e6])
-
-    orders = Orders().check("orders", parse_values("--orders", args.orders))
-    vals = _numeric(args, params + ["steps"])
-    _check_registered(args.mechanism, vals)
-    grid = _grid(vals)
-    steps = grid.pop("steps")
-    if args.mechanism == "poisson-gaussian":
-        curve = R.poisson_subsampled_gaussian_rdp(orders, q=grid["q"], sigma=grid["sigma"])
-    elif args.mechanism == "gaussian":
-        curve = R.gaussian_rdp(orders, sigma=grid["sigma"])
-    elif args.mechanism == "laplace":
-        curve = R.laplace_rdp(orders, scale=grid["scale"])
-    else:
-        curve = R.randomized_response_rdp(orders, eps0=grid["eps0"], k=grid.get("k", 2.0))
-    from ._core import validate as V
-
-    with np.errstate(over="ignore"):  # steps x a huge RDP: +inf, written as such
-        total = np.asarray(V.nonnegative("--steps", steps))[..., None] * np.asarray(curve)
-    total = total.reshape(-1, orders.size)
+    orders_given = parse_values("--orders", args.orders)
+    grid = _grid(_numeric(args, params + ["steps"]))
+    res = bounds.evaluate(MECHANISMS[args.mechanism].curve, orders=orders_given, **grid)
+    orders = res.orders
+    total = res.rdp.reshape(-1, orders.size)
     if args.json:
         print(_dumps({"rdp": total.tolist(), "orders": orders.tolist()}))
         return
-    names = list(grid) + ["steps"]  # every parameter that produced the row
-    cols = [np.broadcast_to(grid[n] if n in grid else steps, (total.shape[0],)) for n in names]
+    names = list(grid)  # every parameter that produced the row (steps last)
+    cols = [np.broadcast_to(grid[n], (total.shape[0],)) for n in names]
     print("  ".join(f"{n:>12}" for n in names) + "  " + "  ".join(f"{f'rdp@{o:g}':>14}" for o in orders))
     for i in range(total.shape[0]):
         print("  ".join(f"{c[i]:>12.6g}" for c in cols) + "  " + "  ".join(f"{v:>14.8g}" for v in total[i]))
 
 
 def cmd_calibrate(args):
-    from .accounting.accountants import SIGMA_LIMIT, calibrate_sigma
-    from .accounting.calibrate import STATUS_NAMES
-
-    if args.mechanism not in ("poisson-gaussian", "gaussian"):
+    mech = MECHANISMS[args.mechanism]
+    if mech.sigma_via is None:
         raise ValueError(f"Expected --mechanism poisson-gaussian or gaussian for calibrate, got {args.mechanism!r}.")
     _require(args, "target_epsilon", "steps", "delta")
-    names = ["target_epsilon"] + (["q"] if args.mechanism == "poisson-gaussian" else []) + ["steps", "delta"]
-    if args.mechanism == "gaussian" and args.q is not None:
-        raise ValueError("Expected no --q for calibrate --mechanism gaussian (it takes --steps and --delta).")
-    if args.mechanism == "poisson-gaussian" and args.q is None:
-        raise ValueError(f"Expected --q for --mechanism poisson-gaussian ({MECH_HELP['q'][0]}).")
-    _check_registered(args.mechanism, {k: v for k, v in _numeric(args, names).items() if k != "target_epsilon"})
-    from .bounds import TARGET_DOMAINS  # the registry's inversions take the same targets
-
-    targets = _numeric(args, ["target_epsilon"]).get("target_epsilon")
-    TARGET_DOMAINS["target_epsilon"].check("target_epsilon", targets)
+    names = ["target_epsilon"] + (["q"] if "q" in mech.params else []) + ["steps", "delta"]
+    if "q" not in mech.params and args.q is not None:
+        raise ValueError(f"Expected no --q for calibrate --mechanism {args.mechanism} (it takes --steps and --delta).")
+    if "q" in mech.params and args.q is None:
+        raise ValueError(f"Expected --q for --mechanism {args.mechanism} ({MECH_HELP['q'][0]}).")
+    _no_method_with_pld(args)
     grid = _grid(_numeric(args, names))
-    if args.accountant == "pld" and args.method != "balle2020":
-        raise ValueError("Expected no --method with --accountant pld (an option of the RDP accountant).")
-    extra = {"accountant": "pld"} if args.accountant == "pld" else {"method": args.method}
-    res = calibrate_sigma(args.mechanism, target_epsilon=grid.pop("target_epsilon"), delta=grid.pop("delta"),
-                          rtol=args.rtol, **extra, **grid)
-    sigma, status = np.asarray(res.sigma), np.asarray(res.status)
+    via, fixed = mech.sigma_via
+    extra = {} if args.accountant == "pld" else {"method": args.method}
+    with warnings.catch_warnings():  # the cap of the search: said by the note below, in this command's words
+        warnings.simplefilter("ignore", UserWarning)
+        res = bounds.invert(MECHANISMS[via].pld if args.accountant == "pld" else MECHANISMS[via].rdp,
+                            solve_for="sigma", rtol=args.rtol, **grid, **dict(fixed), **extra)
+    sigma, status = res.sigma, res.status
     if args.json:
-        print(_dumps({"sigma": sigma.tolist(), "epsilon": np.asarray(res.epsilon).tolist(),
-                          "status": [STATUS_NAMES[int(s)] for s in status]}))
+        print(_dumps({"sigma": sigma.tolist(), "epsilon": res.epsilon.tolist(),
+                      "status": [STATUS_NAMES[int(s)] for s in status]}))
         return
-    cols = {**_grid(_numeric(args, names)), "sigma": sigma,  # every input of each row, then the answer
-            "epsilon": np.asarray(res.epsilon), "status": np.array([STATUS_NAMES[int(s)] for s in status])}
+    cols = {**grid, "sigma": sigma,  # every input of each row, then the answer
+            "epsilon": res.epsilon, "status": np.array([STATUS_NAMES[int(s)] for s in status])}
     _emit(args, {}, cols)
     if np.any(status == 1):
         where = "the PLD's sigma range" if args.accountant == "pld" else f"sigma up to {SIGMA_LIMIT:g}"
@@ -197,8 +176,6 @@ def cmd_calibrate(args):
 
 
 def cmd_sweep(args):
-    from .sweep import BoundSweepSpec, load_spec, run_sweep
-
     spec = load_spec(args.grid, output=args.output, export=args.export)
     coord = {"coordinator_address": args.coordinator, "num_processes": args.num_processes,
              "process_id": args.process_id}
@@ -212,8 +189,6 @@ def cmd_sweep(args):
         raise ValueError(f"Expected 0 <= --process-id < --num-processes, got process_id={args.process_id}, "
                          f"num_processes={args.num_processes}.")
     if args.distributed:
-        import jax
-
         jax.distributed.initialize(**given)
     out = run_sweep(spec, progress=not args.quiet, distributed=args.distributed)
     if out is None:
@@ -229,11 +204,7 @@ def cmd_demo(args):
     """Default job: eps of DP-SGD over a grid of noise levels, Rényi DP and the tight PLD accountant (CSV +
     PNG), the calibrated noise levels of both, and one panel per paper at its headline parameters
     (``plotting.paper_panels``: overview.png and overview.json)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .accounting import pld
-    from .accounting.accountants import dpsgd_calibrate_sigma, dpsgd_epsilon
-    from .plotting import paper_panels
+    from .accounting import pld  # lazy: the PLD package is ~38 ms of `amplify-jax --help`'s ~0.87 s (importtime)
 
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -254,18 +225,15 @@ def cmd_demo(args):
     res, tight, panels, cal, cal_pld = (done[k] for k in ("rdp", "pld", "panels", "cal", "cal_pld"))
     eps, order = np.asarray(res.epsilon), np.asarray(res.order)
     e_pld, e_low = np.asarray(tight.epsilon), np.asarray(tight.epsilon_lower)
-    from ._core.io import atomic_write
 
     def write_csv(tmp):
         np.savetxt(tmp, np.column_stack([sigmas, eps, order, e_pld, e_low]), delimiter=",",
                    header="sigma,epsilon,order,epsilon_pld,epsilon_pld_lower", comments="", fmt="%.17g")
 
     atomic_write(out / "privacy_curve.csv", write_csv)
-    from .plotting import plot_privacy_curve
 
     plot_privacy_curve(sigmas, {"Rényi DP (optimal order)": eps, "PLD (tight, sound)": e_pld}, out / "privacy_curve.png",
                        title=f"DP-SGD, Poisson rate q={q}, {steps} steps, delta={delta}")
-    from .plotting import plot_paper_panels
 
     plot_paper_panels(sigmas, {"Rényi DP": eps, "PLD": e_pld}, panels, out / "overview.png",
                       title=f"DP-SGD: q = {q}, {steps} steps, delta = {delta}")
@@ -296,8 +264,6 @@ FIGURES_DEFAULT_DIR = "amplify-figures"
 def _figure_catalogue(bench):
     """{PNG stem: (script stem, paper, figure, run time)} from the table of the checkout's figures/README.md
     (one row per figure: paper | figure (with its PNG) | script | parameters | run time | differences)."""
-    import re
-
     readme = bench.parent / "figures" / "README.md"
     rows = {}
     if not readme.exists():
@@ -341,10 +307,6 @@ def cmd_figures(args):
             chosen.append(scripts[script])
     if unknown:
         raise ValueError(f"Expected figure names from --list, got {sorted(unknown)}.")
-    import os
-    import subprocess
-
-    from .plotting import FIGURES_DIR_ENV
 
     out = Path(args.output or FIGURES_DEFAULT_DIR).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -356,7 +318,7 @@ def cmd_figures(args):
 
 def cmd_explore(args):
     """Serve the explorer (a local web page over the bound registry) until Ctrl-C."""
-    from .explore import serve
+    from .explore import serve  # lazy: the explorer is ~36 ms of `amplify-jax --help`'s ~0.87 s (importtime)
 
     serve(args.host, args.port, open_browser=not args.no_browser, sweeps=args.sweep or ())
 
@@ -385,8 +347,6 @@ def _underscored(text: str) -> str:
 
 
 def _bound_parser(bound, *, invert: bool):
-    from .bounds import Choice, Graph, Orders
-
     p = _OneLineParser(prog=f"amplify-jax {'invert' if invert else 'evaluate'} {bound.id}", add_help=True,
                        description=f"{bound.summary} ({bound.paper}; {bound.theorem}). Answers {bound.answer}. "
                                    "Numbers: a value, a list 1,3,8 or a range start:stop:count (log:start:stop:count "
@@ -427,8 +387,6 @@ def _bound_parser(bound, *, invert: bool):
 
 def _bound_inputs(bound, ns, names):
     """Flags -> keyword arguments: numbers on a Cartesian grid (flat, row-major), others as given."""
-    from .bounds import Choice, Orders
-
     numeric, other = {}, {}
     for name in names:
         text = getattr(ns, name, None)
@@ -448,8 +406,6 @@ def _bound_inputs(bound, ns, names):
 
 
 def _print_result(ns, result, columns: dict):
-    from ._core.status import status_names
-
     status = status_names(result.status)
     if ns.json:
         payload = {}
@@ -474,8 +430,6 @@ def _print_result(ns, result, columns: dict):
                 table[k] = np.broadcast_to(a, (n,))
     table["status"] = status
     if ns.csv:
-        import csv
-
         w = csv.writer(sys.stdout, lineterminator="\n")
         w.writerow(list(table))
         for i in range(n):
@@ -488,7 +442,6 @@ def _split_id(args, command):
     if args.id is None:
         raise ValueError(f"Expected a bound id after '{command}' (see amplify-jax bounds), got "
                          f"{' '.join(args.rest)!r}.")
-    from . import bounds
 
     return bounds.get(args.id), args.rest
 
@@ -503,8 +456,6 @@ def _required_flags(bound, ns, names):
 
 def _as_flags(exc: ValueError, bound) -> ValueError:
     """The Python API's message, with the parameters named by their flags (lo -> --lo, sigma_cor -> --sigma-cor)."""
-    import re
-
     names = {p.name: p.flag for p in bound.params}
     names.update(lo="--lo", hi="--hi", rtol="--rtol", solve_for="--solve-for", target_epsilon="--target-epsilon",
                  target_delta="--target-delta")
@@ -517,8 +468,6 @@ def _as_flags(exc: ValueError, bound) -> ValueError:
 
 
 def cmd_bounds(args):
-    from . import bounds
-
     rows = bounds.list()
     if args.json:
         print(_dumps([{"id": b.id, "family": b.family, "answer": b.answer, "side": b.side, "paper": b.paper,
@@ -536,8 +485,6 @@ def cmd_bounds(args):
 
 
 def cmd_evaluate(args):
-    from . import bounds
-
     bound, rest = _split_id(args, "evaluate")
     ns = _bound_parser(bound, invert=False).parse_args(rest)
     _required_flags(bound, ns, [p.name for p in bound.params])
@@ -551,8 +498,6 @@ def cmd_evaluate(args):
 
 
 def cmd_invert(args):
-    from . import bounds
-
     bound, rest = _split_id(args, "invert")
     ns = _bound_parser(bound, invert=True).parse_args(rest)
     names = [p.name for p in bound.params if p.name != ns.solve_for] + ["target_epsilon", "target_delta"]
@@ -594,14 +539,13 @@ def _defaults(bound, res, grid, other) -> dict:
 
 
 def _domains() -> dict:
-    """Each mechanism flag's domain as the registry declares it (the bounds of the accounting layer)."""
-    from . import bounds
-    from .bounds import TARGET_DOMAINS, Orders
-
-    dpsgd, laplace, rr = bounds.get("dpsgd"), bounds.get("laplace"), bounds.get("randomized-response")
-    out = {n: dpsgd.param(n).domain.describe() for n in ("sigma", "q", "steps", "delta")}
-    out.update(scale=laplace.param("scale").domain.describe(), eps0=rr.param("eps0").domain.describe(),
-               k=rr.param("k").domain.describe(), orders=Orders().describe(),
+    """Each mechanism flag's domain as the registry declares it: the first of the mechanisms' bounds (in the table's
+    order) that takes it; the orders of their curves; the targets of an inversion."""
+    out = {}
+    for name in RDP_MECHANISMS:
+        for prm in bounds.get(MECHANISMS[name].rdp).params:
+            out.setdefault(prm.name, prm.domain.describe())
+    out.update(orders=bounds.get(MECHANISMS[RDP_MECHANISMS[0]].curve).param("orders").domain.describe(),
                target_epsilon=TARGET_DOMAINS["target_epsilon"].describe())
     return out
 
@@ -645,21 +589,19 @@ def _dashed(text: str) -> str:
 
 
 def build_parser():
-    from . import __version__
-
     p = _OneLineParser(prog="amplify-jax", description="Differential-privacy amplification bounds, in JAX. "
                        "Every flag may be written with - or _; a negative value may follow its flag (--lo -3).")
     p.add_argument("--version", action="version", version=f"amplify-jax {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def takes(n):
-        mechs = [m for m, flags in MECH_FLAGS.items() if n in flags]
+        mechs = [m for m in RDP_MECHANISMS if n in MECHANISMS[m].params]
         if n == "k":
             return "--mechanism randomized-response only; default 2 (binary)"
         return f"required with --mechanism {' or '.join(mechs)}; no default"
 
     def mech(sp, *, calibrate=False):
-        sp.add_argument("--mechanism", default="poisson-gaussian", type=_dashed, choices=sorted(MECH_FLAGS),
+        sp.add_argument("--mechanism", default="poisson-gaussian", type=_dashed, choices=sorted(RDP_MECHANISMS),
                         help="the mechanism composed over --steps: poisson-gaussian (DP-SGD: Gaussian noise on a "
                              "Poisson sample), gaussian, laplace, randomized-response (default poisson-gaussian)")
         if calibrate:

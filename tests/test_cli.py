@@ -206,7 +206,7 @@ def test_bounds_listing_and_invert_command(run):
     assert out.returncode == 0, out.stderr
     listing = {b["id"]: b for b in json.loads(out.stdout)}
     assert listing["dpsgd"]["solvable"] == ["sigma", "q", "steps"]
-    assert [p["name"] for p in listing["dpsgd"]["params"]] == ["sigma", "q", "steps", "delta", "accountant"]
+    assert [p["name"] for p in listing["dpsgd"]["params"]] == ["sigma", "q", "steps", "delta", "accountant", "method"]
     out = run("invert", "dpsgd", "--solve-for", "steps", "--target-epsilon", "1,3", "--sigma", "1", "--q", "0.01",
               "--delta", "1e-5", "--json")
     assert out.returncode == 0, out.stderr
@@ -456,3 +456,85 @@ def test_outputs_follow_the_umask(tmp_path):
     assert (tmp_path / "a.csv").stat().st_mode & 0o777 == 0o640  # group reads, as the umask says (was 0600)
     assert (tmp_path / "a.png").stat().st_mode & 0o777 == 0o640
     assert (tmp_path / "b.csv").stat().st_mode & 0o777 == 0o664
+
+
+# ----------------------------------------------------------------------------------------------------------
+# one mechanism table (issue 29, item 2): epsilon / rdp / calibrate are aliases of evaluate / invert
+
+
+def test_the_mechanism_table_names_registered_bounds_taking_its_parameters():
+    """Each row's bounds are registered and take the row's parameters; the PLD, the RDP accountant and the command
+    line read the same table (one object), and the command line offers the RDP accountant's rows."""
+    from amplify_jax import bounds
+    from amplify_jax.accounting import accountants, pld
+    from amplify_jax.cli import build_parser
+
+    assert pld.MECHANISMS is accountants.MECHANISMS
+    assert set(accountants.RDP_MECHANISMS) == {"poisson-gaussian", "gaussian", "laplace", "randomized-response"}
+    for name, row in accountants.MECHANISMS.items():
+        for bound_id, fixed in ((row.pld, {"delta"}), (row.rdp, {"delta", "method"}), (row.curve, {"orders"})):
+            if bound_id is None:
+                assert name not in accountants.RDP_MECHANISMS, name
+                continue
+            declared = {p.name for p in bounds.get(bound_id).params}
+            assert set(row.params) <= declared and declared - set(row.params) <= fixed | {"accountant", "steps"}, (
+                name, bound_id, declared)
+        if row.sigma_via is not None:
+            via, fixed = row.sigma_via
+            for bound_id in (accountants.MECHANISMS[via].rdp, accountants.MECHANISMS[via].pld):
+                assert "sigma" in bounds.get(bound_id).solvable
+                assert set(row.params) | set(dict(fixed)) | {"sigma"} <= {p.name for p in bounds.get(bound_id).params}
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices
+    mech = next(a for a in sub["epsilon"]._actions if a.dest == "mechanism")
+    assert sorted(mech.choices) == sorted(accountants.RDP_MECHANISMS)
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Record the registry calls the command line makes (bounds.evaluate / bounds.invert) and their results."""
+    from amplify_jax import bounds
+
+    calls = []
+    for name in ("evaluate", "invert"):
+        real = getattr(bounds, name)
+
+        def wrapped(bound_id, /, _real=real, _name=name, **kw):
+            res = _real(bound_id, **kw)
+            calls.append((_name, bound_id, kw, res))
+            return res
+
+        monkeypatch.setattr(bounds, name, wrapped)
+    return calls
+
+
+@pytest.mark.parametrize("argv, call, bound_id, params", [
+    (["epsilon", "--mechanism", "gaussian", "--sigma", "2,4", "--steps", "10", "--delta", "1e-5", "--method",
+      "mironov"], "evaluate", "gaussian", {"sigma": [2.0, 4.0], "steps": [10.0, 10.0], "delta": [1e-5, 1e-5],
+                                           "method": "mironov"}),
+    (["epsilon", "--mechanism", "laplace", "--scale", "2", "--steps", "10", "--delta", "1e-5", "--accountant",
+      "pld"], "evaluate", "pld.laplace", {"scale": [2.0], "steps": [10.0], "delta": [1e-5]}),
+    (["epsilon", "--mechanism", "randomized-response", "--eps0", "1", "--steps", "10", "--delta", "1e-5"],
+     "evaluate", "randomized-response", {"eps0": [1.0], "k": [2.0], "steps": [10.0], "delta": [1e-5],
+                                         "method": "balle2020"}),
+    (["rdp", "--mechanism", "laplace", "--scale", "2", "--steps", "1,3", "--orders", "2,8"], "evaluate",
+     "rdp.laplace", {"orders": [2.0, 8.0], "scale": [2.0, 2.0], "steps": [1.0, 3.0]}),
+    (["calibrate", "--mechanism", "gaussian", "--target-epsilon", "8", "--steps", "10", "--delta", "1e-5",
+      "--rtol", "1e-3"], "invert", "dpsgd", {"solve_for": "sigma", "target_epsilon": [8.0], "q": 1.0, "steps": [10.0],
+                                              "delta": [1e-5], "rtol": 1e-3, "method": "balle2020"}),
+])
+def test_mechanism_commands_are_aliases_of_evaluate_and_invert(argv, call, bound_id, params, spy, capsys):
+    """One registry call per command, with the mechanism's bound and parameters, and its answer printed as is."""
+    from amplify_jax.cli import main
+
+    capsys.readouterr()
+    assert main(argv + ["--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [(c[0], c[1]) for c in spy] == [(call, bound_id)]
+    kw, res = spy[0][2], spy[0][3]
+    assert {k: np.asarray(v).tolist() for k, v in kw.items()} == params
+    if argv[0] == "rdp":
+        assert got["rdp"] == res.rdp.tolist() and got["orders"] == res.orders.tolist()
+    elif argv[0] == "calibrate":
+        assert got["sigma"] == res.sigma.tolist() and got["epsilon"] == res.epsilon.tolist()
+    else:
+        assert got["epsilon"] == res.epsilon.tolist()

@@ -1,4 +1,7 @@
-"""Bounds of the accounting layer (Rényi DP of the basic mechanisms, DP-SGD), declared for the registry."""
+"""Bounds of the accounting layer (Rényi DP of the basic mechanisms, DP-SGD), declared for the registry.
+
+The named mechanisms' bounds take their ids from the one table, ``_mechanism_table.MECHANISMS`` (their eps on each
+accountant, their RDP curve); the command line's ``epsilon`` / ``rdp`` / ``calibrate`` evaluate and invert them."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import numpy as np
 from . import accountants as A
 from . import pld as P
 from . import rdp as R
+from ._mechanism_table import MECHANISMS as M
 from .._core.domains import Choice, Integer, Orders, Real
 from .._core.registry import DECREASING, INCREASING, Bound, Param, register
 
@@ -21,6 +25,11 @@ Q = Param("q", Real(0.0, 1.0), "Poisson sampling rate", INCREASING, search=(1e-8
 STEPS = Param("steps", Integer(1, 10**9), "number of compositions", INCREASING)
 DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta", DECREASING)
 ORDERS = Param("orders", Orders(), "Rényi orders alpha > 1")
+STEPS_1 = Param("steps", Integer(1, 10**9), "number of compositions (the curve is steps x one step's)", INCREASING,
+                default=1)
+METHOD = Param("method", Choice(("balle2020", "mironov")),
+               "the RDP-to-(eps, delta) conversion: balle2020 (Balle et al. 2020, Thm 21; tighter) or mironov "
+               "(Mironov 2017, Prop. 3)", default="balle2020")
 
 
 PLD = ("Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022 (connect-the-dots PLD); Koskela, Jalko, Honkela "
@@ -30,30 +39,33 @@ ACCOUNTANT = Param("accountant", Choice(("rdp", "pld")),
                    default="rdp")
 
 
-def _dpsgd(sigma, q, steps, delta, accountant="rdp"):
-    if accountant == "pld":
+def _dpsgd(sigma, q, steps, delta, accountant="rdp", method="balle2020"):
+    if P.selects(accountant, method=method):  # method: an option of the RDP accountant only
         res = P.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)  # its status flags an +inf (error)
         return {"epsilon": res.epsilon, "order": np.zeros_like(np.asarray(res.epsilon)), "status": res.status}
-    res = A.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
+    res = A.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta, method=method)
     return {"epsilon": res.epsilon, "order": res.order}
 
 
-def _dpsgd_sigma(target, lo, hi, rtol, *, q, steps, delta, accountant="rdp"):
+def _dpsgd_sigma(target, lo, hi, rtol, *, q, steps, delta, accountant="rdp", method="balle2020"):
     lo_, hi_ = float(np.min(lo)), float(np.max(hi))
     a, z = P.SIGMA_RANGE
     if accountant == "pld" and not a <= lo_ < hi_ <= z:  # the PLD's own sigma range, named by invert's arguments
         raise ValueError(f"Expected lo and hi in [{a:g}, {z:g}] with accountant='pld' (the sigma range of the PLD "
                          f"accountant), got lo={lo_:g}, hi={hi_:g}.")
-    cal = A.dpsgd_calibrate_sigma(target_epsilon=target, q=q, steps=steps, delta=delta, rtol=rtol,
-                                  sigma_range=(lo_, hi_), accountant=accountant)
+    # the declared range (invert given no lo / hi) is the RDP calibration's default one, which grows 32-fold up to
+    # accountants.SIGMA_LIMIT where a target is infeasible in it (as dpsgd_calibrate_sigma's default)
+    declared = accountant == "rdp" and (lo_, hi_) == SIGMA.search_range()
+    cal = A.dpsgd_calibrate_sigma(target_epsilon=target, q=q, steps=steps, delta=delta, rtol=rtol, method=method,
+                                  sigma_range=None if declared else (lo_, hi_), accountant=accountant)
     return cal.sigma, cal.epsilon, cal.status
 
 
 register(Bound(
-    id="dpsgd", example=dict(sigma=1.1, q=0.01, steps=1000, delta=1e-5),
+    id=M["poisson-gaussian"].rdp, example=dict(sigma=1.1, q=0.01, steps=1000, delta=1e-5),
     paper=MTZ_2019, theorem=f"Sec. 3 (exact RDP at every order); {CONVERSION}; or (accountant=pld) {PLD}",
     summary="eps of DP-SGD: Poisson-subsampled Gaussian composed over steps, optimal (continuous) order",
-    params=(SIGMA, Q, STEPS, DELTA, ACCOUNTANT), answer="epsilon", kernel=_dpsgd, outputs=("order",),
+    params=(SIGMA, Q, STEPS, DELTA, ACCOUNTANT, METHOD), answer="epsilon", kernel=_dpsgd, outputs=("order",),
     solvers={"sigma": _dpsgd_sigma}))
 
 PLD_SIGMA = Param("sigma", Real(P.SIGMA_RANGE[0], P.SIGMA_RANGE[1]), "noise multiplier (std / sensitivity)",
@@ -72,7 +84,7 @@ def _pld_dpsgd_sigma(target, lo, hi, rtol, *, q, steps, delta):
 
 
 register(Bound(
-    id="pld.dpsgd", example=dict(sigma=1.1, q=0.01, steps=1000, delta=1e-5),
+    id=M["poisson-gaussian"].pld, example=dict(sigma=1.1, q=0.01, steps=1000, delta=1e-5),
     paper=PLD, theorem="Thm. 3.3 (connect-the-dots dominates); FFT composition with tails and round-off in delta",
     summary="tight eps of DP-SGD from its privacy-loss distribution (both relations), with a lower bound",
     params=(PLD_SIGMA, Q, STEPS, DELTA), answer="epsilon", kernel=_pld_dpsgd, outputs=("epsilon_lower",),
@@ -92,20 +104,23 @@ _PLD_SCALE = Param("scale", Real(P.SCALE_RANGE[0], P.SCALE_RANGE[1]), "Laplace s
 _PLD_EPS0 = Param("eps0", Real(P.EPS0_RANGE[0], 30.0, lo_open=True), "eps0 of binary randomized response",
                   INCREASING, search=(1e-4, 30.0))
 _PLD_THM = "Thm. 3.3 (connect-the-dots dominates); FFT composition with tails and round-off in delta"
-# The PLD's other mechanisms (``pld.MECHANISMS``; the Poisson-subsampled Gaussian is pld.dpsgd above)
-for _id, _mech, _params, _example, _summary in (
-        ("pld.gaussian", "gaussian", (PLD_SIGMA, STEPS, DELTA), dict(sigma=2.0, steps=10, delta=1e-5),
+#: The number of categories of randomized response (the PLD's: 2 only, which its kernel checks)
+K = Param("k", Integer(2, 10**6), "number of categories", default=2)
+# The PLD's other mechanisms (``MECHANISMS``' pld ids; the Poisson-subsampled Gaussian is pld.dpsgd above)
+for _mech, _params, _example, _summary in (
+        ("gaussian", (PLD_SIGMA, STEPS, DELTA), dict(sigma=2.0, steps=10, delta=1e-5),
          "tight eps of the Gaussian mechanism (sensitivity 1) composed over steps, with a lower bound"),
-        ("pld.laplace", "laplace", (_PLD_SCALE, STEPS, DELTA), dict(scale=2.0, steps=10, delta=1e-5),
+        ("laplace", (_PLD_SCALE, STEPS, DELTA), dict(scale=2.0, steps=10, delta=1e-5),
          "tight eps of the Laplace mechanism (sensitivity 1, scale b) composed over steps, with a lower bound"),
-        ("pld.poisson-laplace", "poisson-laplace", (_PLD_SCALE, Q, STEPS, DELTA),
+        ("poisson-laplace", (_PLD_SCALE, Q, STEPS, DELTA),
          dict(scale=2.0, q=0.05, steps=100, delta=1e-5),
          "tight eps of the Poisson-subsampled Laplace mechanism composed over steps (both relations), with a "
          "lower bound"),
-        ("pld.randomized-response", "randomized-response", (_PLD_EPS0, STEPS, DELTA),
+        ("randomized-response", (_PLD_EPS0, STEPS, DELTA, K),
          dict(eps0=1.0, steps=10, delta=1e-5),
-         "tight eps of binary randomized response at level eps0 composed over steps, with a lower bound")):
-    register(Bound(id=_id, example=_example, paper=PLD, theorem=_PLD_THM, summary=_summary, params=_params,
+         "tight eps of binary randomized response (k = 2 only) at level eps0 composed over steps, with a lower "
+         "bound")):
+    register(Bound(id=M[_mech].pld, example=_example, paper=PLD, theorem=_PLD_THM, summary=_summary, params=_params,
                    answer="epsilon", kernel=_pld_mechanism(_mech), outputs=("epsilon_lower",)))
 
 
@@ -113,7 +128,7 @@ for _id, _mech, _params, _example, _summary in (
 ZDW_2022 = ("Zhu, Dong, Wang 2022 (dominating pairs); Dong, Roth, Su 2022 (Gaussian DP, subsampling); "
             "Balle, Barthe, Gaboardi 2018 (advanced joint convexity)")
 register(Bound(
-    id="pld.wor-gaussian", example=dict(sigma=2.0, q=0.01, steps=100, delta=1e-5),
+    id=M["wor-gaussian"].pld, example=dict(sigma=2.0, q=0.01, steps=100, delta=1e-5),
     paper=f"{ZDW_2022}; {PLD}",
     theorem=("DRS Thm. 4.2 (C_q(G_mu), sampling without replacement), as one symmetric dominating pair (ZDW "
              "Sec. 3; BBG Thm. 2 for its proof); " + _PLD_THM),
@@ -137,27 +152,28 @@ def _mechanism(name, **fixed):
 
 
 register(Bound(
-    id="gaussian", example=dict(sigma=2.0, steps=10, delta=1e-5),
+    id=M["gaussian"].rdp, example=dict(sigma=2.0, steps=10, delta=1e-5),
     paper=MIRONOV_2017, theorem=f"Table II (Gaussian); {CONVERSION}",
     summary="eps of the Gaussian mechanism (sensitivity 1) composed over steps, optimal order",
-    params=(SIGMA, STEPS, DELTA), answer="epsilon", kernel=_mechanism("gaussian"), outputs=("order",)))
+    params=(SIGMA, STEPS, DELTA, METHOD), answer="epsilon", kernel=_mechanism("gaussian"), outputs=("order",)))
+
+SCALE = Param("scale", Real(0.0, 1e4, lo_open=True), "Laplace scale b", DECREASING, search=(1e-3, 1e4))
 
 register(Bound(
-    id="laplace", example=dict(scale=2.0, steps=10, delta=1e-5),
+    id=M["laplace"].rdp, example=dict(scale=2.0, steps=10, delta=1e-5),
     paper=MIRONOV_2017, theorem=f"Table II (Laplace); {CONVERSION}",
     summary="eps of the Laplace mechanism (sensitivity 1, scale b) composed over steps, optimal order",
-    params=(Param("scale", Real(0.0, 1e4, lo_open=True), "Laplace scale b", DECREASING, search=(1e-3, 1e4)),
-            STEPS, DELTA),
+    params=(SCALE, STEPS, DELTA, METHOD),
     answer="epsilon", kernel=_mechanism("laplace"), outputs=("order",)))
 
 EPS0 = Param("eps0", Real(0.0, 30.0, lo_open=True), "local (pure) guarantee of one release", INCREASING,
              search=(1e-4, 30.0))
 
 register(Bound(
-    id="randomized-response", example=dict(eps0=1.0, steps=10, delta=1e-5),
+    id=M["randomized-response"].rdp, example=dict(eps0=1.0, steps=10, delta=1e-5),
     paper=MIRONOV_2017, theorem=f"Prop. 5 (randomized response); {CONVERSION}",
     summary="eps of k-ary randomized response at level eps0 composed over steps, optimal order",
-    params=(EPS0, Param("k", Integer(2, 10**6), "number of categories", default=2), STEPS, DELTA),
+    params=(EPS0, K, STEPS, DELTA, METHOD),
     answer="epsilon", kernel=_mechanism("randomized-response"), outputs=("order",)))
 
 
@@ -168,17 +184,39 @@ def _rdp(fn, **fixed):
     return kernel
 
 
-register(Bound(
-    id="rdp.gaussian", example=dict(orders=[2.0, 8.0, 32.0], sigma=2.0),
-    paper=MIRONOV_2017, theorem="Table II (Gaussian mechanism), exact",
-    summary="RDP curve of the Gaussian mechanism, alpha / (2 sigma^2)",
-    params=(ORDERS, SIGMA), answer="rdp", kernel=_rdp(R.gaussian_rdp)))
+def _composed_rdp(fn):
+    """The curve of ``steps`` compositions (Mironov 2017, Prop. 1: RDP adds up at each order)."""
+    def kernel(orders, steps, **params):
+        curve = np.asarray(fn(orders, **params))
+        with np.errstate(over="ignore"):  # steps x a huge RDP: +inf, a valid (vacuous) bound
+            return {"rdp": np.asarray(steps)[..., None] * curve}
+
+    return kernel
+
 
 register(Bound(
-    id="rdp.poisson-subsampled-gaussian", example=dict(orders=[2.0, 8.0, 32.0], q=0.01, sigma=1.0),
-    paper=MTZ_2019, theorem="Sec. 3, exact at every order",
-    summary="RDP curve of one step of the Poisson-subsampled Gaussian (DP-SGD)",
-    params=(ORDERS, Q, SIGMA), answer="rdp", kernel=_rdp(R.poisson_subsampled_gaussian_rdp)))
+    id=M["gaussian"].curve, example=dict(orders=[2.0, 8.0, 32.0], sigma=2.0),
+    paper=MIRONOV_2017, theorem="Table II (Gaussian mechanism), exact; Prop. 1 (composition)",
+    summary="RDP curve of the Gaussian mechanism, alpha / (2 sigma^2), composed over steps (default 1)",
+    params=(ORDERS, SIGMA, STEPS_1), answer="rdp", kernel=_composed_rdp(R.gaussian_rdp)))
+
+register(Bound(
+    id=M["poisson-gaussian"].curve, example=dict(orders=[2.0, 8.0, 32.0], q=0.01, sigma=1.0),
+    paper=MTZ_2019, theorem="Sec. 3, exact at every order; Mironov 2017, Prop. 1 (composition)",
+    summary="RDP curve of the Poisson-subsampled Gaussian (DP-SGD), composed over steps (default 1: one step)",
+    params=(ORDERS, Q, SIGMA, STEPS_1), answer="rdp", kernel=_composed_rdp(R.poisson_subsampled_gaussian_rdp)))
+
+register(Bound(
+    id=M["laplace"].curve, example=dict(orders=[2.0, 8.0, 32.0], scale=2.0),
+    paper=MIRONOV_2017, theorem="Table II (Laplace mechanism), exact; Prop. 1 (composition)",
+    summary="RDP curve of the Laplace mechanism (sensitivity 1, scale b), composed over steps (default 1)",
+    params=(ORDERS, SCALE, STEPS_1), answer="rdp", kernel=_composed_rdp(R.laplace_rdp)))
+
+register(Bound(
+    id=M["randomized-response"].curve, example=dict(orders=[2.0, 8.0, 32.0], eps0=1.0),
+    paper=MIRONOV_2017, theorem="Prop. 5 (randomized response), exact; Prop. 1 (composition)",
+    summary="RDP curve of k-ary randomized response at level eps0, composed over steps (default 1)",
+    params=(ORDERS, EPS0, K, STEPS_1), answer="rdp", kernel=_composed_rdp(R.randomized_response_rdp)))
 
 register(Bound(
     id="rdp.wor-subsampled-gaussian", example=dict(orders=[2.0, 8.0, 32.0], q=0.01, sigma=1.0),

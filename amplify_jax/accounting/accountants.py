@@ -28,9 +28,9 @@ from .conversions import METHODS, EpsilonResult, refine_order, rdp_epsilon_terms
 from ._subsampled_gaussian import AUTO, MESH_PANELS
 from .._core.numerics import float64_jit, run_in_slabs, x64_scope
 from .rdp import DEFAULT_ORDERS, MAX_ORDER, SGMCurve, raise_tiny_rate
+from ._mechanism_table import MECHANISMS, RDP_MECHANISMS  # the one table of named mechanisms (both accountants)
 
-__all__ = ["MECHANISMS", "DEFAULT_SIGMA_RANGE", "Calibration", "SGMCurve", "dpsgd_epsilon", "dpsgd_calibrate_sigma",
-           "dpsgd_n_panels", "epsilon", "calibrate_sigma"]
+__all__ = ["dpsgd_epsilon", "dpsgd_calibrate_sigma", "epsilon", "calibrate_sigma"]
 
 
 class Calibration(NamedTuple):
@@ -722,25 +722,17 @@ def _grown(shape, args, found, top, plan, rtol, devices):
 # ----------------------------------------------------------------------------------------------------------
 # Dispatch by mechanism name (command line, sweeps)
 
-#: Mechanisms the command line and sweeps know, with the parameters each takes.
-MECHANISMS = {
-    "poisson-gaussian": ("sigma", "q", "steps"),
-    "gaussian": ("sigma", "steps"),
-    "laplace": ("scale", "steps"),
-    "randomized-response": ("eps0", "k", "steps"),
-}
-
-
 @_host.front_door
 def epsilon(mechanism: str, *, delta, orders=None, method="balle2020", accountant="rdp", **params) -> EpsilonResult:
-    """eps at delta of a named mechanism composed over ``steps`` (see :data:`MECHANISMS`), optimal order;
+    """eps at delta of a named mechanism composed over ``steps`` (``MECHANISMS``, the RDP accountant's ones:
+    ``RDP_MECHANISMS``), optimal order;
     ``accountant="pld"``: from its privacy-loss distribution (:func:`amplify_jax.pld.epsilon`)."""
     if _pld_selected(accountant, orders=orders, method=method):
         from . import pld
 
         return pld.epsilon(mechanism, delta=delta, **params)
-    V.one_of("mechanism", mechanism, MECHANISMS)
-    needed = MECHANISMS[mechanism]
+    V.one_of("mechanism", mechanism, RDP_MECHANISMS)
+    needed = MECHANISMS[mechanism].params
     unknown = set(params) - set(needed)
     if unknown:
         raise ValueError(f"Expected parameters {needed} for mechanism={mechanism!r}, got {sorted(unknown)}.")
@@ -775,11 +767,13 @@ def _gaussian_steps(alpha, sigma, steps):
 @_host.front_door
 def calibrate_sigma(mechanism: str, *, target_epsilon, delta, orders=None, method="balle2020", rtol=1e-6,
                     accountant="rdp", **params) -> Calibration:
-    """Minimal sigma for a named Gaussian-noise mechanism (``poisson-gaussian`` or ``gaussian``), RDP or PLD."""
-    V.one_of("mechanism", mechanism, ("poisson-gaussian", "gaussian"))
-    q = params.get("q", 1.0) if mechanism == "poisson-gaussian" else 1.0
-    if mechanism == "poisson-gaussian" and "q" not in params:
-        raise ValueError("Expected parameter q for mechanism='poisson-gaussian'.")
+    """Minimal sigma for a named Gaussian-noise mechanism (``poisson-gaussian`` or ``gaussian``: those whose
+    ``MECHANISMS`` row has ``sigma_via``, DP-SGD's calibration at fixed parameters), RDP or PLD."""
+    V.one_of("mechanism", mechanism, tuple(m for m, row in MECHANISMS.items() if row.sigma_via))
+    fixed = dict(MECHANISMS[mechanism].sigma_via[1])  # the Gaussian: q = 1
+    if "q" not in fixed and "q" not in params:
+        raise ValueError(f"Expected parameter q for mechanism={mechanism!r}.")
+    q = fixed.get("q", params.get("q"))
     return dpsgd_calibrate_sigma(target_epsilon=target_epsilon, q=q, steps=params.get("steps", 1.0),
                                  delta=delta, orders=orders, method=method, rtol=rtol, accountant=accountant)
 

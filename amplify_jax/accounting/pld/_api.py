@@ -5,27 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core import validate as V
+from .._mechanism_table import MECHANISMS  # the one table of named mechanisms (both accountants)
 from ._results import PldDelta, PldEpsilon, answer, check_parameter
 
-__all__ = ["MECHANISMS", "ACCOUNTANTS", "ROUND_DOWN", "epsilon", "delta", "selects", "check_parameter"]
+__all__ = ["ACCOUNTANTS", "ROUND_DOWN", "epsilon", "delta", "selects", "check_parameter"]
 
 ACCOUNTANTS = ("rdp", "pld")
 
-#: mechanism -> (its parameters, the kernel kind, the name of its noise parameter).  "wor-gaussian": the
-#: Gaussian on a batch of a fraction q = m / n drawn without replacement each step, under the replace-one
-#: relation; sigma = noise std / ``sensitivity``, the batch function's replace-one sensitivity (default 1;
-#: 2 for a sum of gradients clipped to norm C with sigma = std / C); see ``_mechanisms.WorGaussianLoss``.
-MECHANISMS = {
-    "poisson-gaussian": (("sigma", "q", "steps"), "gaussian", "sigma"),
-    "gaussian": (("sigma", "steps"), "gaussian", "sigma"),
-    "poisson-laplace": (("scale", "q", "steps"), "laplace", "scale"),
-    "laplace": (("scale", "steps"), "laplace", "scale"),
-    "randomized-response": (("eps0", "k", "steps"), "randomized-response", "eps0"),
-    "wor-gaussian": (("sigma", "q", "steps", "sensitivity"), "wor-gaussian", "sigma"),
-}
+
 def _inputs(mechanism, params):
     V.one_of("mechanism", mechanism, tuple(MECHANISMS))
-    names, kind, noise = MECHANISMS[mechanism]
+    m = MECHANISMS[mechanism]
+    names, noise, kind = m.params, m.noise, m.pld_kind
     unknown = set(params) - set(names)
     if unknown:
         raise ValueError(f"Expected parameters {names} for mechanism={mechanism!r}, got {sorted(unknown)}.")
@@ -49,7 +40,8 @@ def _inputs(mechanism, params):
 
 
 def epsilon(mechanism: str, *, delta, grid_size=None, **params) -> PldEpsilon:
-    """eps at ``delta`` of ``mechanism`` (see :data:`MECHANISMS`) composed ``steps`` times, from its PLD:
+    """eps at ``delta`` of ``mechanism`` (``MECHANISMS``, the accounting layer's table) composed ``steps`` times,
+    from its PLD:
     (epsilon, epsilon_lower, status), broadcast over every numeric parameter; see
     :func:`amplify_jax.pld.dpsgd_epsilon` for the method and the meaning of each field."""
     kind, noise, a, q, t = _inputs(mechanism, params)
