@@ -17,7 +17,7 @@ import numpy as np
 from . import validate as V
 from .graphs import SPEC_FORMS
 
-__all__ = ["Domain", "Real", "Integer", "Choice", "Graph", "Orders"]
+__all__ = ["Domain", "Real", "Integer", "Choice", "Graph", "Orders", "check_params"]
 
 
 def _fmt(x) -> str:
@@ -158,3 +158,33 @@ class Orders(Domain):
         if bad.any():
             raise ValueError(f"Expected {name} <= {_fmt(float(self.hi))}, got {name}={V._show(a, bad)}.")
         return a
+
+
+def check_params(params, *, broadcast: bool = True, **values) -> tuple:
+    """Validate a public function's numeric inputs through the registry's declarations: one statement of each
+    parameter's domain (issue 29).
+
+    ``params``: the function's :class:`~amplify_jax._core.registry.Param` objects (anything with ``name`` and a
+    numeric ``domain``); ``values``: one value per name, by keyword.  Each value is checked by its Param's
+    domain (the same one-line ``ValueError`` naming the parameter and the value that ``bounds.evaluate``
+    raises), then all are broadcast together (a ``ValueError`` naming them where the shapes clash).  Returns
+    the float64 arrays in the order of ``values``; ``broadcast=False`` checks that the shapes broadcast but
+    returns each array in its own shape (for a compiled kernel that broadcasts inside: XLA's vectorized
+    ``exp`` / ``log`` on the full shape can differ by an ulp from the same operation on the smaller one, so
+    broadcasting first would change the kernel's last bits).  Traced values (inside a user's ``jit``) pass
+    unchecked and unbroadcast, as in :mod:`amplify_jax._core.validate`.
+    """
+    by_name = {p.name: p for p in params}
+    out = {}
+    for name, value in values.items():
+        p = by_name.get(name)
+        if p is None or not p.domain.numeric:
+            raise TypeError(f"check_params: no numeric Param named {name!r} among "
+                            f"{[q.name for q in params]}.")  # a programming error, not a user's value
+        out[name] = p.domain.check(name, value)
+    if any(V._is_tracer(a) for a in out.values()):
+        return tuple(out.values())
+    shape = V.broadcastable(**out)
+    if not broadcast:
+        return tuple(np.asarray(a, np.float64) for a in out.values())
+    return tuple(np.broadcast_to(np.asarray(a, np.float64), shape).astype(np.float64) for a in out.values())

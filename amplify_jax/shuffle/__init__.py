@@ -36,6 +36,13 @@ Names follow the registry's vocabulary (:mod:`amplify_jax.bounds`): ``epsilon`` 
 computed (:func:`erlingsson_delta`, :func:`clones_delta`, :func:`blanket_delta`, :func:`blanket_properties`,
 ``blanket.rr_delta``, ``blanket.rr_delta_traced``), ``delta`` the one at which an eps is.
 
+Each numeric parameter's domain is stated once, as a registry ``Param`` in ``_params.py``: the functions
+validate through it (:func:`amplify_jax._core.domains.check_params`) and ``_bounds.py`` declares the registry's
+bounds with it, so both refuse the same values with the same message.  eps0 and eps in [0, 700] (e^eps0 finite
+in float64; eps0 > 0 where a formula divides by it and in the registry), n in 1..10**9 for the numerical bounds
+(their binomial windows) and 1..2**53 for the closed forms, delta in (0, 1), k in 2..10**6, dummies in
+0..10**9 (``_params.py`` gives each end's reason).
+
 What ``__all__`` lists (issue 29: one home per name): the bounds (:func:`erlingsson_epsilon`,
 :func:`erlingsson_delta`, :func:`fmt_closed_form_epsilon`, :func:`clones_epsilon`, :func:`clones_delta`,
 :func:`blanket_epsilon`, :func:`blanket_delta`) and the randomizers they take (:func:`generic_randomizer`,

@@ -16,8 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core import validate as _validate
+from .._core.domains import check_params
 from ..accounting.calibrate import INFEASIBLE, NOT_MONOTONE
 from .._core.numerics import BENNETT_PHI_REL_ERROR, bennett_phi, float64_jit
+from ._params import EPS0, EPS0_POSITIVE, K
 
 BLANKET_METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
 _U = 2.220446049250313e-16
@@ -96,21 +98,19 @@ class BlanketEpsilon(NamedTuple):
 
 def generic_randomizer(eps0) -> BlanketRandomizer:
     """Any eps0-LDP local randomizer (Balle et al. 2019 generic bounds, gamma = e^-eps0)."""
-    eps0 = _validate.nonnegative("eps0", eps0)
+    (eps0,) = check_params((EPS0,), eps0=eps0)
     return BlanketRandomizer("generic", eps0, np.ones_like(eps0), np.exp(-eps0), np.isfinite(eps0))
 
 
 def laplace_randomizer(eps0) -> BlanketRandomizer:
     """The Laplace mechanism x + Lap(1/eps0) on inputs x in [0, 1] (Balle et al. 2019), gamma = e^(-eps0/2)."""
-    eps0 = _validate.positive("eps0", eps0)
+    (eps0,) = check_params((EPS0_POSITIVE,), eps0=eps0)
     return BlanketRandomizer("laplace", eps0, np.ones_like(eps0), np.exp(-eps0 / 2.0), np.isfinite(eps0))
 
 
 def randomized_response(eps0, *, k) -> BlanketRandomizer:
     """k-ary randomized response with local guarantee eps0: gamma = k / (e^eps0 + k - 1)."""
-    eps0 = _validate.nonnegative("eps0", eps0)
-    k = np.asarray(_validate.integer("k", k, minimum=2), dtype=np.float64)
-    _validate.broadcastable(eps0=eps0, k=k)
+    eps0, k = check_params((EPS0, K), eps0=eps0, k=k)
     # rounded down (its float64 value is within 5 half-ulps): the engines use 1 - gamma = (e^eps0 - 1) /
     # (e^eps0 + k - 1), whose digits cancel where gamma ~ 1 (eps0 << 1); a smaller gamma only raises every bound
     # (less blanket; tests/test_soundness.py::test_regressions_blanket_rounded_up: 3e-8 below at eps0 = 0.004)

@@ -37,11 +37,12 @@ import math
 
 import numpy as np
 
-from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Param, Real, register
+from ..bounds import DECREASING, INCREASING, Bound, Choice, Param, register
 from ..accounting.calibrate import invert_monotone_host
 from .._core.status import Status
 from ._closed_forms import erlingsson_delta, erlingsson_epsilon, fmt_closed_form_epsilon
 from ._clones import clones_delta, clones_epsilon
+from ._params import BLANKET_DELTA, BLANKET_N, DELTA, DUMMIES, EPS0_POSITIVE, EPSILON, K, N, N_CLOSED
 from .blanket import (
     blanket_delta,
     blanket_epsilon,
@@ -56,11 +57,6 @@ FMT = "Feldman, McMillan, Talwar 2021 (Hiding among the clones)"
 BLANKET = ("Balle, Bell, Gascon, Nissim 2019 (The privacy blanket of the shuffle model); with dummies: Ladjel, "
            "Anciaux, Bellet, Scerri (App. E)")
 
-EPS0 = Param("eps0", Real(0.0, 30.0, lo_open=True), "local guarantee eps0 of each user's randomizer", INCREASING,
-             search=(1e-3, 30.0))
-N = Param("n", Integer(1, 10**9), "number of users whose reports are shuffled", DECREASING, search=(2, 10**7))
-DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta", DECREASING)
-EPSILON = Param("epsilon", Real(0.0, 30.0), "eps at which delta is computed", DECREASING)
 
 
 def _status(valid):
@@ -87,8 +83,9 @@ register(Bound(
     id="shuffle.erlingsson", example=dict(eps0=0.3, n=10_000, delta=1e-6),
     paper=ERLINGSSON, theorem="Corollary 9 (arXiv version): eps = 12 eps0 sqrt(ln(1/delta) / n)",
     summary="closed-form eps of shuffling n eps0-LDP reports; eps0 outside eps0 < 1/2, n >= 1000, delta < 1/100",
-    params=(EPS0, N, Param("delta", DELTA.domain, "target delta (the theorem needs delta < 1/100; not monotone "
-                           "across that cut, where the answer falls back to eps0)")),
+    params=(EPS0_POSITIVE, N_CLOSED,
+            Param("delta", DELTA.domain, "target delta (the theorem needs delta < 1/100; not monotone across that "
+                  "cut, where the answer falls back to eps0)")),
     answer="epsilon", kernel=_erlingsson,
     notes="status fallback (value eps0, the local guarantee) where the conditions fail; capped at eps0. "
           "Increasing in eps0, decreasing in n (the formula's, and the fallback eps0 is never below it)."))
@@ -106,7 +103,7 @@ register(Bound(
     paper=ERLINGSSON, theorem="Corollary 9, solved for delta: delta = exp(-n (eps / (12 eps0))^2)",
     summary="closed-form delta(eps) of shuffling n eps0-LDP reports (valid for eps0 < 1/2, n >= 1000, "
             "delta < 1/100)",
-    params=(EPSILON, EPS0, N), answer="delta", kernel=_erlingsson_delta,
+    params=(EPSILON, EPS0_POSITIVE, N_CLOSED), answer="delta", kernel=_erlingsson_delta,
     notes="capped by the local guarantee's delta (e^eps0 - e^eps) / (e^eps0 + 1) (0 for eps >= eps0); where "
           "the conditions fail the value is that local delta, status fallback."))
 
@@ -120,7 +117,7 @@ register(Bound(
     id="shuffle.fmt-closed-form", example=dict(eps0=4.0, n=100_000, delta=1e-6),
     paper=FMT, theorem="Theorem 3.1 (closed form), condition eps0 <= ln(n / (16 ln(4/delta)))",
     summary="closed-form eps of shuffling n eps0-LDP reports (Feldman-McMillan-Talwar Thm 3.1)",
-    params=(EPS0, N, DELTA), answer="epsilon", kernel=_fmt,
+    params=(EPS0_POSITIVE, N_CLOSED, DELTA), answer="epsilon", kernel=_fmt,
     notes="Errata (docs/errata.md#e-network-fmt-condition): Cyffers & Bellet (Thm 7) and Liew et al. (footnote 3) quote the condition with ln(2/delta); "
           "the source and its authors' code use ln(4/delta), used here.  The factor is the authors' code's "
           "(>= the printed (e^eps0 - 1)/(e^eps0 + 1): the safe one).  Status fallback (value eps0) where the "
@@ -230,14 +227,14 @@ register(Bound(
     id="shuffle.clones", example=dict(eps0=2.0, n=10_000, delta=1e-6),
     paper=FMT, theorem=CLONES_THEOREM,
     summary="eps of shuffling n eps0-LDP reports, the numerical clone bound (upper end; `lower` as output)",
-    params=(EPS0, N, DELTA), answer="epsilon", kernel=_clones, outputs=("lower", "converged"),
+    params=(EPS0_POSITIVE, N, DELTA), answer="epsilon", kernel=_clones, outputs=("lower", "converged"),
     notes=CLONES_NOTES, solvers=_clones_solvers(_clones, "epsilon")))
 
 register(Bound(
     id="shuffle.clones-delta", example=dict(epsilon=0.3, eps0=2.0, n=10_000),
     paper=FMT, theorem=CLONES_THEOREM,
     summary="delta(eps) of shuffling n eps0-LDP reports, the clone pair's divergence (upper; `lower` output)",
-    params=(EPSILON, Param("eps0", EPS0.domain, EPS0.doc), Param("n", N.domain, N.doc)),
+    params=(EPSILON, Param("eps0", EPS0_POSITIVE.domain, EPS0_POSITIVE.doc), Param("n", N.domain, N.doc)),
     answer="delta", kernel=_clones_delta, outputs=("lower",),
     notes=CLONES_NOTES.replace(" `converged`: the bracket reached rtol = 1e-9 (the upper end is sound either "
                                "way).", "")
@@ -257,15 +254,6 @@ METHOD = Param("method", Choice(("hoeffding", "bennett", "exact")),
 RANDOMIZER = Param("randomizer", Choice(RANDOMIZERS),
                    "local randomizer: generic (any eps0-LDP, gamma = e^-eps0), laplace (scale 1/eps0 on [0, 1]) "
                    "or k-ary randomized-response", default="generic")
-K = Param("k", Integer(2, 10**6), "number of outputs of randomized response (randomizer randomized-response)",
-          default=2)
-BLANKET_DELTA = Param("delta", Real(1e-15, 1.0, hi_open=True), "target delta (from 1e-15: below, the bounded "
-                     "truncated mass of the binomial windows, ~1e-18, dominates and the answer loses its "
-                     "monotonicity in n)", DECREASING)
-DUMMIES = Param("dummies", Integer(0, 10**9), "dummy messages drawn from the blanket, added by the shuffler",
-                DECREASING, search=(0, 10**6), default=0)
-BLANKET_N = Param("n", Integer(1, 10**9), "number of users whose reports are shuffled", DECREASING,
-                  search=(2, 10**6))
 
 
 def _randomizer(kind, eps0, k):
@@ -308,7 +296,7 @@ register(Bound(
     id="shuffle.blanket", example=dict(eps0=2.0, n=10_000, dummies=10, delta=1e-6),
     paper=BLANKET, theorem=BLANKET_THEOREM,
     summary="eps of the shuffle model by the privacy blanket (with dummies), smallest eps with delta(eps) <= delta",
-    params=(RANDOMIZER, Param("eps0", EPS0.domain, EPS0.doc), K, BLANKET_N,
+    params=(RANDOMIZER, Param("eps0", EPS0_POSITIVE.domain, EPS0_POSITIVE.doc), K, BLANKET_N,
             DUMMIES, METHOD, BLANKET_DELTA),
     answer="epsilon", kernel=_blanket, outputs=("achieved_delta",),
     notes=BLANKET_NOTES + "  Status fallback (value eps0, the local guarantee) where no eps below eps0 reaches "
@@ -319,8 +307,9 @@ register(Bound(
     id="shuffle.blanket-delta", example=dict(epsilon=1.0, eps0=2.0, n=10_000, dummies=10),
     paper=BLANKET, theorem=BLANKET_THEOREM,
     summary="delta(eps) of the shuffle model by the privacy blanket (with dummies)",
-    params=(Param("epsilon", Real(0.0, 300.0), "eps at which delta is computed"),
-            RANDOMIZER, Param("eps0", EPS0.domain, EPS0.doc), K, Param("n", BLANKET_N.domain, BLANKET_N.doc),
+    params=(Param("epsilon", EPSILON.domain, EPSILON.doc),
+            RANDOMIZER, Param("eps0", EPS0_POSITIVE.domain, EPS0_POSITIVE.doc), K,
+            Param("n", BLANKET_N.domain, BLANKET_N.doc),
             Param("dummies", DUMMIES.domain, DUMMIES.doc, default=0), METHOD),
     answer="delta", kernel=_blanket_delta,
     notes=BLANKET_NOTES.replace("Decreasing in n and in dummies", "The theorem's sum decreases in n and dummies")

@@ -62,9 +62,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core import validate as _validate
+from .._core.domains import check_params
 from .._core.numerics import float64_jit, x64_scope
 from . import _binomial as B
 from ._blanket_concentration import _bucket
+from ._params import DELTA, EPS0, EPSILON, N
 
 __all__ = ["ClonesBound", "ClonesDelta", "clones_epsilon", "clones_delta"]
 
@@ -513,14 +515,9 @@ def _round64(w):
 
 
 def _check(eps0, n, delta):
-    eps0 = _validate.nonnegative("eps0", eps0)  # finite and >= 0
-    if np.any(eps0 > 700.0):
-        bad = eps0[eps0 > 700.0].flat[0]
-        raise ValueError(f"Expected eps0 <= 700 (e^eps0 must be finite in float64), got eps0={bad}.")
-    n = np.asarray(_validate.integer("n", n, minimum=1), dtype=np.float64)
-    delta = _validate.unit_open("delta", delta)
-    shape = _validate.broadcastable(eps0=eps0, n=n, delta=delta)
-    return [np.broadcast_to(x, shape).astype(np.float64) for x in (eps0, n, delta)]
+    """eps0 in [0, 700] (e^eps0 finite in float64), n in 1..1e9 (the windows), delta in (0, 1): the family's
+    Params (``_params.py``), broadcast together."""
+    return list(check_params((EPS0, N, DELTA), eps0=eps0, n=n, delta=delta))
 
 
 def clones_epsilon(eps0, n, delta, *, rtol=1e-9, tail_sd=None, max_iter=100) -> ClonesBound:
@@ -584,10 +581,7 @@ def _clones_delta_kernel(eps, eps0, n, *, W, L, z_lo):
 
 def clones_delta(epsilon, *, eps0, n, tail_sd=None) -> ClonesDelta:
     """delta(epsilon) of the clone pair (upper and lower bounds; both directions are equal), broadcasting."""
-    eps = _validate.nonnegative("epsilon", epsilon)
-    eps0, n, _ = _check(eps0, n, 0.5)
-    shape = _validate.broadcastable(epsilon=eps, eps0=eps0, n=n)
-    eps, eps0, n = (np.broadcast_to(x, shape).astype(np.float64) for x in (eps, eps0, n))
+    eps, eps0, n = check_params((EPSILON, EPS0, N), epsilon=epsilon, eps0=eps0, n=n)
     W, L, z_lo = _windows(eps0, n, np.array([1e-12]), tail_sd)
     # numpy arrays go straight to the compiled kernel (jnp.asarray compiled a small program per shape: issue 25)
     return _clones_delta_kernel(eps, eps0, n, W=W, L=L, z_lo=z_lo)

@@ -13,9 +13,10 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import validate as _validate
+from .._core.domains import check_params
 from ..accounting.approx_dp import fmt_closed_form
 from .._core.numerics import float64_jit
+from ._params import DELTA, EPS0, EPS0_POSITIVE, EPSILON, N_CLOSED
 
 __all__ = [
     "ClosedForm",
@@ -40,11 +41,7 @@ ERLINGSSON_MAX_DELTA = 0.01
 
 
 def _check(eps0, n, delta):
-    eps0 = _validate.nonnegative("eps0", eps0)
-    n = _validate.integer("n", n, minimum=1)
-    delta = _validate.unit_open("delta", delta)
-    _validate.broadcastable(eps0=eps0, n=n, delta=delta)
-    return eps0, np.asarray(n, dtype=np.float64), delta
+    return check_params((EPS0, N_CLOSED, DELTA), broadcast=False, eps0=eps0, n=n, delta=delta)
 
 
 @float64_jit
@@ -78,10 +75,8 @@ def erlingsson_delta(epsilon, *, eps0, n):
 
     Returns (delta, valid); valid as in :func:`erlingsson_epsilon` (delta < 1/100 included).
     """
-    epsilon = _validate.nonnegative("epsilon", epsilon)
-    eps0 = _validate.positive("eps0", eps0)
-    n = np.asarray(_validate.integer("n", n, minimum=1), dtype=np.float64)
-    _validate.broadcastable(epsilon=epsilon, eps0=eps0, n=n)
+    epsilon, eps0, n = check_params((EPSILON, EPS0_POSITIVE, N_CLOSED), broadcast=False,
+                                   epsilon=epsilon, eps0=eps0, n=n)
     return _erlingsson_delta_kernel(epsilon, eps0, n)
 
 
@@ -92,9 +87,10 @@ def _fmt_kernel(eps0, n, delta):
 
 def fmt_validity_bound(*, n, delta):
     """ln(n / (16 ln(4/delta))): the largest eps0 for which Feldman-McMillan-Talwar Thm 3.1 applies."""
-    n = np.asarray(_validate.integer("n", n, minimum=1), dtype=np.float64)
-    delta = _validate.unit_open("delta", delta)
-    return np.log(n / (16.0 * np.log(4.0 / delta)))
+    n, delta = check_params((N_CLOSED, DELTA), broadcast=False, n=n, delta=delta)
+    with np.errstate(over="ignore"):  # 4 / delta overflows below delta ~ 2e-308: ln 4 - ln delta there
+        log4 = np.where(delta > 4.0 / np.finfo(np.float64).max, np.log(4.0 / delta), np.log(4.0) - np.log(delta))
+    return np.log(n / (16.0 * log4))
 
 
 def fmt_closed_form_epsilon(eps0, *, n, delta) -> ClosedForm:

@@ -91,6 +91,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core import validate as _validate
+from .._core.domains import check_params
 from .._core.numerics import x64_scope
 from ._blanket_concentration import _conc_eps_kernel, _conc_kernel, _conc_window
 from ._blanket_exact import EXACT_MAX_M as EXACT_MAX_M
@@ -110,6 +111,7 @@ from ._blanket_model import randomized_response as randomized_response
 from ._blanket_model import target_randomizer as target_randomizer
 from ._blanket_model import _check_randomizer
 from ._blanket_monte_carlo import _mc_eps_chunk, _mc_planned, _pascal_cdf_np, _plan_mc
+from ._params import DELTA, DUMMIES, EPSILON, N
 
 #: Empty (issue 29: one home per name): the user-facing names defined or gathered here (blanket_delta,
 #: blanket_epsilon, the randomizers) are listed by :mod:`amplify_jax.shuffle`, their one public home; the engine
@@ -126,8 +128,7 @@ def _prepare(eps_or_delta_name, value, n, dummies, randomizer, method, tail_sd):
             f"Expected method in ['bennett', 'hoeffding'] for a {r.kind!r} randomizer ('exact' and "
             f"'monte_carlo' need randomized response or the target randomizer), got method={method!r}."
         )
-    n = np.asarray(_validate.integer("n", n, minimum=1), dtype=np.float64)
-    d = np.asarray(_validate.integer("dummies", dummies, minimum=0), dtype=np.float64)
+    n, d = check_params((N, DUMMIES), broadcast=False, n=n, dummies=dummies)
     tail_sd = _validate.scalar("tail_sd", tail_sd, _validate.positive)  # one window size for the batch
     shape = _validate.broadcastable(**{eps_or_delta_name: value}, n=n, dummies=d, eps0=r.eps0, k=r.k,
                                     sigma=r.sigma)
@@ -186,7 +187,7 @@ def blanket_delta(epsilon, *, n, randomizer, dummies=0, method="hoeffding", key=
     the one-sided upper confidence bound at ``confidence`` in ``delta`` and the point estimate in
     ``estimate``; ``samples`` draws per point.  ``tail_sd``: half-width of the binomial windows.
     """
-    eps = _validate.nonnegative("epsilon", epsilon)
+    (eps,) = check_params((EPSILON,), epsilon=epsilon)
     r, n, d, shape, tail_sd = _prepare("epsilon", eps, n, dummies, randomizer, method, tail_sd)
     confidence, samples = _mc_options(confidence, samples)  # checked whatever the method
     if method == "monte_carlo":
@@ -258,7 +259,7 @@ def blanket_epsilon(delta, *, n, randomizer, dummies=0, method="hoeffding", key=
     from ``key`` (common random numbers for every eps; the bound is monotone in eps, so the returned eps
     keeps the confidence level, see :func:`rr_epsilon`).
     """
-    delta = _validate.unit_open("delta", delta)
+    (delta,) = check_params((DELTA,), delta=delta)
     r, n, d, shape, tail_sd = _prepare("delta", delta, n, dummies, randomizer, method, tail_sd)
     rtol = _validate.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
     confidence, samples = _mc_options(confidence, samples)  # checked whatever the method
