@@ -43,7 +43,9 @@ def _dpsgd(sigma, q, steps, delta, accountant="rdp", method="balle2020"):
     if P.selects(accountant, method=method):  # method: an option of the RDP accountant only
         res = P.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)  # its status flags an +inf (error)
         return {"epsilon": res.epsilon, "order": np.zeros_like(np.asarray(res.epsilon)), "status": res.status}
-    res = A.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta, method=method)
+    # the declared domains checked every value (bounds.bind): dpsgd_epsilon's computation, its checks not repeated
+    s, q_, t, d = (np.asarray(x, dtype=np.float64) for x in (sigma, q, steps, delta))
+    res = A._dpsgd_epsilon(s, R.raise_tiny_rate(q_), t, d, A._SORTED_DEFAULT_ORDERS, method)
     return {"epsilon": res.epsilon, "order": res.order}
 
 
@@ -53,11 +55,18 @@ def _dpsgd_sigma(target, lo, hi, rtol, *, q, steps, delta, accountant="rdp", met
     if accountant == "pld" and not a <= lo_ < hi_ <= z:  # the PLD's own sigma range, named by invert's arguments
         raise ValueError(f"Expected lo and hi in [{a:g}, {z:g}] with accountant='pld' (the sigma range of the PLD "
                          f"accountant), got lo={lo_:g}, hi={hi_:g}.")
+    if accountant == "pld":
+        cal = A.dpsgd_calibrate_sigma(target_epsilon=target, q=q, steps=steps, delta=delta, rtol=rtol,
+                                      sigma_range=(lo_, hi_), accountant=accountant, method=method)
+        return cal.sigma, cal.epsilon, cal.status
     # the declared range (invert given no lo / hi) is the RDP calibration's default one, which grows 32-fold up to
     # accountants.SIGMA_LIMIT where a target is infeasible in it (as dpsgd_calibrate_sigma's default)
-    declared = accountant == "rdp" and (lo_, hi_) == SIGMA.search_range()
-    cal = A.dpsgd_calibrate_sigma(target_epsilon=target, q=q, steps=steps, delta=delta, rtol=rtol, method=method,
-                                  sigma_range=None if declared else (lo_, hi_), accountant=accountant)
+    declared = (lo_, hi_) == SIGMA.search_range()
+    # the declared domains and invert checked every value (target, lo < hi in sigma's domain, rtol in [1e-15, 0.5]):
+    # dpsgd_calibrate_sigma's computation, its checks not repeated
+    e, q_, t, d = (np.asarray(x, dtype=np.float64) for x in (target, q, steps, delta))
+    cal = A._dpsgd_calibrate_sigma(e, R.raise_tiny_rate(q_), t, d, (lo_, hi_), declared, float(rtol),
+                                   A._SORTED_DEFAULT_ORDERS, method)
     return cal.sigma, cal.epsilon, cal.status
 
 

@@ -100,6 +100,9 @@ def _sorted_orders(orders):  # orders up to rdp.MAX_ORDER (the integer series ha
     return np.sort(V.orders("orders", DEFAULT_ORDERS if orders is None else orders, maximum=MAX_ORDER))
 
 
+_SORTED_DEFAULT_ORDERS = _sorted_orders(None)  #: the default grid, checked and sorted once (for ``_bounds.py``)
+
+
 def _n_panels(sigma, orders, q=None):
     """Static quadrature panel count for the fractional orders, probed at the given sigma, orders and q.
 
@@ -468,13 +471,18 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, orders=None, method="balle2020", op
         return pld.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta)
     s, qq, t, d, shape = _check_dpsgd(sigma, q, steps, delta)
     V.one_of("method", method, METHODS)
-    a = _sorted_orders(orders)
-    panels = _check_n_panels(n_panels)
-    devices = _check_devices(devices)
-    curve = SGMCurve(a, panels)
+    # the orders, then n_panels, then devices checked (arguments run left to right)
+    return _dpsgd_epsilon(s, qq, t, d, _sorted_orders(orders), method, _check_n_panels(n_panels),
+                          _check_devices(devices), optimize_order)
+
+
+def _dpsgd_epsilon(sigma, q, steps, delta, orders, method, panels=AUTO, devices=None, optimize_order=True):
+    """:func:`dpsgd_epsilon` on values it (or the registry's domains, ``_bounds.py``) checked: no check repeated."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (sigma, q, steps, delta)))
+    curve = SGMCurve(orders, panels)
     at_order, refine = _SGMAtOrder(panels), bool(optimize_order)
     eps, order = run_in_slabs(lambda *b: _dpsgd_eps_jit(*b, curve, at_order, method, refine), shape,
-                              s, qq, t, np.log(d), devices=devices)
+                              sigma, q, steps, np.log(delta), devices=devices)
     return EpsilonResult(eps, order)
 
 
@@ -688,15 +696,22 @@ def dpsgd_calibrate_sigma(
     V.one_of("method", method, METHODS)
     lo, hi = _check_sigma_range(sigma_range)
     r = V.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
-    shape = V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
-    a = _sorted_orders(orders)
-    panels = _check_n_panels(n_panels)
-    devices = _check_devices(devices)
-    plan = _CalibrationPlan(a, panels, method)
-    value, eps, status = run_in_slabs(lambda *b: _calibrate_jit(*b, plan, r), shape, e, qq, t, np.log(d), lo, hi,
-                                      devices=devices)
+    V.broadcastable(target_epsilon=e, q=qq, steps=t, delta=d)
+    return _dpsgd_calibrate_sigma(e, qq, t, d, (lo, hi), grow, r, _sorted_orders(orders), method,
+                                  _check_n_panels(n_panels), _check_devices(devices))
+
+
+def _dpsgd_calibrate_sigma(target, q, steps, delta, sigma_range, grow, rtol, orders, method, panels=AUTO, devices=None):
+    """:func:`dpsgd_calibrate_sigma` on values it (or the registry's domains and ``bounds.invert``, ``_bounds.py``)
+    checked: no check repeated (``grow``: the default range, grown where infeasible)."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (target, q, steps, delta)))
+    lo, hi = sigma_range
+    plan = _CalibrationPlan(orders, panels, method)
+    log_d = np.log(delta)
+    value, eps, status = run_in_slabs(lambda *b: _calibrate_jit(*b, plan, rtol), shape, target, q, steps, log_d, lo,
+                                      hi, devices=devices)
     if grow and np.any(np.asarray(status) == INFEASIBLE):
-        value, eps, status = _grown(shape, (e, qq, t, np.log(d)), (value, eps, status), hi, plan, r, devices)
+        value, eps, status = _grown(shape, (target, q, steps, log_d), (value, eps, status), hi, plan, rtol, devices)
     return Calibration(value, eps, status)
 
 
@@ -724,9 +739,8 @@ def _grown(shape, args, found, top, plan, rtol, devices):
 
 @_host.front_door
 def epsilon(mechanism: str, *, delta, orders=None, method="balle2020", accountant="rdp", **params) -> EpsilonResult:
-    """eps at delta of a named mechanism composed over ``steps`` (``MECHANISMS``, the RDP accountant's ones:
-    ``RDP_MECHANISMS``), optimal order;
-    ``accountant="pld"``: from its privacy-loss distribution (:func:`amplify_jax.pld.epsilon`)."""
+    """eps at delta of a named mechanism (``RDP_MECHANISMS``, rows of ``MECHANISMS``) composed over ``steps``, optimal
+    order; ``accountant="pld"``: from its privacy-loss distribution (:func:`amplify_jax.pld.epsilon`)."""
     if _pld_selected(accountant, orders=orders, method=method):
         from . import pld
 
