@@ -102,7 +102,7 @@ def star_graph(n) -> sp.csr_matrix:
 def random_regular_graph(d, n, *, seed) -> sp.csr_matrix:
     """A uniformly random d-regular graph on n users: networkx's ``random_regular_graph(d, n, seed)``, seeded;
     d < n and n * d even."""
-    import networkx as nx
+    import networkx as nx  # lazy: networkx takes ~170 ms to import, and `amplify-jax --help` loads this module
 
     dd = V.count("d", d, minimum=1)
     nn = V.count("n", n, minimum=1)
@@ -118,7 +118,7 @@ def erdos_renyi_graph(n, p, *, seed) -> sp.csr_matrix:
     """An Erdos-Renyi G(n, p) graph (networkx ``fast_gnp_random_graph(n, p, seed)``); may be disconnected.
     ``p`` is 0 or in [1e-15, 1]: networkx's geometric skips divide by log(1 - p), which is 0 in float64 below
     ~1.1e-16 (p = 1e-300 raised ZeroDivisionError)."""
-    import networkx as nx
+    import networkx as nx  # lazy: networkx takes ~170 ms to import, and `amplify-jax --help` loads this module
 
     n = _n_users("n", n)
     pp = V.scalar("p", p, V.probability)
@@ -142,7 +142,7 @@ def adjacency(graph) -> sp.csr_matrix:
     if sp.issparse(held):  # an already validated graph object (networkx's .adjacency is a method)
         return held
     try:
-        import networkx as nx
+        import networkx as nx  # lazy: networkx takes ~170 ms to import, and `amplify-jax --help` loads this module
     except ImportError:  # pragma: no cover - networkx is a dependency
         nx = None
     if nx is not None and isinstance(graph, nx.Graph):
@@ -292,7 +292,7 @@ def _read_edge_list(path: str) -> sp.csr_matrix:
 
 
 def _read_graphml(path: str) -> sp.csr_matrix:
-    import networkx as nx
+    import networkx as nx  # lazy: networkx takes ~170 ms to import, and `amplify-jax --help` loads this module
 
     try:
         g = nx.read_graphml(path)

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from jax.scipy import special as jsp
 
 from . import host as _host
+from .cache import persisted
 
 # private module (amplify_jax._core); float64_jit and x64_scope are public from amplify_jax.internal
 __all__ = [
@@ -82,8 +83,6 @@ def float64_jit(fun: Callable | None = None, *, static_argnames=(), persist: boo
         if any(isinstance(a, jax.core.Tracer) or len(getattr(getattr(a, "sharding", None), "device_set", ())) > 1
                for a in dynamic):  # traced, or laid out over several devices: the plain jit
             return None
-        from .cache import persisted
-
         return persisted(f"{fun.__module__}.{fun.__qualname__}", jitted, static, dynamic)
 
     @functools.wraps(fun)

@@ -1,6 +1,6 @@
 """``amplify_jax.rdp.Accountant``: an RDP accountant with dp_accounting's ``PrivacyAccountant`` interface.
 
-The class is built on first use (PEP 562: :func:`__getattr__` below, bound in :mod:`amplify_jax.rdp`), so
+The class is built on first use (PEP 562: :func:`__getattr__` below, called by :mod:`amplify_jax.rdp`'s), so
 ``import amplify_jax`` never imports dp_accounting.  Where dp_accounting is importable the class subclasses
 ``dp_accounting.PrivacyAccountant`` (its ``supports``, ``compose``, ``ledger``, ``neighboring_relation``,
 ``UnsupportedEventError``; ``dp_accounting.calibrate_dp_mechanism`` accepts it); without it, the same class
@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from . import _rdp_conversions as C
-from . import dp_events
+from . import dp_events, rdp
 
 _U = float(np.finfo(np.float64).eps)
 
@@ -92,8 +92,6 @@ def _int(name, x, minimum=0):
 def _fill(shape, orders, regular, other):
     """The curve over ``orders``: ``regular(a)`` at the orders rdp's curves take (1 < a <= MAX_ORDER),
     ``other(a)`` at the rest (a = 1, a > MAX_ORDER, a = inf); each returns batch + (len(a),)."""
-    from . import rdp
-
     reg = (orders > 1.0) & (orders <= rdp.MAX_ORDER)
     out = np.empty(shape + orders.shape, dtype=np.float64)
     if reg.any():
@@ -116,8 +114,6 @@ def _gaussian_closed(orders, sigma):
 def gaussian_curve(orders, sigma):
     """The Gaussian mechanism, noise multiplier sigma (Mironov 2017, Table II, exact): rdp.gaussian_rdp where
     sigma is in its range, the same closed form elsewhere."""
-    from . import rdp
-
     ok = (sigma >= rdp.SIGMA_RANGE[0]) & (sigma <= rdp.SIGMA_RANGE[1])
 
     def regular(a):
@@ -133,8 +129,6 @@ def poisson_gaussian_curve(orders, q, sigma):
     q > 0 is inf.  Where sigma leaves rdp.SIGMA_RANGE, at orders above MAX_ORDER, and as D_1 <= D_1.01 at the
     order 1, the unsampled Gaussian bounds it too: the subsampled pair is a mixture of pairs each no further
     apart than the Gaussian's (quasi-convexity of D_alpha, van Erven and Harremoës 2014, Thm 13)."""
-    from . import rdp
-
     shape = np.broadcast_shapes(q.shape, sigma.shape)
     q, sigma = np.broadcast_to(q, shape), np.broadcast_to(sigma, shape)
     ok = (q > 0) & (sigma >= rdp.SIGMA_RANGE[0]) & (sigma <= rdp.SIGMA_RANGE[1])
@@ -157,8 +151,6 @@ def wor_gaussian_curve(orders, q, sigma):
     Balle, Kasiviswanathan 2019, Thm 9; fractional orders by convexity) at orders up to rdp.WOR_MAX_ORDER; the
     unsampled Gaussian above it, where sigma leaves its range and (with D_2) at the order 1 (quasi-convexity
     as for Poisson sampling).  q = 0 (an empty batch) costs nothing."""
-    from . import rdp
-
     shape = np.broadcast_shapes(q.shape, sigma.shape)
     q, sigma = np.broadcast_to(q, shape), np.broadcast_to(sigma, shape)
     ok = (q > 0) & (sigma >= rdp.SIGMA_RANGE[0]) & (sigma <= rdp.SIGMA_RANGE[1])
@@ -186,8 +178,6 @@ def laplace_curve(orders, b):
     Prop. 6, exact); at the order 1 its limit, the KL divergence eps + e^{-eps} - 1 (<= eps^2 / 2, used below
     eps = 1e-3 where the difference cancels); above MAX_ORDER D_inf = eps; b = 0 is inf.  Scales above
     rdp.LAPLACE_RANGE: eps-DP implies (alpha, alpha eps^2 / 2)-RDP (Bun and Steinke 2016, Prop. 1.4 and 1.3)."""
-    from . import rdp
-
     with np.errstate(divide="ignore"):
         eps = _up(np.where(b > 0, 1.0 / b, np.inf), 2.0)
     ok = (b >= rdp.LAPLACE_RANGE[0]) & (b <= rdp.LAPLACE_RANGE[1])
@@ -222,8 +212,6 @@ def rr_replace_one_curve(orders, p, k):
     with ratio e^{eps0}, eps0 = log(1 + k (1 - p) / p), i.e. rdp.randomized_response_rdp (Mironov 2017,
     Table II, exact); at the order 1 the KL divergence eps0 (e^{eps0} - 1) / (e^{eps0} + k - 1); above
     MAX_ORDER D_inf = eps0.  p = 1 or k = 1: 0; p = 0: inf."""
-    from . import rdp
-
     with np.errstate(divide="ignore"):
         eps0 = _up(np.log1p(np.where(p > 0, k * (1.0 - p) / np.where(p > 0, p, 1.0), np.inf)), 2.0)
     if k == 1:
@@ -251,7 +239,7 @@ def rr_replace_special_curve(orders, p, k):
     D_alpha(P||U) = log((e^{alpha l1} + (k-1) p^alpha) / k) / (alpha - 1), l1 = log(1 + (k-1)(1-p)), and
     D_alpha(U||P) with 1 - alpha in place of alpha; at the order 1 the two KL divergences; above MAX_ORDER
     D_inf = max(l1, -log p) (the largest log-ratio).  p = 1 or k = 1: 0; p = 0: inf."""
-    from scipy.special import logsumexp
+    from scipy.special import logsumexp  # lazy: SciPy costs ~100 ms to import; only this curve needs it
 
     pp = p[..., None]
     l1 = np.log1p((k - 1) * (1.0 - pp))
@@ -430,8 +418,6 @@ class _Core:
     _EventError = dp_events.CompositionErrorDetails
 
     def __init__(self, orders=None, neighboring_relation=None, *, _base_init=None):
-        from . import rdp
-
         rel = neighboring_relation if neighboring_relation is not None else self._relations.ADD_OR_REMOVE_ONE
         self._relation = _relation_name(rel)
         if _base_init is not None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import conversions, rdp
+
 _U = float(np.finfo(np.float64).eps)
 #: Stand-in for +inf handed to the conversions (they take finite curves): any eps it yields is >= _BIG / 2.
 _BIG = 1e300
@@ -32,8 +34,6 @@ def _tv_log(r):
 
 
 def _regular(orders):
-    from . import rdp
-
     return (orders > 1.0) & (orders <= rdp.MAX_ORDER)
 
 
@@ -48,8 +48,6 @@ def _broadcast(orders, curve, x):
 
 def epsilon(orders, curve, delta):
     """Least eps over the grid for the target ``delta`` (in [0, 1]); broadcast(curve batch, delta shape)."""
-    from . import conversions
-
     orders, r, d = _broadcast(orders, curve, delta)
     best = np.full(d.shape, np.inf)
     reg = _regular(orders)
@@ -80,8 +78,6 @@ def epsilon(orders, curve, delta):
 
 def delta(orders, curve, eps):
     """Least delta over the grid at ``eps`` (>= 0, inf allowed); broadcast(curve batch, eps shape)."""
-    from . import conversions
-
     orders, r, e = _broadcast(orders, curve, eps)
     fin_e = np.isfinite(e)
     log_best = np.min(_tv_log(r), axis=-1)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._core.numerics import log_ndtr, log_sub
 
@@ -45,8 +46,6 @@ def advanced_composition(eps, steps, log_inv_delta_prime):
 def advanced_composition_overflows(eps, steps, log_inv_delta_prime):
     """Where :func:`advanced_composition` leaves float64 (+inf: k eps e^eps beyond 1.8e308), in NumPy, for the
     public functions to refuse such inputs before their kernels run."""
-    import numpy as np
-
     with np.errstate(over="ignore", invalid="ignore"):
         v = (np.sqrt(2.0 * np.asarray(steps, dtype=np.float64) * log_inv_delta_prime) * eps
              + steps * eps * np.expm1(np.asarray(eps, dtype=np.float64))) * ADVANCED_COMPOSITION_MARGIN

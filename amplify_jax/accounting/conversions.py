@@ -33,7 +33,7 @@ import jax.numpy as jnp
 
 from .._core import validate as V
 from .._core.numerics import float64_jit, log1mexp, x64_scope
-from .rdp import DEFAULT_ORDERS
+from .rdp import DEFAULT_ORDERS, pure_dp_rdp
 
 # importable, not in __all__: the result types (EpsilonResult, DeltaResult, ApproxRDP), the kernels rdp_epsilon_terms
 # and refine_order (public from amplify_jax.internal), METHODS (the values of ``method``) and the search's tunables
@@ -367,8 +367,6 @@ def dp_to_rdp(orders, *, eps, delta=0.0) -> ApproxRDP:
     ``delta`` in [0, 1): delta = 1 is no guarantee at all (every pair of laws is (eps, 1)-DP), and the curve
     with delta 1 would say nothing either.
     """
-    from .rdp import pure_dp_rdp
-
     a = V.orders("orders", orders)
     e = V.nonnegative("eps", eps)
     d = V.probability("delta", delta)

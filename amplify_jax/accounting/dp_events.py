@@ -11,6 +11,7 @@ for every point of the grid (see :class:`amplify_jax.rdp.Accountant`).
 from __future__ import annotations
 
 import enum
+import sys
 from dataclasses import dataclass
 
 # the events users construct, the relation they pass and the error they catch.  Importable, not in __all__: the
@@ -213,10 +214,8 @@ def accountant_class(core, module: str, make_init, error=lambda base: base):
     dp_accounting ``PrivacyAccountant`` subclass where dp_accounting is importable, its constructor
     ``make_init(privacy_accountant_module)``, on dp_accounting's events and relations; else ``core`` alone on
     this module's.  ``error(base)``: the UnsupportedEventError class it raises, from the base one."""
-    import sys
-
     try:
-        from dp_accounting import dp_event as events
+        from dp_accounting import dp_event as events  # lazy: an optional dependency (and ~700 ms to import)
         from dp_accounting import privacy_accountant as pa
     except ImportError:
         pa = None

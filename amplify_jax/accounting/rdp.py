@@ -530,4 +530,12 @@ def compose(curves, steps=1):
             total = term if total is None else total + term
     return total
 
-from ._rdp_accountant import __getattr__  # noqa: E402,F401  rdp.Accountant, built on first use (PEP 562)
+
+def __getattr__(name):
+    """``rdp.Accountant``, built on first use (PEP 562) by :mod:`amplify_jax.accounting._rdp_accountant`."""
+    if name != "Accountant":  # e.g. ``__path__``, which every ``from amplify_jax.rdp import x`` asks for
+        raise AttributeError(f"module 'amplify_jax.rdp' has no attribute {name!r}")
+    # lazy: a cycle (that module reads this one's curves), and ``import amplify_jax`` skips its ~20 ms
+    from ._rdp_accountant import __getattr__ as accountant_attribute
+
+    return accountant_attribute(name)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from .._core.registry import list as list_bounds
 
 __all__ = ["markdown_table"]
@@ -26,11 +29,6 @@ def markdown_table() -> str:
 
 def update_readme(path) -> bool:
     """Rewrite the table between ``<!-- bounds-table -->`` markers of ``path``; True if it changed."""
-    import re
-    from pathlib import Path
-
-    import amplify_jax  # noqa: F401  (every family registers its bounds on import)
-
     p = Path(path)
     text = p.read_text()
     new = re.sub(r"(<!-- bounds-table -->\n).*?(<!-- /bounds-table -->)",

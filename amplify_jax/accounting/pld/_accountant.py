@@ -59,6 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import dp_events
+from ..._core import validate as V
 from ..._core.numerics import float64_jit, x64_scope
 from . import _events as E
 from ._compose import compose, delta_at, epsilon_at
@@ -582,8 +583,6 @@ class _Core:
         NumPy's rules, each grid point answering the deltas that fall on it exactly as one composition's
         accountant asked for those deltas (1-D) would (up to the last ~9 digits: the compiled program is the
         same one vmapped, whose sums XLA rounds apart)."""
-        from ..._core import validate as V
-
         d = np.asarray(V.probability("delta", delta), dtype=np.float64)
         up, lo = self._answer("epsilon", d if self._shape else d.ravel())
         return PldEpsilon(up, lo, status_of(up))

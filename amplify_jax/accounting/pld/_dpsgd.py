@@ -150,7 +150,7 @@ def _rdp_where_loose_calibration(sig, ach, st, flat, idle, n, lo, hi, rtol):
     idx = live[_loose(up, low, RDP_RTOL_CALIBRATION, 0.0)]
     if idx.size == 0:
         return sig, ach, st, source
-    from .. import accountants  # the RDP side, imported where it is needed
+    from .. import accountants  # lazy: a cycle, accountants imports the PLD (LAZY_EDGES)
 
     r = accountants.dpsgd_calibrate_sigma(target_epsilon=be[idx], q=bq[idx], steps=bt[idx], delta=bd[idx],
                                           rtol=rtol, sigma_range=(lo, hi))

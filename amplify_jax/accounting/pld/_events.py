@@ -351,7 +351,7 @@ def _truncated_item(event, rel, count):
     no record can be used, else the Poisson pair at sigma (no truncation possible), the replace pair
     ("wor-gaussian", sigma / 2) under REPLACE_ONE, or ("truncated", (sigma, sigma / 2, tau), q) with tau an
     upper bound of P(Binomial(n, q) >= B)."""
-    from scipy import stats
+    from scipy import stats  # lazy: scipy.stats takes ~540 ms to import; the PLD needs no other SciPy
 
     n = _int("dataset_size", event.dataset_size)
     b = _int("truncated_batch_size", event.truncated_batch_size)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+
+import jax
 import numpy as np
 
 __all__ = ["DEFAULT_GRID_SIZE", "MAX_GRID_SIZE", "MEMORY_LIMIT", "AUTO_MAX_GRID_SIZE", "AUTO_RTOL", "AUTO_RTOL_DELTA",
@@ -54,8 +57,6 @@ def bytes_per_point(n: int) -> int:
 
 def memory_limit() -> int:
     """``MEMORY_LIMIT``, or half the physical memory available now if that is less."""
-    import os
-
     try:
         avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
@@ -66,8 +67,6 @@ def memory_limit() -> int:
 
 def _platform() -> str:
     """JAX's default backend ("cpu" on the host twin, ``amplify_jax._core.host``, whose NumPy stand-in has none)."""
-    import jax
-
     backend = getattr(jax, "default_backend", None)
     return "cpu" if backend is None else backend()
 

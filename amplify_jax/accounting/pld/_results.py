@@ -149,7 +149,7 @@ def _rdp_where_loose(up, lo, source, flat):
     idx = np.flatnonzero(_loose(up, lo, RDP_RTOL, 0.0) | ~np.isfinite(up))
     if idx.size == 0:
         return up, source
-    from .. import accountants  # the RDP side, imported where it is needed
+    from .. import accountants  # lazy: a cycle, accountants imports the PLD (LAZY_EDGES)
 
     s, q, t, d = (v[idx] for v in flat)
     rdp = np.asarray(accountants.dpsgd_epsilon(sigma=s, q=q, steps=t, delta=d).epsilon, dtype=np.float64)
