@@ -13,10 +13,12 @@ import jax
 import jax.numpy as jnp
 
 from .._core import validate as V
-from ..accounting.conversions import epsilon_from_rdp
-from ..accounting.rdp import SIGMA_RANGE
+from ..accounting.calibrate import invert_monotone
+from ..accounting.conversions import delta_from_rdp, epsilon_from_rdp, rdp_epsilon_terms
+from ..accounting.rdp import DEFAULT_ORDERS, SIGMA_RANGE
 from .._core.numerics import float64_jit, x64_scope
 from .._core.status import Status
+from ._baselines import _count_bounds
 from ._distributed import _distributed_gaussian_log_excess, distributed_gaussian_rdp
 from ._shuffled import shuffled_checkin_lower_rdp, shuffled_checkin_upper_rdp
 from ._subsampled_shuffle import subsampled_shuffle_checkin_rdp
@@ -118,7 +120,7 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
     the RDP route's conversion costs more at few rounds (at Fig. 2(a)'s setting its best order stays 21 and
     eps >= 0.72); benchmarks/fig_pld_tightening.py measures both.
     """
-    from ..accounting.pld import selects
+    from ..accounting.pld import selects  # lazy: the PLD takes ~0.1 s to import; checkin loads it on first use
 
     # this route's default method is "exact" (not an option given)
     if selects(accountant, grid_size, orders=orders, method=None if method == "exact" else method):
@@ -139,9 +141,8 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
 PLD_SPLITS = np.array([0.05, 0.2, 0.5])
 def _distributed_gaussian_pld(n, gamma, sigma, steps, delta, grid_size=None):
     """The PLD route of :func:`distributed_gaussian_epsilon` (see there), on checked inputs."""
-    from ..accounting import pld as P
+    from ..accounting import pld as P  # lazy: the PLD takes ~0.1 s to import; checkin loads it on first use
     from ..accounting.pld import ROUND_DOWN, SIGMA_RANGE as PLD_SIGMA_RANGE
-    from ._baselines import _count_bounds
 
     nn = V.integer("n", n, minimum=1)
     _check_n_max(nn)
@@ -180,8 +181,6 @@ def distributed_gaussian_delta(*, n, gamma, sigma, steps, epsilon, orders=None, 
     The inverse conversion of :func:`distributed_gaussian_epsilon`
     (:func:`amplify_jax.conversions.delta_from_rdp`).  Broadcasts over n, gamma, sigma, steps, epsilon.
     """
-    from ..accounting.conversions import delta_from_rdp
-
     o = CHECKIN_ORDERS if orders is None else orders
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
     e = V.nonnegative("epsilon", epsilon)  # checked before the curve is computed (compiled)
@@ -222,8 +221,6 @@ class StepsCalibration(CheckinCalibration, collections.namedtuple("StepsCalibrat
 
 
 def _dg_epsilon_jnp(n, gamma, sigma, steps, log_delta, *, alpha_int, width):
-    from ..accounting.conversions import rdp_epsilon_terms
-
     alpha = jnp.asarray(alpha_int, dtype=jnp.float64)
     rdp = _finish_rdp(_distributed_gaussian_log_excess(n, gamma, sigma, alpha_int, width), alpha)
     e = rdp_epsilon_terms(alpha, steps[..., None] * rdp, log_delta[..., None], "balle2020")
@@ -260,8 +257,6 @@ def distributed_gaussian_calibrate_sigma(*, n, gamma, steps, target_epsilon, del
     sigma); the returned sigma is on the feasible side and re-checked (``epsilon`` in the result).
     Default orders: :data:`CALIBRATION_ORDERS`.  Returns :class:`SigmaCalibration` ``(sigma, epsilon, status)``.
     """
-    from ..accounting.calibrate import invert_monotone
-
     alpha_int, e, d, t = _cal_common(target_epsilon, delta, steps, CALIBRATION_ORDERS if orders is None else orders)
     nn = V.integer("n", n, minimum=1).astype(np.float64)
     _check_n_max(nn)
@@ -313,8 +308,6 @@ def distributed_gaussian_calibrate_gamma(*, n, sigma, steps, target_epsilon, del
     rate is feasible (value: the grid's first rate).  Default orders: :data:`CALIBRATION_ORDERS`.
     Returns :class:`GammaCalibration` ``(gamma, epsilon, status)``.
     """
-    from ..accounting.calibrate import invert_monotone
-
     alpha_int, e, d, t = _cal_common(target_epsilon, delta, steps, CALIBRATION_ORDERS if orders is None else orders)
     nn = V.integer("n", n, minimum=1).astype(np.float64)
     _check_n_max(nn)
@@ -349,8 +342,6 @@ def distributed_gaussian_calibrate_gamma(*, n, sigma, steps, target_epsilon, del
 
 @float64_jit
 def _max_steps_kernel(alpha, rdp, epsilon, log_delta):
-    from ..accounting.conversions import rdp_epsilon_terms
-
     e0 = rdp_epsilon_terms(alpha, 0.0 * rdp, log_delta[..., None], "balle2020")  # the conversion's offset
     t_lam = jnp.floor((epsilon[..., None] - e0) / rdp)
     t_lam = jnp.where((rdp > 0) & (e0 <= epsilon[..., None]), t_lam, jnp.where(rdp > 0, 0.0, jnp.inf))
@@ -441,8 +432,6 @@ def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, steps, delta, shuffle_
     ``valid`` is False and epsilon is +inf (never silently).  Orders default to
     :data:`amplify_jax.rdp.DEFAULT_ORDERS` (any orders > 1 work on this route).
     """
-    from ..accounting.rdp import DEFAULT_ORDERS
-
     o = DEFAULT_ORDERS if orders is None else orders
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
     d = V.unit_open("delta", delta)

@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Param, Real, register
+from ..accounting.calibrate import invert_monotone_host
 from ..accounting.rdp import DEFAULT_ORDERS
 from .._core.status import Status
 from ._accounting import (CHECKIN_ORDERS, OrderCapWarning, distributed_gaussian_calibrate_sigma,
@@ -104,8 +105,6 @@ def _dg(n, gamma, sigma, steps, delta, accountant="rdp"):
 def _pld_inverse(eps_of, target, lo, hi, rtol, *, integer, decreasing):
     """The registry's generic search (bisection / Illinois on the host, feasible end re-checked) over the PLD
     route, which has no calibration of its own."""
-    from ..accounting.calibrate import invert_monotone_host
-
     inv = invert_monotone_host(lambda x: np.asarray(eps_of(x), dtype=np.float64), target, lo=lo, hi=hi,
                                feasible="above" if decreasing else "below", rtol=rtol, integer=integer,
                                method="bisection" if integer else "illinois")

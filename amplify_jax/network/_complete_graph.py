@@ -9,7 +9,7 @@ import jax.numpy as jnp
 
 from .._core import validate as V
 from ..accounting.approx_dp import advanced_composition, fmt_closed_form, subsampled_epsilon
-from .._core.numerics import float64_jit
+from .._core.numerics import float64_jit, log_ndtr, log_sub
 from ._common import NetworkBound, SpottedBound, _b, _colluders, _n
 from ._composition import _chernoff_count
 
@@ -135,8 +135,6 @@ def _closed_group_delta(n, eps0, d_base, gaussian):
     holds (stochastic monotonicity of the Binomial in m); k >= 25 is charged 1 with the Chernoff bound
     e^{-mu} (e mu / 25)^25.  Returns the max over the intervals up to n.
     """
-    from .._core.numerics import log_ndtr, log_sub
-
     g = jnp.asarray(_M_GRID)
     nn = n[..., None]
     lo = jnp.minimum(g, jnp.ceil(nn))

@@ -15,7 +15,9 @@ import jax.numpy as jnp
 from .._core import validate as V
 from ..accounting.approx_dp import advanced_composition, analytic_gaussian_epsilon, subsampled_epsilon
 from .._core.numerics import float64_jit
-from ..accounting.rdp import MAX_ORDER
+from ..accounting.calibrate import invert_monotone
+from ..accounting.conversions import rdp_epsilon_terms
+from ..accounting.rdp import MAX_ORDER, without_replacement_rdp_kernel
 from ._common import NetworkBound, SgdCalibration, SgdEpsilon, _b, _colluders, _n
 from ._composition import _chernoff_count
 
@@ -111,8 +113,6 @@ def _best_linear_rdp_epsilon(c, log_delta, alpha_max, method):
     For ``method="mironov"`` the optimum is also available in closed form (alpha* = 1 + sqrt(ln(1/delta)/c),
     clipped to alpha_max) and included.
     """
-    from ..accounting.conversions import rdp_epsilon_terms
-
     am1 = alpha_max - 1.0
     t = jnp.linspace(-14.0, 0.0, _N_ALPHA)
     alphas = 1.0 + am1[..., None] * jnp.exp(t)
@@ -197,8 +197,6 @@ def _network_sgd_kernel(sigma, n, tu, delta, L, method):
 
 @float64_jit(static_argnames=("method",))
 def _network_sgd_fixed_kernel(sigma, n, tu, delta, L, order, method):
-    from ..accounting.conversions import rdp_epsilon_terms
-
     c = _lemma1_coef(sigma, n, tu, L)
     return SgdEpsilon(rdp_epsilon_terms(order, c * order, jnp.log(delta), method), order)
 
@@ -273,7 +271,7 @@ def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="bal
     or None, the default: ``pld``'s automatic grid; a ValueError with "rdp").
     sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in :data:`SGD_NOISE_RANGE`.
     """
-    from ..accounting import pld as P
+    from ..accounting import pld as P  # lazy: the PLD takes ~0.1 s to import; network loads it on first use
 
     use_pld = P.selects(accountant, grid_size, method=method)
     V.one_of("method", method, ("balle2020", "mironov"))
@@ -291,6 +289,7 @@ def _pld_noise(ratio, formula, **named):
     """The PLD's noise multiplier ``ratio`` (NumPy float64, one shape with the ``named`` inputs), rounded down:
     above ``pld.SIGMA_RANGE`` it is lowered to the range's top (less noise: a larger, still valid eps); below it,
     a ValueError naming ``formula`` and every named input at the first offending point."""
+    # lazy: the PLD takes ~0.1 s to import; network loads it on first use
     from ..accounting.pld import ROUND_DOWN, SIGMA_RANGE as PLD_SIGMA_RANGE
 
     r = np.minimum(ratio * ROUND_DOWN, PLD_SIGMA_RANGE[1])
@@ -313,9 +312,6 @@ _CENTRAL_MAX_ORDER = 128
 
 
 def _central_sgd_eps(sigma, n, T, delta, L):
-    from ..accounting.conversions import rdp_epsilon_terms
-    from ..accounting.rdp import without_replacement_rdp_kernel
-
     j = jnp.arange(2, _CENTRAL_MAX_ORDER + 1, dtype=jnp.float64)
     base = j * (2.0 * L[..., None]) ** 2 / (2.0 * sigma[..., None] ** 2)
     curve = without_replacement_rdp_kernel(base, 1.0 / n)
@@ -372,7 +368,7 @@ def central_sgd_epsilon(*, sigma, n, steps, delta, lipschitz=1.0, accountant="rd
     the add pair in the other), so its ``epsilon_lower`` never exceeds this algorithm's true eps, and both
     routes stay above it (tests/test_pld_routes.py; benchmarks/fig_pld_tightening.py draws the three).
     """
-    from ..accounting import pld as P
+    from ..accounting import pld as P  # lazy: the PLD takes ~0.1 s to import; network loads it on first use
 
     use_pld = P.selects(accountant, grid_size)
     sb, nb, tb, db, lb = _central_inputs(sigma, n, steps, delta, lipschitz)
@@ -448,8 +444,6 @@ def sgd_calibrate_sigma(*, target_epsilon, delta, n, steps, setting, contributio
     returns :class:`SgdCalibration` ``(sigma, status, epsilon)`` with epsilon = eps(sigma) <= target_epsilon
     when status is ok.
     """
-    from ..accounting.calibrate import invert_monotone
-
     V.one_of("setting", setting, ("network", "local", "central", "central_bassily"))
     e = V.positive("target_epsilon", target_epsilon)
     d = V.unit_open("delta", delta)

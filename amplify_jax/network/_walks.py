@@ -371,7 +371,7 @@ def _step_table(grid, up, eps0, T, what):
 
 @functools.lru_cache(maxsize=16)
 def _clones_table_full(eps0, T, delta):
-    from ..shuffle import clones_epsilon
+    from ..shuffle import clones_epsilon  # lazy: shuffle takes ~60 ms to import; only these tables need it
 
     grid = _shuffle_grid(T)
     res = clones_epsilon(eps0, grid, delta)
@@ -393,7 +393,7 @@ def _blanket_table_full(eps0, T, delta):
     the smaller of the Bennett (corrected form, docs/errata.md#e-traffic-lemma3-bennett) and Hoeffding
     evaluations, each an upper bound on delta(eps), so their smaller eps at ``delta`` is one too; eps0 where
     neither amplifies (``fallback``)."""
-    from ..shuffle import blanket_epsilon, generic_randomizer
+    from ..shuffle import blanket_epsilon, generic_randomizer  # lazy: shuffle takes ~60 ms to import
 
     grid = _shuffle_grid(T)
     ups = []

@@ -30,6 +30,9 @@ from jax import lax
 
 from .._core import validate as V
 from .._core.numerics import x64_scope
+from ..accounting.calibrate import AT_LIMIT, INFEASIBLE, NOT_MONOTONE, OK, invert_monotone  # Status codes, as ints
+from ..accounting.conversions import epsilon_from_rdp
+from ..accounting.rdp import SIGMA_RANGE
 from ._adversaries import SIGMA_UNC_RANGE, _check_connectivity, _clip, _sigma_unc, _validate_adversary
 from ._certified import _fast_affordable
 from ._conversion import _CONVERSION_METHODS, _CURVE_ORDERS, _eps_from_eps1_kernel, closed_form_eps1
@@ -139,8 +142,6 @@ def calibrate_eps1(target_epsilon, *, steps, delta, method="closed_form"):
     V.one_of("method", method, _CONVERSION_METHODS)
     if method == "closed_form":
         return closed_form_eps1(target_epsilon, steps=steps, delta=delta)
-    from ..accounting.calibrate import invert_monotone
-
     e = V.positive("target_epsilon", target_epsilon)
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
     d = V.unit_open("delta", delta)
@@ -170,8 +171,6 @@ def _refine_curious_certified(g, su_b, c_b, b_b, value, status, rtol):
     never above Thm 1's bound) or, where that was infeasible, sigma_unc 1e9 if the certified accountant meets
     the budget there; the lower end is adversary I's minimal sigma_cor (less 2 rtol), infeasible for II since
     eps1_II >= eps1_I.  Returns (value, status, achieved) with the refined points replaced."""
-    from ..accounting.calibrate import INFEASIBLE, OK
-
     def eps1(sc):
         d = _step_diag(g, "curious", 1, su_b.reshape(-1) ** 2, np.asarray(sc, dtype=np.float64).reshape(-1) ** 2)[0]
         return (2.0 * c_b.reshape(-1) ** 2 * d * _LDP_UP).reshape(su_b.shape)
@@ -212,8 +211,6 @@ def _sigma_cor_for_budget(g, adversary, c, su, clip_a, budget, rtol, certified=T
     For adversary II where the traced accountant falls back to Thm 1's bound (n >= 448) and the certified
     update applies (connected sparse graphs below LARGE_N), the answer is refined on the certified accountant
     (``certified=True``; :func:`_refine_curious_certified`)."""
-    from ..accounting.calibrate import AT_LIMIT, INFEASIBLE, NOT_MONOTONE, OK, invert_monotone  # Status codes, as ints
-
     fn = _eps1_fn(g, adversary, c)
     shape = np.broadcast_shapes(np.shape(su), np.shape(clip_a), np.shape(budget))
     su_b, c_b, b_b = (np.broadcast_to(np.asarray(x, dtype=np.float64), shape) for x in (su, clip_a, budget))
@@ -355,8 +352,6 @@ def example_level_calibrate_eps1(target_epsilon, *, delta, steps, batch_size, q,
     bisection on eps1 over the core's subsampled curves; the example-level eps increases with eps1).  Returns
     the feasible (lower) endpoint, re-checked.  Scalar inputs; ``batch_size`` in ``BATCH_SIZE_RANGE``; eps1 is
     searched in [1e-12, 1e6] where the effective noise multiplier stays in ``rdp.SIGMA_RANGE``."""
-    from ..accounting.conversions import epsilon_from_rdp
-
     e = V.scalar("target_epsilon", target_epsilon, V.positive)  # scalar inputs (one bisection)
     d = V.scalar("delta", delta, V.unit_open)
     t = float(V.count("steps", steps, minimum=1))
@@ -375,8 +370,6 @@ def example_level_calibrate_eps1(target_epsilon, *, delta, steps, batch_size, q,
 
     # eps1 from 1e-12 to 1e6, kept where the effective noise multiplier (clip 1) lies in the core's rdp.SIGMA_RANGE
     # (b outside ~[0.71, 7071] Poisson, [1.41, 14142] without replacement: eps_of failed, naming "sigma")
-    from ..accounting.rdp import SIGMA_RANGE
-
     def eps1_at(sig):  # the eps1 whose effective noise multiplier is sig
         return 2.0 * b * b / (sig * sig) if sampling == "poisson" else b * b / (2.0 * sig * sig)
 

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from .._core import validate as V
 from .._core.numerics import x64_scope
+from ..accounting.conversions import epsilon_from_rdp, rdp_epsilon_terms
 from ._rounding import _dev
 from ._step import step_account
 
@@ -54,8 +55,6 @@ _CURVE_ORDERS = np.concatenate([1.0 + np.geomspace(1e-4, 1.0, 60, endpoint=False
 
 def _eps_from_eps1_kernel(eps1, log_delta, steps, orders, method):
     """min over orders of the core conversion of the curve alpha * T * eps1 (jnp, broadcasting)."""
-    from ..accounting.conversions import rdp_epsilon_terms
-
     curve = orders * (steps * eps1)[..., None]
     return jnp.min(rdp_epsilon_terms(orders, curve, log_delta[..., None], method), axis=-1)
 
@@ -75,8 +74,6 @@ def epsilon(graph, *, sigma_unc, sigma_cor, clip, steps, delta, adversary, collu
                        colluders=colluders)
     if method == "closed_form":
         return closed_form_epsilon(acc.eps1, steps=steps, delta=delta)
-    from ..accounting.conversions import epsilon_from_rdp
-
     t = V.integer("steps", steps, minimum=1).astype(np.float64)
     with x64_scope():
         curve = _dev(t[..., None] * np.asarray(acc.eps1)[..., None] * np.asarray(a, np.float64))

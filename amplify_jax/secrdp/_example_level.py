@@ -13,6 +13,9 @@ import numpy as np
 
 from .._core import validate as V
 from .._core.numerics import x64_scope
+from ..accounting import rdp as core_rdp
+from ..accounting.conversions import epsilon_from_rdp
+from ..accounting.rdp import SIGMA_RANGE
 from ._rounding import _dev
 from ._step import step_account
 
@@ -32,8 +35,6 @@ def _batch_size(x):
 def _check_effective_sigma(sig, **named):
     """Refuse an effective noise multiplier outside the core's ``rdp.SIGMA_RANGE``, naming the inputs it comes
     from (``named``: the accountant's parameters and batch_size) and their values at the first offending point."""
-    from ..accounting.rdp import SIGMA_RANGE
-
     sig = np.asarray(sig)
     bad = ~((sig >= SIGMA_RANGE[0]) & (sig <= SIGMA_RANGE[1]))
     if np.any(bad):
@@ -73,8 +74,6 @@ def effective_noise_multiplier(eps1, *, clip, batch_size, sampling="poisson"):
 def _subsampled_curve(orders, q, sigma, sampling):
     """The core's subsampled Gaussian RDP curve at noise multiplier ``sigma`` (sensitivity 1): Poisson
     (Mironov-Talwar-Zhang) or without replacement (Wang-Balle-Kasiviswanathan Thm 9)."""
-    from ..accounting import rdp as core_rdp
-
     if sampling == "poisson":
         return core_rdp.poisson_subsampled_gaussian_rdp(orders, q=q, sigma=sigma)
     return core_rdp.subsampled_gaussian_wor_rdp(orders, q=q, sigma=sigma)
@@ -113,8 +112,6 @@ def example_level_epsilon(graph, *, sigma_unc, sigma_cor, clip, batch_size, q, s
                           method="balle2020"):
     """Example-level eps after T steps (curve of :func:`example_level_rdp`, converted by the core's
     ``epsilon_from_rdp``).  Default orders: 1.1 .. 256 (integers 2..256 for "without_replacement")."""
-    from ..accounting.conversions import epsilon_from_rdp
-
     if orders is None:
         orders = _example_orders(sampling)
     a = V.orders("orders", orders)

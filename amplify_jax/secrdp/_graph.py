@@ -91,7 +91,7 @@ class SecGraph:
     def node_connectivity(self) -> int:
         """Vertex connectivity (networkx), cached; for the collusion checks."""
         if self._node_connectivity is None:
-            import networkx as nx
+            import networkx as nx  # lazy: networkx takes ~170 ms to import; only these checks need it
 
             g = nx.from_scipy_sparse_array(self.adjacency)
             self._node_connectivity = int(nx.node_connectivity(g)) if self.connected else 0
@@ -102,7 +102,7 @@ class SecGraph:
         if not self.connected:
             return False
         if getattr(self, "_biconnected", None) is None:
-            import networkx as nx
+            import networkx as nx  # lazy: networkx takes ~170 ms to import; only these checks need it
 
             g = nx.from_scipy_sparse_array(self.adjacency)
             self._biconnected = self.n > 2 and not any(True for _ in nx.articulation_points(g))

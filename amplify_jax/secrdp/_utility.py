@@ -77,7 +77,7 @@ def optimal_noise(graph, *, clip, target_epsilon, delta, steps, adversary="eaves
     ds/dsigma_unc = -(d eps1/d sigma_unc)/(d eps1/d sigma_cor) (jax.grad of the accountant), s re-computed by
     the core's inversion at every step.  Every candidate is a feasible endpoint; the best is returned.
     """
-    import optax
+    import optax  # lazy: optax takes ~100 ms to import, for this function only
 
     # the descent's options, checked before any work (one descent for the whole call)
     iterations = V.count("iterations", iterations, minimum=0, maximum=10**5)

@@ -5,6 +5,7 @@ target_delta), under a network-load or individual-load budget."""
 from __future__ import annotations
 
 import collections
+import functools
 
 import jax.numpy as jnp
 import numpy as np
@@ -88,8 +89,6 @@ _FN_CACHE: dict = {}
 
 
 def _bound_fn(f, method):
-    import functools
-
     key = (f.__name__, method)
     if key not in _FN_CACHE:
         _FN_CACHE[key] = functools.partial(f, method=method)

@@ -7,6 +7,7 @@ Figure 5, and
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import NamedTuple
 
@@ -150,8 +151,6 @@ def _scrambler_pure_exact_any_sampling(*, targets, n, sampling, dummies) -> floa
     d = V.count("dummies", dummies, minimum=0)
     if T > 4 or n_ > 8 or d > 8:
         raise ValueError(f"Expected targets <= 4, n <= 8, dummies <= 8 for the enumeration, got targets={T}, n={n_}, dummies={d}.")
-    import itertools
-
     best = -math.inf
     cache = {}
     for x in itertools.product(range(n_ + 1), repeat=T):
