@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._core.io import with_umask_mode
+
 # importable, not in __all__: the helpers the command line and the figure scripts share (figure, save, figure_path,
 # FIGURES_DIR_ENV, log_ticks, readable_log_axes, tick_label)
 __all__ = ["plot_privacy_curve", "paper_panels", "plot_paper_panels"]
@@ -28,7 +30,7 @@ def figure_path(name, default_dir) -> Path:
 
 def figure(*args, **kwargs):
     """A new matplotlib figure on the Agg backend (no display needed)."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib takes 0.15-0.3 s to import
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -38,7 +40,7 @@ def figure(*args, **kwargs):
 
 def save(fig, path) -> Path:
     """Save a figure atomically (temporary file + rename) and close it."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib takes 0.15-0.3 s to import
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,8 +48,6 @@ def save(fig, path) -> Path:
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=130, bbox_inches="tight")
-        from ._core.io import with_umask_mode
-
         with_umask_mode(tmp)  # mkstemp's 0600 -> what open() would give (0666 & ~umask)
         os.replace(tmp, path)
     finally:
@@ -61,7 +61,7 @@ def log_ticks(lo: float, hi: float, most: int = 9) -> np.ndarray:
     """Major tick values of a log axis showing [lo, hi] (lo, hi > 0): every decade inside (thinned to at most
     ``most``) when at least two are; else 1, 2, 5 times the powers of ten inside; else 1..9 times them; else
     evenly spaced round values (a range under a factor of ~2).  At least two values in [lo, hi] always."""
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # lazy: matplotlib takes 0.15-0.3 s to import
 
     lo, hi = sorted((float(lo), float(hi)))
     if not (lo > 0 and math.isfinite(hi)):
@@ -94,6 +94,7 @@ def tick_label(v, _pos=None) -> str:
 def readable_log_axes(ax) -> None:
     """Every log axis of ``ax`` labelled at any data range: major ticks at :func:`log_ticks` of the view (at
     least two labels, never overlapping), plain labels (:func:`tick_label`), unlabelled minor ticks."""
+    # lazy: matplotlib takes 0.15-0.3 s to import
     from matplotlib.ticker import FuncFormatter, Locator, NullFormatter
 
     class LogTicks(Locator):
@@ -113,6 +114,7 @@ def readable_log_axes(ax) -> None:
 def plot_privacy_curve(sigmas, eps, path, *, title=""):
     """eps against sigma, log-log; ``eps`` an array or a dict {label: array} of curves to overlay."""
     fig, ax = figure(figsize=(5.5, 4))
+    # lazy: matplotlib takes 0.15-0.3 s to import
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     curves = eps if isinstance(eps, dict) else {None: eps}
@@ -151,7 +153,7 @@ def paper_panels() -> dict:
     - Decor (Allouah et al. 2024): user-level SecLDP eps on a ring of 16 users against the correlated noise
       sigma_cor (sigma_unc = 20, C = 1, 1000 steps, delta = 1e-5, an eavesdropper).
     """
-    from .bounds import evaluate
+    from .bounds import evaluate  # lazy: the registry takes ~0.2 s to import; only the paper panels need it
 
     def ev(bound, **kw):
         return np.asarray(evaluate(bound, **kw).value, dtype=float)

@@ -48,6 +48,7 @@ import sys
 import threading
 import time
 import traceback
+import webbrowser
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -489,8 +490,6 @@ def serve(host: str = "127.0.0.1", port: int = 8050, *, open_browser: bool = Tru
         print(f"warning: bound to {host}: other machines can reach the explorer (its API still needs the token)",
               file=sys.stderr, flush=True)
     if open_browser:
-        import webbrowser
-
         threading.Timer(0.5, webbrowser.open, (server.page_url,)).start()
     try:
         server.serve_forever()

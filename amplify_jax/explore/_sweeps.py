@@ -9,6 +9,7 @@ shown as gaps.
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def _log_scaled(values: np.ndarray) -> bool:
 def open_store(path, index: int = 0) -> SweepStore:
     """Open a bound sweep's store: its output folder (holding ``results.zarr``) or the ``.zarr`` folder itself;
     ValueError (one line naming the path) where it is not such a store."""
-    import xarray as xr
+    import xarray as xr  # lazy: xarray takes ~420 ms to import, for sweep stores only
 
     p = Path(path).expanduser().resolve()
     if p.is_dir() and (p / STORE_NAME).is_dir():
@@ -200,9 +201,7 @@ def _edges(v: np.ndarray, log: bool) -> np.ndarray:
 
 
 def _heatmap(xs, ys, z, xname, yname, var, title, logx, logy, logz) -> str:
-    import io
-
-    from matplotlib import rc_context
+    from matplotlib import rc_context  # lazy: matplotlib takes 0.15-0.3 s to import
     from matplotlib.colors import LogNorm
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, NullLocator
