@@ -34,7 +34,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from . import __version__, bounds
+from . import __version__
 from ._core.cache import enable_compilation_cache
 from ._core.io import JSON_NONFINITE, atomic_write
 from ._core.io import dumps_strict as _dumps
@@ -42,11 +42,17 @@ from ._core.parse import join_negative_values, parse_values
 from ._core.status import status_names
 from .accounting.accountants import MECHANISMS, RDP_MECHANISMS, SIGMA_LIMIT, dpsgd_calibrate_sigma, dpsgd_epsilon
 from .accounting.calibrate import STATUS_NAMES
-from .bounds import TARGET_DOMAINS, Choice, Graph, Orders
 from .plotting import FIGURES_DIR_ENV, paper_panels, plot_paper_panels, plot_privacy_curve
 from .sweep import BoundSweepSpec, load_spec, run_sweep
 
 __all__ = ["main", "parse_values"]
+
+
+def _registry():
+    """:mod:`amplify_jax.bounds`, imported by the first command that reads the registry (not by ``--help``)."""
+    from . import bounds  # lazy: ~100 ms of `amplify-jax --help`'s ~0.87 s (domains import scipy.sparse)
+
+    return bounds
 
 
 def _grid(named: dict):
@@ -105,6 +111,7 @@ def _no_method_with_pld(args):
 
 
 def cmd_epsilon(args):
+    bounds = _registry()
     _require(args, "steps", "delta")
     grid = _grid(_numeric(args, _mechanism_params(args) + ["delta"]))
     mech = MECHANISMS[args.mechanism]
@@ -127,6 +134,7 @@ def cmd_epsilon(args):
 
 
 def cmd_rdp(args):
+    bounds = _registry()
     _require(args, "steps", "orders")
     params = [p for p in _mechanism_params(args) if p != "steps"]
     orders_given = parse_values("--orders", args.orders)
@@ -145,6 +153,7 @@ def cmd_rdp(args):
 
 
 def cmd_calibrate(args):
+    bounds = _registry()
     mech = MECHANISMS[args.mechanism]
     if mech.sigma_via is None:
         raise ValueError(f"Expected --mechanism poisson-gaussian or gaussian for calibrate, got {args.mechanism!r}.")
@@ -204,7 +213,7 @@ def cmd_demo(args):
     """Default job: eps of DP-SGD over a grid of noise levels, Rényi DP and the tight PLD accountant (CSV +
     PNG), the calibrated noise levels of both, and one panel per paper at its headline parameters
     (``plotting.paper_panels``: overview.png and overview.json)."""
-    from .accounting import pld  # lazy: the PLD package is ~38 ms of `amplify-jax --help`'s ~0.87 s (importtime)
+    from .accounting import pld  # lazy: the PLD package is ~40 ms of `amplify-jax --help`'s ~0.87 s (importtime)
 
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -318,7 +327,7 @@ def cmd_figures(args):
 
 def cmd_explore(args):
     """Serve the explorer (a local web page over the bound registry) until Ctrl-C."""
-    from .explore import serve  # lazy: the explorer is ~36 ms of `amplify-jax --help`'s ~0.87 s (importtime)
+    from .explore import serve  # lazy: the explorer is ~20-36 ms of `amplify-jax --help`'s ~0.87 s (importtime)
 
     serve(args.host, args.port, open_browser=not args.no_browser, sweeps=args.sweep or ())
 
@@ -347,6 +356,7 @@ def _underscored(text: str) -> str:
 
 
 def _bound_parser(bound, *, invert: bool):
+    bounds = _registry()
     p = _OneLineParser(prog=f"amplify-jax {'invert' if invert else 'evaluate'} {bound.id}", add_help=True,
                        description=f"{bound.summary} ({bound.paper}; {bound.theorem}). Answers {bound.answer}. "
                                    "Numbers: a value, a list 1,3,8 or a range start:stop:count (log:start:stop:count "
@@ -356,9 +366,9 @@ def _bound_parser(bound, *, invert: bool):
             need = "required unless it is --solve-for" if prm.required else f"default {prm.default}"
         else:
             need = "required" if prm.required else f"default {prm.default}"
-        kind = ("a graph spec or file" if isinstance(prm.domain, Graph) else
-                "a name (- or _ alike)" if isinstance(prm.domain, Choice) else
-                "a list of orders" if isinstance(prm.domain, Orders) else "a number, list or range")
+        kind = ("a graph spec or file" if isinstance(prm.domain, bounds.Graph) else
+                "a name (- or _ alike)" if isinstance(prm.domain, bounds.Choice) else
+                "a list of orders" if isinstance(prm.domain, bounds.Orders) else "a number, list or range")
         p.add_argument(prm.flag, dest=prm.name, default=None, metavar="X",
                        help=f"{prm.doc}: {prm.domain.describe()}; {kind}; {need}")
     if invert:
@@ -387,6 +397,7 @@ def _bound_parser(bound, *, invert: bool):
 
 def _bound_inputs(bound, ns, names):
     """Flags -> keyword arguments: numbers on a Cartesian grid (flat, row-major), others as given."""
+    bounds = _registry()
     numeric, other = {}, {}
     for name in names:
         text = getattr(ns, name, None)
@@ -395,9 +406,9 @@ def _bound_inputs(bound, ns, names):
         dom = bound.param(name).domain if name in [p.name for p in bound.params] else None
         if dom is None or dom.numeric:
             numeric[name] = parse_values("--" + name.replace("_", "-"), text)
-        elif isinstance(dom, Orders):
+        elif isinstance(dom, bounds.Orders):
             other[name] = parse_values("--orders", text)
-        elif isinstance(dom, Choice):  # a choice may be written with - or _ (closed-form, closed_form)
+        elif isinstance(dom, bounds.Choice):  # a choice may be written with - or _ (closed-form, closed_form)
             same = [c for c in dom.values if _underscored(c) == _underscored(text)]
             other[name] = same[0] if same else text
         else:
@@ -439,6 +450,7 @@ def _print_result(ns, result, columns: dict):
 
 
 def _split_id(args, command):
+    bounds = _registry()
     if args.id is None:
         raise ValueError(f"Expected a bound id after '{command}' (see amplify-jax bounds), got "
                          f"{' '.join(args.rest)!r}.")
@@ -468,6 +480,7 @@ def _as_flags(exc: ValueError, bound) -> ValueError:
 
 
 def cmd_bounds(args):
+    bounds = _registry()
     rows = bounds.list()
     if args.json:
         print(_dumps([{"id": b.id, "family": b.family, "answer": b.answer, "side": b.side, "paper": b.paper,
@@ -485,6 +498,7 @@ def cmd_bounds(args):
 
 
 def cmd_evaluate(args):
+    bounds = _registry()
     bound, rest = _split_id(args, "evaluate")
     ns = _bound_parser(bound, invert=False).parse_args(rest)
     _required_flags(bound, ns, [p.name for p in bound.params])
@@ -498,6 +512,7 @@ def cmd_evaluate(args):
 
 
 def cmd_invert(args):
+    bounds = _registry()
     bound, rest = _split_id(args, "invert")
     ns = _bound_parser(bound, invert=True).parse_args(rest)
     names = [p.name for p in bound.params if p.name != ns.solve_for] + ["target_epsilon", "target_delta"]
@@ -541,12 +556,13 @@ def _defaults(bound, res, grid, other) -> dict:
 def _domains() -> dict:
     """Each mechanism flag's domain as the registry declares it: the first of the mechanisms' bounds (in the table's
     order) that takes it; the orders of their curves; the targets of an inversion."""
+    bounds = _registry()
     out = {}
     for name in RDP_MECHANISMS:
         for prm in bounds.get(MECHANISMS[name].rdp).params:
             out.setdefault(prm.name, prm.domain.describe())
     out.update(orders=bounds.get(MECHANISMS[RDP_MECHANISMS[0]].curve).param("orders").domain.describe(),
-               target_epsilon=TARGET_DOMAINS["target_epsilon"].describe())
+               target_epsilon=bounds.TARGET_DOMAINS["target_epsilon"].describe())
     return out
 
 
