@@ -211,3 +211,23 @@ def test_panel_count_needs_one_sigma_source():
             dpsgd_n_panels(q=0.01, **kw)
     with pytest.raises(ValueError, match="sigma_range"):
         dpsgd_n_panels(sigma_range=(1.0, 0.1))
+
+
+def test_registry_dpsgd_is_the_accountant_checked_once():
+    """The registry's dpsgd bound (the command line's epsilon / calibrate) runs the accountant's computation on the
+    values its domains checked (issue 29 item 2): equal to dpsgd_epsilon / dpsgd_calibrate_sigma bit for bit, a
+    rate below rdp.Q_FLOOR raised as the accountant raises it, the conversion chosen by method."""
+    from amplify_jax import bounds
+    from amplify_jax.accounting import accountants as A
+
+    sigma, q, steps, delta = np.array([0.8, 1.1, 3.0]), np.array([1e-14, 0.01, 0.3]), 1000, 1e-5
+    for method in ("balle2020", "mironov"):
+        got = bounds.evaluate("dpsgd", sigma=sigma, q=q, steps=steps, delta=delta, method=method)
+        ref = A.dpsgd_epsilon(sigma=sigma, q=q, steps=steps, delta=delta, method=method)
+        np.testing.assert_array_equal(got.epsilon, np.asarray(ref.epsilon))
+        np.testing.assert_array_equal(got.order, np.asarray(ref.order))
+    inv = bounds.invert("dpsgd", solve_for="sigma", target_epsilon=[1.0, 8.0], q=0.01, steps=steps, delta=delta)
+    cal = A.dpsgd_calibrate_sigma(target_epsilon=[1.0, 8.0], q=0.01, steps=steps, delta=delta)
+    np.testing.assert_array_equal(inv.sigma, np.asarray(cal.sigma))
+    np.testing.assert_array_equal(inv.epsilon, np.asarray(cal.epsilon))
+    assert A.__all__ == ["dpsgd_epsilon", "dpsgd_calibrate_sigma", "epsilon", "calibrate_sigma"]
