@@ -340,14 +340,14 @@ def _associative_scan(fn, elems, reverse=False, axis=0):
         xs = [x[::-1] for x in xs]
     n, d = xs[0].shape[0], 1
     while d < n:
-        earlier = jax.tree_util.tree_unflatten(tree, [x[:-d] for x in xs])
-        later = jax.tree_util.tree_unflatten(tree, [x[d:] for x in xs])
-        comb = jax.tree_util.tree_leaves(fn(earlier, later))
+        earlier = _jax.tree_util.tree_unflatten(tree, [x[:-d] for x in xs])
+        later = _jax.tree_util.tree_unflatten(tree, [x[d:] for x in xs])
+        comb = _jax.tree_util.tree_leaves(fn(earlier, later))
         xs = [np.concatenate([x[:d], np.asarray(c)], axis=0) for x, c in zip(xs, comb)]
         d *= 2
     if reverse:
         xs = [x[::-1] for x in xs]
-    return jax.tree_util.tree_unflatten(tree, [np.moveaxis(x, 0, axis) for x in xs])
+    return _jax.tree_util.tree_unflatten(tree, [np.moveaxis(x, 0, axis) for x in xs])
 
 
 _lax = types.ModuleType("jax.lax (NumPy stand-in)")
