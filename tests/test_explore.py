@@ -158,7 +158,7 @@ BAD = [
     (explore.curve, (FMT, "eps0"), {"family": "eps0"}, "family='eps0'"),
     (explore.curve, (FMT, "eps0"), {"lo": -1.0}, "lo=-1"),
     (explore.curve, (FMT, "eps0"), {"lo": 2.0, "hi": 1.0}, "lo=2"),
-    (explore.curve, (FMT, "eps0"), {"x_values": [1.0, 40.0]}, "eps0=40"),
+    (explore.curve, (FMT, "eps0"), {"x_values": [1.0, 800.0]}, "eps0=800"),  # eps0 <= 700: e^eps0 finite
     (explore.curve, (FMT, "eps0"), {"x_values": ["a"]}, "x_values='a'"),
     (explore.curve, (FMT, "n"), {"x_values": [10.5]}, "n=10.5"),
     (explore.curve, (FMT, "eps0"), {"points": 1}, "points=1"),

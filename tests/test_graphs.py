@@ -37,10 +37,12 @@ def test_builders():
         assert a.dtype == np.float64 and (a != a.T).nnz == 0 and np.all(a.diagonal() == 0)
 
 
-def test_secrdp_reexports_the_same_builders():
+def test_graphs_is_the_one_home_of_the_builders():
+    """Issue 29: the builders are exported by amplify_jax.graphs only (secrdp no longer re-exports them)."""
     for name in ("ring_graph", "torus_graph", "complete_graph", "star_graph", "random_regular_graph",
-                 "erdos_renyi_graph", "adjacency"):
-        assert getattr(S, name) is getattr(G, name), name
+                 "erdos_renyi_graph"):
+        assert name in G.__all__ and callable(getattr(G, name)), name
+        assert name not in S.__all__ and not hasattr(S, name), name
 
 
 def test_random_regular_graph_order_and_domain():
