@@ -35,7 +35,7 @@ import threading
 import time
 import types
 
-import jax as _jax  # the process has it: amplify_jax.numerics imports this module after JAX
+import jax as _jax  # the process has it: amplify_jax._core.numerics imports this module after JAX
 import numpy as np
 
 __all__ = ["ENV", "MAX_POINTS", "BUDGET_SECONDS", "mode", "use_host", "answer", "to_live", "give_up", "inside", "off",

@@ -6,7 +6,7 @@ the optimal order, :mod:`amplify_jax.conversions`).  ``epsilon`` / ``calibrate_s
 mechanism name for the command line and the sweeps (see :data:`MECHANISMS`).
 
 Everything broadcasts over the numeric parameters; the orders grid is the only static input.  Batches run
-in slabs of one fixed size (:func:`amplify_jax.numerics.run_in_slabs`) and each point takes its own number of
+in slabs of one fixed size (:func:`amplify_jax._core.numerics.run_in_slabs`) and each point takes its own number of
 quadrature panels (:data:`amplify_jax.accounting._subsampled_gaussian.AUTO`: its need plus a margin, in a loop), so one
 compiled program answers every grid size, sigma range, rate, delta and target, and a point's answer does not
 depend on its batch.  ``devices=`` lays a batch out over several devices.

@@ -29,7 +29,7 @@ DEFAULT_TAIL_TOL = 1e-12
 MAX_N = 10**15
 
 #: Relative margin added to every RDP value returned by the exact sums: it covers the float64 rounding of
-#: the pmf (Loader's algorithm in :func:`amplify_jax.numerics.log_binom_pmf`, ~1e-14 relative), of the
+#: the pmf (Loader's algorithm in :func:`amplify_jax._core.numerics.log_binom_pmf`, ~1e-14 relative), of the
 #: per-k moments and of the log-sum-exp.
 _SAFETY_REL = 1e-11
 

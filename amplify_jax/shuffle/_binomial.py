@@ -1,6 +1,6 @@
 """Binomial log-pmf windows and Chernoff tail bounds for large n (private to the shuffle family).
 
-The pmf is the core's ``amplify_jax.numerics.log_binom_pmf`` (Loader's saddle-point form, C. Loader, "Fast
+The pmf is the core's ``amplify_jax._core.numerics.log_binom_pmf`` (Loader's saddle-point form, C. Loader, "Fast
 and accurate computation of binomial probabilities", 2000, the algorithm behind R's and Boost's dbinom; the
 clones bound sums ~1e5 binomial weights at n = 1e8 and needs them to ~1e-13 relative):
 
@@ -24,7 +24,7 @@ from .._core import numerics as _num
 
 
 def bd0(x, m):
-    """x log(x/m) + m - x >= 0 without cancellation (x >= 0, m >= 0): ``amplify_jax.numerics.bd0`` (Loader's
+    """x log(x/m) + m - x >= 0 without cancellation (x >= 0, m >= 0): ``amplify_jax._core.numerics.bd0`` (Loader's
     form), with the limits of this module's tails: m where x == 0, and +inf for x > 0 = m."""
     x = jnp.asarray(x, dtype=jnp.float64)
     m = jnp.asarray(m, dtype=jnp.float64)
@@ -33,7 +33,7 @@ def bd0(x, m):
 
 
 def log_binom_pmf(k, n, p):
-    """log of the Binomial(n, p) pmf at integer k, integer n: ``amplify_jax.numerics.log_binom_pmf``
+    """log of the Binomial(n, p) pmf at integer k, integer n: ``amplify_jax._core.numerics.log_binom_pmf``
     (Loader's saddle-point form, ~1e-15 absolute near the mode even at n ~ 1e9); p in [0, 1], -inf outside
     0 <= k <= n."""
     return _num.log_binom_pmf(jnp.asarray(k, dtype=jnp.float64), jnp.asarray(n, dtype=jnp.float64),

@@ -44,7 +44,7 @@ def _log_concentration(method, k, eps, l_max, l_min, c):
     beta = a b_+ / c, the form corrected by Balle et al. after publication; Ladjel Lemma 3 prints
     b_+ / (a k ln(1 + beta)) exp(...), their first version's misprint, which is too small
     (docs/errata.md#e-traffic-lemma3-bennett, #e-ref-blanket-bennett).  phi(u) = (1 + u) ln(1 + u) - u is
-    :func:`amplify_jax.numerics.bennett_phi`, a few ulps relative even where beta ~ 1e-15 (the form
+    :func:`amplify_jax._core.numerics.bennett_phi`, a few ulps relative even where beta ~ 1e-15 (the form
     bd0(1 + beta, 1) used before lost the digits of beta in 1 + beta: the soundness campaign found the
     scrambler's delta 0.45% low at eps = 24.8, sampling 1.1e-9; tests/test_soundness.py::
     test_regressions_bennett_small_beta), and the exponent is rounded up by its relative float64 error.

@@ -194,7 +194,7 @@ def _g_concentration(method, K, eps, T, sigma):
     and b corrected: docs/errata.md#e-traffic-thm4-a, #e-traffic-thm4-b); Bennett, the corrected form
     (docs/errata.md#e-traffic-lemma3-bennett): (b_+ / (K ln(1 + beta))) exp(-(K c / b_+^2) phi(beta)),
     beta = a b_+ / c, c = E[L^2] (Lemma 5), phi(u) = (1 + u) ln(1 + u) - u by
-    :func:`amplify_jax.numerics.bennett_phi` (the direct form, clamped at 0 as Balle et al.'s code does,
+    :func:`amplify_jax._core.numerics.bennett_phi` (the direct form, clamped at 0 as Balle et al.'s code does,
     docs/errata.md#e-ref-blanket-bennett, cancels where beta is tiny: 0.45% low at beta ~ 1e-11), the exponent
     rounded up by its float64 error (Ladjel Lemma 3 prints the misprinted
     b_+ / (a K ln(1 + beta)) exp(...)).  b_+ = (1 - sigma) T + sigma (1 - e^eps), the upper end of L with the

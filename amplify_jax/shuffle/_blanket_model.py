@@ -24,7 +24,7 @@ from ._params import EPS0, EPS0_POSITIVE, K
 BLANKET_METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
 _U = 2.220446049250313e-16
 #: relative float64 error of Bennett's exponent k (c / b_+^2) phi(beta): phi's own
-#: (:data:`amplify_jax.numerics.BENNETT_PHI_REL_ERROR`), then about 8 roundings (beta, c / b_+^2, the products;
+#: (:data:`amplify_jax._core.numerics.BENNETT_PHI_REL_ERROR`), then about 8 roundings (beta, c / b_+^2, the products;
 #: beta's error carried through u phi'(u) / phi(u) <= 2), each within 2 ulps
 _BENNETT_EXPONENT_REL_ERROR = BENNETT_PHI_REL_ERROR + 32 * _U
 
@@ -32,7 +32,7 @@ _BENNETT_EXPONENT_REL_ERROR = BENNETT_PHI_REL_ERROR + 32 * _U
 def _log_bennett(k, a, b_plus, c):
     """log of the corrected Bennett bound on E[sum_{i<=k} L_i]_+ (Ladjel Lemma 3 as corrected by Balle et al.,
     docs/errata.md#e-traffic-lemma3-bennett): (b_+ / ln(1 + beta)) exp(-(k c / b_+^2) phi(beta)), beta =
-    a b_+ / c, phi by :func:`amplify_jax.numerics.bennett_phi` (no cancellation where beta is tiny), the
+    a b_+ / c, phi by :func:`amplify_jax._core.numerics.bennett_phi` (no cancellation where beta is tiny), the
     exponent rounded up by its float64 error.  a, b_+, c > 0 (callers mask the other points)."""
     beta = a * b_plus / c
     expo = k * (c / (b_plus * b_plus)) * bennett_phi(beta)
