@@ -13,16 +13,18 @@ import jax
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
 from ..accounting.calibrate import invert_monotone
 from ..accounting.conversions import delta_from_rdp, epsilon_from_rdp, rdp_epsilon_terms
-from ..accounting.rdp import DEFAULT_ORDERS, SIGMA_RANGE
+from ..accounting.rdp import DEFAULT_ORDERS
 from .._core.numerics import float64_jit, x64_scope
 from .._core.status import Status
 from ._baselines import _count_bounds
+from ._params import DELTA, EPSILON, GAMMA, N, SIGMA, STEPS
 from ._distributed import _distributed_gaussian_log_excess, distributed_gaussian_rdp
 from ._shuffled import shuffled_checkin_lower_rdp, shuffled_checkin_upper_rdp
 from ._subsampled_shuffle import subsampled_shuffle_checkin_rdp
-from ._weighted import DEFAULT_TAIL_TOL, _check_n_max, _finish_rdp, _int_orders, _sum_plan
+from ._weighted import DEFAULT_TAIL_TOL, _finish_rdp, _int_orders, _sum_plan
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -126,8 +128,7 @@ def distributed_gaussian_epsilon(*, n, gamma, sigma, steps, delta, orders=None, 
     if selects(accountant, grid_size, orders=orders, method=None if method == "exact" else method):
         return _distributed_gaussian_pld(n, gamma, sigma, steps, delta, grid_size)
     o = CHECKIN_ORDERS if orders is None else orders
-    t = V.integer("steps", steps, minimum=1).astype(np.float64)
-    d = V.unit_open("delta", delta)  # checked before the curve is computed (compiled)
+    t, d = check_params((STEPS, DELTA), broadcast=False, steps=steps, delta=delta)  # before the curve (compiled)
     rdp = distributed_gaussian_rdp(o, n=n, gamma=gamma, sigma=sigma, method=method)
     shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, delta=d)
     total = np.broadcast_to(t[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
@@ -144,13 +145,9 @@ def _distributed_gaussian_pld(n, gamma, sigma, steps, delta, grid_size=None):
     from ..accounting import pld as P  # lazy: the PLD takes ~0.1 s to import; checkin loads it on first use
     from ..accounting.pld import ROUND_DOWN, SIGMA_RANGE as PLD_SIGMA_RANGE
 
-    nn = V.integer("n", n, minimum=1)
-    _check_n_max(nn)
-    g = V.probability("gamma", gamma)
-    s = V.between("sigma", sigma, *SIGMA_RANGE)  # the RDP route's range (rdp.SIGMA_RANGE)
-    t = V.integer("steps", steps, minimum=1)
-    d = V.unit_open("delta", delta)
-    shape = V.broadcastable(n=nn, gamma=g, sigma=s, steps=t, delta=d)
+    nn, g, s, t, d = check_params((N, GAMMA, SIGMA, STEPS, DELTA), n=n, gamma=gamma, sigma=sigma, steps=steps,
+                                  delta=delta)  # the RDP route's domains
+    shape = nn.shape
     nb, gb, sb, tb, db = (np.broadcast_to(np.asarray(x, dtype=np.float64), shape)[..., None]
                           for x in (nn, g, s, t, d))
     log_dc = np.log(PLD_SPLITS) + np.log(db) - np.log(2.0 * tb)  # each Chernoff event, each round
@@ -182,8 +179,7 @@ def distributed_gaussian_delta(*, n, gamma, sigma, steps, epsilon, orders=None, 
     (:func:`amplify_jax.conversions.delta_from_rdp`).  Broadcasts over n, gamma, sigma, steps, epsilon.
     """
     o = CHECKIN_ORDERS if orders is None else orders
-    t = V.integer("steps", steps, minimum=1).astype(np.float64)
-    e = V.nonnegative("epsilon", epsilon)  # checked before the curve is computed (compiled)
+    t, e = check_params((STEPS, EPSILON), broadcast=False, steps=steps, epsilon=epsilon)  # before the curve
     rdp = distributed_gaussian_rdp(o, n=n, gamma=gamma, sigma=sigma, method=method)
     shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, epsilon=e)
     total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
@@ -244,8 +240,7 @@ def _cal_fn(which, alpha_int, width):
 def _cal_common(target_epsilon, delta, steps, orders):
     alpha_int = _int_orders(CHECKIN_ORDERS if orders is None else orders)
     e = V.positive("target_epsilon", target_epsilon)
-    d = V.unit_open("delta", delta)
-    t = V.integer("steps", steps, minimum=1).astype(np.float64)
+    d, t = check_params((DELTA, STEPS), broadcast=False, delta=delta, steps=steps)
     return alpha_int, e, d, t
 
 
@@ -258,12 +253,10 @@ def distributed_gaussian_calibrate_sigma(*, n, gamma, steps, target_epsilon, del
     Default orders: :data:`CALIBRATION_ORDERS`.  Returns :class:`SigmaCalibration` ``(sigma, epsilon, status)``.
     """
     alpha_int, e, d, t = _cal_common(target_epsilon, delta, steps, CALIBRATION_ORDERS if orders is None else orders)
-    nn = V.integer("n", n, minimum=1).astype(np.float64)
-    _check_n_max(nn)
-    g = V.probability("gamma", gamma)
+    nn, g = check_params((N, GAMMA), broadcast=False, n=n, gamma=gamma)
     shape = V.broadcastable(n=nn, gamma=g, steps=t, target_epsilon=e, delta=d)
-    lo = V.scalar("sigma_lo", sigma_lo, lambda k, v: V.between(k, v, *SIGMA_RANGE))  # one search range
-    hi = V.scalar("sigma_hi", sigma_hi, lambda k, v: V.between(k, v, *SIGMA_RANGE))
+    lo = V.scalar("sigma_lo", sigma_lo, SIGMA.domain.check)  # one search range, inside sigma's domain
+    hi = V.scalar("sigma_hi", sigma_hi, SIGMA.domain.check)
     if lo >= hi:
         raise ValueError(f"Expected sigma_lo < sigma_hi, got sigma_lo={lo!r}, sigma_hi={hi!r}.")
     width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), tail_tol)
@@ -309,9 +302,7 @@ def distributed_gaussian_calibrate_gamma(*, n, sigma, steps, target_epsilon, del
     Returns :class:`GammaCalibration` ``(gamma, epsilon, status)``.
     """
     alpha_int, e, d, t = _cal_common(target_epsilon, delta, steps, CALIBRATION_ORDERS if orders is None else orders)
-    nn = V.integer("n", n, minimum=1).astype(np.float64)
-    _check_n_max(nn)
-    s = V.between("sigma", sigma, *SIGMA_RANGE)  # as DP-SGD (rdp.SIGMA_RANGE): beyond, RDP leaves float64
+    nn, s = check_params((N, SIGMA), broadcast=False, n=n, sigma=sigma)
     ghi = V.probability("gamma_hi", gamma_hi)
     if np.any(ghi <= 0):
         raise ValueError(f"Expected gamma_hi > 0, got gamma_hi={np.min(ghi)!r}.")

@@ -8,7 +8,7 @@ import numpy as np
 import jax.numpy as jnp
 
 from .._core import validate as V
-from ..accounting.rdp import SIGMA_RANGE
+from .._core.domains import check_params
 from ..accounting.approx_dp import (
     advanced_composition_overflows,
     advanced_composition,
@@ -17,7 +17,7 @@ from ..accounting.approx_dp import (
     subsampled_epsilon,
 )
 from .._core.numerics import float64_jit, x64_scope
-from ._weighted import _check_n_max
+from ._params import DELTA, GAMMA_OPEN, N, SIGMA, STEPS
 
 
 def _count_bounds(mu, log_d1, log_d2):
@@ -86,11 +86,8 @@ def _sc_gauss_kernel(n, gamma, sigma, steps, log_delta):
 
 
 def _baseline_args(n, gamma, steps, delta, **extra):
-    nn = V.integer("n", n, minimum=1)
-    _check_n_max(nn)
-    g = V.unit_open("gamma", gamma)
-    t = V.integer("steps", steps, minimum=1)
-    d = V.unit_open("delta", delta)
+    nn, g, t, d = check_params((N, GAMMA_OPEN, STEPS, DELTA), broadcast=False, n=n, gamma=gamma, steps=steps,
+                               delta=delta)
     shape = V.broadcastable(n=nn, gamma=g, steps=t, delta=d, **extra)
     # NumPy float64 arrays: the kernels take them in float64 whatever the global x64 flag (jnp.asarray here,
     # outside x64_scope, rounded n, gamma, steps and log delta to float32 where the flag is off)
@@ -158,7 +155,7 @@ def distributed_gaussian_strong_composition_epsilon(*, n, gamma, sigma, steps, d
 
 
 def _dg_sc_args(n, gamma, sigma, steps, delta):
-    s = V.between("sigma", sigma, *SIGMA_RANGE)  # as DP-SGD (rdp.SIGMA_RANGE): beyond, RDP leaves float64
+    (s,) = check_params((SIGMA,), broadcast=False, sigma=sigma)
     b, nn, g, t, ld = _baseline_args(n, gamma, steps, delta, sigma=s)
     return (s, b, nn, g, t, ld)
 

@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Param, Real, register
+from ..bounds import DECREASING, INCREASING, Bound, Choice, Orders, Param, Real, register
 from ..accounting.calibrate import invert_monotone_host
 from ..accounting.rdp import DEFAULT_ORDERS
 from .._core.status import Status
@@ -37,7 +37,7 @@ from ._distributed import distributed_gaussian_rdp
 from ._shuffled import shuffled_checkin_lower_rdp, shuffled_checkin_upper_rdp
 from ._shuffled_gaussian import shuffled_gaussian_checkin_rdp, shuffled_gaussian_rdp
 from ._subsampled_shuffle import subsampled_shuffle_checkin_rdp
-from ._weighted import MAX_N
+from ._params import DELTA, EPSILON, GAMMA_OPEN, GAMMA_POSITIVE, N, SIGMA, STEPS
 
 PAPER = "Liew, Hasegawa, Takahashi 2022 (Self check-in / Privacy amplification via shuffled check-ins)"
 CONVERSION = "composed over rounds (Mironov 2017) and converted by Lemma 2 (Balle et al. 2020), orders 2..64"
@@ -47,17 +47,9 @@ CAP = ("  Status fallback where the best order of the conversion is the largest 
 RATE = ("Exact Thm 1 (Eq. 5) sum over every k at the conditional rate k / n (the paper's Eqs. 7, 10, 11 write "
         "the rate gamma; the sums here use the sound rate k / n, see amplify_jax.checkin).")
 
-N = Param("n", Integer(1, MAX_N), "number of clients")
-GAMMA = Param("gamma", Real(0.0, 1.0, lo_open=True), "check-in probability of a client per round (p (1 - p'))")
-GAMMA_OPEN = Param("gamma", Real(0.0, 1.0, lo_open=True, hi_open=True),
-                   "check-in probability of a client per round (p (1 - p'))")
+GAMMA = GAMMA_POSITIVE  # the registry's gamma: (0, 1] (see _params.py)
 GAMMA_LOWER = Param("gamma", Real(0.0, 1.0, lo_open=True), "check-in probability of a client per round",
                     INCREASING, search=(1e-6, 1.0))
-SIGMA = Param("sigma", Real(1e-3, 1e4), "Gaussian noise multiplier of a client (std / clipping norm)", DECREASING,
-              search=(0.05, 1e3))
-STEPS = Param("steps", Integer(1, 10**9), "number of rounds (compositions)", INCREASING)
-DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta", DECREASING)
-EPSILON = Param("epsilon", Real(0.0, 1e4), "epsilon at which delta is computed", DECREASING, search=(1e-4, 1e3))
 EPS0 = Param("eps0", Real(0.0, 30.0, lo_open=True), "local (pure) guarantee of one client's randomizer", INCREASING,
              search=(1e-4, 30.0))
 ORDERS_INT = Param("orders", Orders(hi=256.0, integer=True), "integer Rényi orders >= 2 (Thm 9)")

@@ -14,10 +14,11 @@ import numpy as np
 import jax.numpy as jnp
 
 from .._core import validate as V
-from ..accounting.rdp import SIGMA_RANGE
+from .._core.domains import check_params
 from .._core.numerics import float64_jit
 from ..accounting.rdp import without_replacement_log_excess
-from ._weighted import (DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _chernoff_grid, _finish_rdp,
+from ._params import GAMMA, N, SIGMA
+from ._weighted import (DEFAULT_TAIL_TOL, _binomial_log_excess, _chernoff_grid, _finish_rdp,
                         _int_orders, _map_batch, _sum_plan)
 
 
@@ -91,16 +92,10 @@ def distributed_gaussian_rdp(orders, *, n, gamma, sigma, method="exact", chernof
     ``orders`` must be integers >= 2 (Thm 9).  Returns shape broadcast(n, gamma, sigma) + (len(orders),).
     """
     alpha_int = _int_orders(orders)
-    nn = V.integer("n", n, minimum=1)
-    _check_n_max(nn)
-    g = V.probability("gamma", gamma)
-    s = V.between("sigma", sigma, *SIGMA_RANGE)  # as DP-SGD (rdp.SIGMA_RANGE): beyond, RDP leaves float64
+    nf, gf, sf = check_params((N, GAMMA, SIGMA), n=n, gamma=gamma, sigma=sigma)
     V.one_of("method", method, ("exact", "eq11", "exact_paper_rate"))
     tol = V.scalar("tail_tol", tail_tol, V.unit_open)
-    shape = V.broadcastable(n=nn, gamma=g, sigma=s)
-    nf = np.broadcast_to(nn.astype(np.float64), shape)
-    gf = np.broadcast_to(g, shape)
-    sf = np.broadcast_to(s, shape)
+    shape = nf.shape
     dgrid = _chernoff_grid(chernoff_delta, shape)  # checked whatever the method (used by eq11 only)
     # NumPy arrays to the kernels: a jnp.asarray is a small program per shape (issue 25)
     if method == "eq11":

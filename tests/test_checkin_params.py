@@ -1,0 +1,174 @@
+"""Issue 29, item 2: each check-in parameter's domain is stated once (``amplify_jax/checkin/_params.py``), and
+every public function refuses exactly what its Param refuses, with a one-line ValueError naming the parameter
+and the value; the registry's bounds declare the same Param objects (or a stated narrowing of them).
+
+The kernels are replaced by a stub that raises :class:`_Accepted`: what is tested is the boundary, and no
+program is compiled (the values themselves are tests/test_checkin.py's business)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from amplify_jax import bounds
+from amplify_jax import checkin as C
+from amplify_jax._core.domains import Integer, Real, check_params
+from amplify_jax.checkin import _accounting, _baselines, _distributed, _params as P
+
+
+class _Accepted(Exception):
+    """Raised by the stub kernels: validation let the call through."""
+
+
+def _stub(*args, **kwargs):
+    raise _Accepted
+
+
+@pytest.fixture(autouse=True)
+def no_kernels(monkeypatch):
+    for mod, name in [(_distributed, "_distributed_gaussian_kernel"), (_distributed, "_gauss_eq11_kernel"),
+                      (_accounting, "_count_bounds"), (_accounting, "invert_monotone"),
+                      (_accounting, "_eps_on_points"), (_baselines, "_sc_gauss_kernel"),
+                      (_baselines, "_sc_shuffle_kernel")]:
+        monkeypatch.setattr(mod, name, _stub)
+
+
+_DG = dict(n=1000, gamma=0.05, sigma=1.0)
+_DG_PARAMS = dict(n=P.N, gamma=P.GAMMA, sigma=P.SIGMA)
+
+#: (label, call(**values), base values, {parameter: its Param}): every public check-in function that takes a number
+CASES = [
+    ("distributed_gaussian_rdp", lambda **v: C.distributed_gaussian_rdp([2, 8], **v), _DG, _DG_PARAMS),
+    ("distributed_gaussian_rdp:eq11", lambda **v: C.distributed_gaussian_rdp([2, 8], method="eq11", **v), _DG,
+     _DG_PARAMS),
+    ("distributed_gaussian_epsilon", lambda **v: C.distributed_gaussian_epsilon(**v),
+     dict(_DG, steps=100, delta=1e-5), dict(_DG_PARAMS, steps=P.STEPS, delta=P.DELTA)),
+    ("distributed_gaussian_epsilon:pld", lambda **v: C.distributed_gaussian_epsilon(accountant="pld", **v),
+     dict(_DG, steps=100, delta=1e-5), dict(_DG_PARAMS, steps=P.STEPS, delta=P.DELTA)),
+    ("distributed_gaussian_delta", lambda **v: C.distributed_gaussian_delta(**v),
+     dict(_DG, steps=100, epsilon=2.0), dict(_DG_PARAMS, steps=P.STEPS, epsilon=P.EPSILON)),
+    ("distributed_gaussian_calibrate_sigma",
+     lambda **v: C.distributed_gaussian_calibrate_sigma(target_epsilon=2.0, **v),
+     dict(n=1000, gamma=0.05, steps=100, delta=1e-5), dict(n=P.N, gamma=P.GAMMA, steps=P.STEPS, delta=P.DELTA)),
+    ("distributed_gaussian_calibrate_gamma",
+     lambda **v: C.distributed_gaussian_calibrate_gamma(target_epsilon=2.0, **v),
+     dict(n=1000, sigma=1.0, steps=100, delta=1e-5), dict(n=P.N, sigma=P.SIGMA, steps=P.STEPS, delta=P.DELTA)),
+    ("distributed_gaussian_calibrate_steps",
+     lambda **v: C.distributed_gaussian_calibrate_steps(target_epsilon=2.0, **v),
+     dict(_DG, delta=1e-5), dict(_DG_PARAMS, delta=P.DELTA)),
+    # the public baseline also refuses points where the Chernoff bound guarantees no participant (its own,
+    # documented ValueError, not a domain): the domain is the one of its checks that the registry also calls
+    ("distributed_gaussian_strong_composition",
+     lambda **v: _baselines._distributed_gaussian_sc_unchecked(**v),
+     dict(_DG, gamma=0.1, steps=100, delta=1e-5),
+     dict(n=P.N, gamma=P.GAMMA_OPEN, sigma=P.SIGMA, steps=P.STEPS, delta=P.DELTA)),
+]
+
+
+def _probes(domain) -> list:
+    """The domain's ends, one ulp either side of each, and values no domain or every domain takes."""
+    out = [-1.0, 0.0, 0.5, 1.0, 2.0, 1e-300, 1e300, math.nan, math.inf, -math.inf]
+    lo, hi = float(domain.lo), float(domain.hi)
+    for end in (lo, hi):
+        out += [end, np.nextafter(end, -math.inf), np.nextafter(end, math.inf)]
+    if isinstance(domain, Integer):
+        out += [lo - 1, lo + 0.5, hi + 1, hi - 0.5]
+    return out
+
+
+def _param_refuses(param, value) -> bool:
+    try:
+        param.domain.check(param.name, value)
+    except ValueError:
+        return True
+    return False
+
+
+def _function_refuses(call, base, name, value) -> bool:
+    try:
+        call(**{**base, name: value})
+    except _Accepted:
+        return False
+    except ValueError as exc:
+        msg = str(exc)
+        assert "\n" not in msg and f"{name}=" in msg, msg  # one line, naming the parameter and its value
+        return True
+    raise AssertionError("every call reaches a stubbed kernel")
+
+
+def _cases():
+    for label, call, base, params in CASES:
+        for name, param in params.items():
+            yield pytest.param(call, base, name, param, id=f"{label}:{name}")
+
+
+@pytest.mark.parametrize("call,base,name,param", list(_cases()))
+def test_function_refuses_exactly_what_its_param_refuses(call, base, name, param):
+    assert not _function_refuses(call, base, name, base[name])  # the base point is valid
+    for v in _probes(param.domain):
+        assert _function_refuses(call, base, name, v) == _param_refuses(param, v), (name, v)
+    # an array: refused as a whole where one element is, the message giving the element
+    good, bad = float(param.domain.hi), float(param.domain.hi) + 1.0
+    assert _function_refuses(call, base, name, np.array([good, bad])) == _param_refuses(param, bad)
+
+
+@given(case=st.sampled_from(range(len(CASES))), data=st.data(),
+       value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**10).map(float),
+                       st.floats(-1.0, 2.0)))
+def test_hypothesis_function_and_param_agree(case, data, value):
+    label, call, base, params = CASES[case]
+    name = data.draw(st.sampled_from(sorted(params)))
+    assert _function_refuses(call, base, name, value) == _param_refuses(params[name], value), (label, name, value)
+
+
+def test_public_strong_composition_baseline_refuses_the_domain_too():
+    """The public baseline checks through the same Params before its participant check."""
+    f = C.distributed_gaussian_strong_composition_epsilon
+    base = dict(_DG, gamma=0.1, steps=100, delta=1e-5)
+    for name, value in [("gamma", 1.0), ("gamma", 0.0), ("sigma", 1e-4), ("steps", 0.5), ("n", 1e16),
+                        ("delta", 1.0)]:
+        with pytest.raises(ValueError, match=f"{name}="):
+            f(**{**base, name: value})
+
+
+#: Registry parameters whose domain is a stated narrowing of the function's Param (see _params.py):
+#: (bound id, name) -> the function's Param
+NARROWER = {(bid, "gamma"): P.GAMMA for bid in ("checkin.distributed-gaussian", "checkin.distributed-gaussian-delta",
+                                                "checkin.distributed-gaussian-rdp")}
+
+
+def test_registry_declares_the_functions_params():
+    """Each distributed check-in bound's numeric parameter has the domain of the Param its function validates
+    with (the same object), or one of the stated narrowings, contained in it."""
+    by_label = {label: ps for label, _, _, ps in CASES}
+    funcs = {"checkin.distributed-gaussian": "distributed_gaussian_epsilon",
+             "checkin.distributed-gaussian-delta": "distributed_gaussian_delta",
+             "checkin.distributed-gaussian-rdp": "distributed_gaussian_rdp",
+             "checkin.distributed-gaussian-strong-composition": "distributed_gaussian_strong_composition"}
+    seen = 0
+    for bid, label in funcs.items():
+        fn_params = by_label[label]
+        for p in bounds.get(bid).params:
+            if not p.domain.numeric or p.name == "orders":
+                continue
+            want = fn_params[p.name]
+            if (bid, p.name) in NARROWER:
+                d, w = p.domain, NARROWER[(bid, p.name)].domain
+                assert d != w and d.lo >= w.lo and d.hi <= w.hi, (bid, p.name)
+                declared = [q.domain for q in vars(P).values() if hasattr(q, "domain")]
+                assert any(d is q for q in declared), (bid, p.name)  # the narrowing is one of _params.py's
+            else:
+                assert p.domain is want.domain, (bid, p.name, p.domain, want.domain)
+            seen += 1
+    assert seen >= 17
+
+
+def test_check_params_keeps_shapes_for_the_kernels():
+    steps, delta = check_params((P.STEPS, P.DELTA), broadcast=False, steps=[1, 2], delta=[[1e-5], [1e-6]])
+    assert steps.shape == (2,) and delta.shape == (2, 1) and steps.dtype == np.float64
+    with pytest.raises(ValueError, match="steps=1.5"):
+        check_params((P.STEPS,), steps=1.5)
+    assert isinstance(P.SIGMA.domain, Real) and isinstance(P.N.domain, Integer)
