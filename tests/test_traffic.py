@@ -209,10 +209,14 @@ def test_hoeffding_theorem4_sigma_positive_corrected_form():
 
 
 def test_extreme_eps_no_nan():
+    """At both ends of epsilon's domain [0, 300] (traffic/_params.py: EPSILON) delta is finite and at least the
+    chance 0.8^3 that no dummy lands on either target (sigma = 0: no blanket); above 300 it is refused."""
     for m in ("hoeffding", "bennett", "exact"):
-        for e in (0.0, 800.0):
+        for e in (0.0, 300.0):
             r = float(tr.scrambler_delta(e, targets=5, n=6, sampling=0.0, dummies=3, method=m).delta)
             assert np.isfinite(r) and 0.8**3 <= r <= 1.0
+        with pytest.raises(ValueError, match=r"epsilon in \[0, 300\], got epsilon=800"):
+            tr.scrambler_delta(800.0, targets=5, n=6, sampling=0.0, dummies=3, method=m)
 
 
 def test_monte_carlo_upper_confidence_bound(exact_grid):

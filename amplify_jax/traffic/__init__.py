@@ -68,6 +68,14 @@ meet, ``delta`` the fixed side of :func:`scrambler_epsilon`; results name their 
 ``.dummies``, ``.sampling``, ``.n`` for the deployments) and their ``status`` holds
 :class:`amplify_jax.status.Status` codes.
 
+Each numeric parameter's domain is stated once, as a registry ``Param`` in ``_params.py``: the functions
+validate through it (:func:`amplify_jax._core.domains.check_params`) and ``_bounds.py`` declares the registry's
+bounds with it, so both refuse the same values with the same message.  targets in 2..10**6, n in 1..10**7,
+sampling in [0, 1], dummies in 0..10**6 (0..4096 for Thm 3's sum), epsilon and target_epsilon in [0, 300] (Thm
+4's L stays finite in float64), delta in (0, 1) for :func:`scrambler_epsilon` and from 1e-15 where a search over
+n, d or sigma needs monotonicity (the registry's ``traffic.scrambler``, the deployments' target_delta); the exact
+enumeration takes targets 2..4, n 1..8, dummies 0..8 (``_params.py`` gives each end's reason).
+
 What ``__all__`` lists (issue 29: one home per name): what a user calls or builds -- the bounds
 (:func:`local_epsilon`, :func:`scrambler_pure_epsilon`, :func:`scrambler_pure_epsilon_exact`,
 :func:`scrambler_delta`, :func:`scrambler_epsilon`), the deployment solvers, named ``scrambler_calibrate_<param>``

@@ -29,29 +29,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Param, Real, register
+from ..bounds import DECREASING, INCREASING, Bound, Choice, Param, register
 from .._core.status import Status
 from ..shuffle.blanket import exact_table_check
-from ._common import DUMMIES_CAP, N_CAP
 from ._local import local_epsilon
+from ._params import (DUMMIES, EPSILON, EXACT_DUMMIES, EXACT_N, EXACT_SAMPLING_ANY, EXACT_TARGETS, N,
+                      PURE_DELTA, PURE_DUMMIES, SAMPLING, SEARCH_DELTA, TARGETS)
 from ._scrambler_delta import scrambler_delta, scrambler_epsilon
 from ._scrambler_pure import _scrambler_pure_exact_any_sampling, scrambler_pure_epsilon
 
 LADJEL = ("Ladjel, Anciaux, Bellet, Scerri, Mitigating Leakage from Data Dependent Communications in "
           "Decentralized Computing using Differential Privacy")
 
-TARGETS = Param("targets", Integer(2, 10**6), "number T of targets of the cluster")
-N = Param("n", Integer(1, 10**7), "messages per scrambler (method exact: while its table of binomial CDFs "
-          "stays small, see notes)", DECREASING, search=(2, N_CAP))
-SAMPLING = Param("sampling", Real(0.0, 1.0), "local sampling rate sigma (probability a message is redirected "
-                 "to a uniform target)", DECREASING, search=(1e-6, 1.0))
-DUMMIES = Param("dummies", Integer(0, 10**6), "dummy messages per scrambler (an inversion searches up to "
-                f"{DUMMIES_CAP}, the cap traffic.scrambler_calibrate_dummies shares)", DECREASING,
-                search=(0, DUMMIES_CAP))
-DELTA = Param("delta", Real(1e-15, 1.0, hi_open=True), "target delta (from 1e-15: below, the bounded truncated "
-              "mass of the binomial windows, ~1e-18, dominates and monotonicity is lost)", DECREASING)
-PURE_DELTA = Param("delta", Real(0.0, 1.0, hi_open=True), "ignored: the guarantee is pure eps-DP, it holds at "
-                   "every delta (0 included)", default=0.0)
 METHOD = Param("method", Choice(("exact", "bennett", "hoeffding")),
                "bound on E[sum L]_+: exact (multinomial counts), bennett (corrected) or hoeffding (Thm 4 "
                "corrected)", default="exact")
@@ -80,7 +69,7 @@ register(Bound(
     id="traffic.scrambler", example=dict(targets=10, n=100, sampling=0.5, dummies=10, delta=1e-6),
     paper=LADJEL, theorem=THM4 + "; eps by search (Sec. IV-C)",
     summary="eps of the scrambler with local sampling and dummies: smallest eps with delta(eps) <= delta",
-    params=(TARGETS, N, SAMPLING, DUMMIES, METHOD, DELTA), answer="epsilon", kernel=_scrambler,
+    params=(TARGETS, N, SAMPLING, DUMMIES, METHOD, SEARCH_DELTA), answer="epsilon", kernel=_scrambler,
     outputs=("achieved_delta",),
     notes=THM4_NOTES + "  Status fallback where no eps below the local guarantee ln(1 + (1 - sigma) T / sigma) "
                        "reaches delta: the value is that guarantee (+inf at sampling 0).  Bisection to rtol "
@@ -97,8 +86,7 @@ register(Bound(
     id="traffic.scrambler-delta", example=dict(epsilon=1.0, targets=10, n=100, sampling=0.5, dummies=10),
     paper=LADJEL, theorem=THM4,
     summary="delta(eps) of the scrambler with local sampling and dummies (Lemma 2 sum)",
-    params=(Param("epsilon", Real(0.0, 300.0), "eps at which delta is computed", DECREASING),
-            TARGETS, Param("n", N.domain, N.doc), Param("sampling", SAMPLING.domain, SAMPLING.doc),
+    params=(EPSILON, TARGETS, Param("n", N.domain, N.doc), Param("sampling", SAMPLING.domain, SAMPLING.doc),
             Param("dummies", DUMMIES.domain, DUMMIES.doc), METHOD),
     answer="delta", kernel=_scrambler_delta, outputs=("local",),
     notes=THM4_NOTES + "  Decreasing in eps.  delta = 0 where eps >= the local guarantee (`local`; Lemma 2 gives "
@@ -123,7 +111,7 @@ register(Bound(
     summary="pure eps of local sampling + flooding without scrambler (d dummies to distinct targets)",
     params=(Param("targets", TARGETS.domain, TARGETS.doc, INCREASING, search=(2, 10**6)),
             Param("sampling", SAMPLING.domain, SAMPLING.doc, DECREASING, search=(1e-6, 1.0)),
-            Param("dummies", Integer(0, 10**6), "dummy messages per source (to distinct other targets; "
+            Param("dummies", DUMMIES.domain, "dummy messages per source (to distinct other targets; "
                   "d >= T - 1 is a broadcast, eps = 0)", DECREASING, search=(0, 10**6), default=0),
             PURE_DELTA),
     answer="epsilon", kernel=_local,
@@ -144,10 +132,8 @@ register(Bound(
     id="traffic.scrambler-pure", example=dict(targets=3, n=3, sampling=0.3, dummies=1),
     paper=LADJEL, theorem="Thm 3 (App. C), capped scrambler; T - 1 convention (R_lie = sigma / (T - 1))",
     summary="pure eps of the capped scrambler: the sound local guarantee (Thm 3 as printed under-reports)",
-    params=(TARGETS, Param("n", Integer(1, 10**7), "messages per scrambler"),
-            Param("sampling", SAMPLING.domain, SAMPLING.doc),
-            Param("dummies", Integer(0, 4096), "dummy messages per scrambler (Thm 3's sum runs to min(d, n - 1))"),
-            PURE_DELTA),
+    params=(TARGETS, Param("n", N.domain, "messages per scrambler"),
+            Param("sampling", SAMPLING.domain, SAMPLING.doc), PURE_DUMMIES, PURE_DELTA),
     answer="epsilon", kernel=_scrambler_pure, outputs=("printed", "valid"),
     notes="Thm 3 as printed is NOT sound (found here; docs/errata.md#e-traffic-thm3): exact enumeration of the capped "
           "algorithm (traffic.scrambler-pure-exact) gives larger worst-case ratios (T = 3, n = 3, d = 1, "
@@ -171,11 +157,7 @@ register(Bound(
     paper=LADJEL, theorem="Algorithm 1 with B = True (capped scrambler) after the T - 1 convention randomizer: "
                           "exact worst-case log-ratio by enumeration (checks Thm 3, App. C)",
     summary="exact pure eps of the capped scrambler by enumeration (small instances: T <= 4, n <= 8, d <= 8)",
-    params=(Param("targets", Integer(2, 4), "number T of targets (enumeration: at most 4)"),
-            Param("n", Integer(1, 8), "messages per scrambler (enumeration: at most 8)"),
-            Param("sampling", Real(0.0, 1.0, lo_open=True, hi_open=True), SAMPLING.doc),
-            Param("dummies", Integer(0, 8), "dummy messages per scrambler (enumeration: at most 8)"),
-            PURE_DELTA),
+    params=(EXACT_TARGETS, EXACT_N, EXACT_SAMPLING_ANY, EXACT_DUMMIES, PURE_DELTA),
     answer="epsilon", kernel=_scrambler_pure_exact,
     notes="Exact (enumeration of every input, neighbour and output; +inf where an output has probability 0 on "
           "one side).  Python loops, scalars evaluated one by one: small instances only.  No parameter declared "

@@ -8,6 +8,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import validate as V
+from .._core.domains import check_params
+from ._params import DUMMIES, N, SAMPLING, TARGETS
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -46,9 +48,8 @@ def local_costs(*, sources, targets, sampling, dummies) -> Costs:
     same utility (rounded up), each sending d + 1 messages on d + 1 channels; S_t (d + 1) messages in total, a
     factor (d + 1) w.r.t. the non-private execution; a target receives from at most S_t sources."""
     S = V.integer("sources", sources, minimum=1).astype(np.float64)
-    T = V.integer("targets", targets, minimum=2).astype(np.float64)
-    sigma = V.probability("sampling", sampling)
-    d = V.integer("dummies", dummies, minimum=0).astype(np.float64)
+    T, sigma, d = check_params((TARGETS, SAMPLING, DUMMIES), broadcast=False,
+                               targets=targets, sampling=sampling, dummies=dummies)
     shape = V.broadcastable(sources=S, targets=T, sampling=sigma, dummies=d)
     S, T, sigma, d = (np.broadcast_to(x, shape) for x in (S, T, sigma, d))
     St = _sources_needed(S, sigma)
@@ -62,10 +63,8 @@ def scrambler_costs(*, sources, targets, n, sampling, dummies) -> Costs:
     the paper assumes n divides S_t).  Each scrambler opens n + T channels and exchanges 2 n + d messages:
     S_t + SF T channels and S_t + SF (n + d) messages in total."""
     S = V.integer("sources", sources, minimum=1).astype(np.float64)
-    T = V.integer("targets", targets, minimum=2).astype(np.float64)
-    n_ = V.integer("n", n, minimum=1).astype(np.float64)
-    sigma = V.probability("sampling", sampling)
-    d = V.integer("dummies", dummies, minimum=0).astype(np.float64)
+    T, n_, sigma, d = check_params((TARGETS, N, SAMPLING, DUMMIES), broadcast=False,
+                                   targets=targets, n=n, sampling=sampling, dummies=dummies)
     shape = V.broadcastable(sources=S, targets=T, n=n_, sampling=sigma, dummies=d)
     S, T, n_, sigma, d = (np.broadcast_to(x, shape) for x in (S, T, n_, sigma, d))
     St = _sources_needed(S, sigma)

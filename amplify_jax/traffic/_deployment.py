@@ -11,10 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core import validate as V
+from .._core.domains import check_params
 from ..accounting.calibrate import invert_monotone
 from .._core.status import Status
 from ..shuffle.blanket import rr_delta_traced
-from ._common import DUMMIES_CAP, N_CAP, _check_common, _warn_cap
+from ._common import DUMMIES_CAP, N_CAP, _warn_cap
+from ._params import DUMMIES, MIN_SEARCH_DELTA, N, SAMPLING, TARGET_DELTA, TARGET_EPSILON, TARGETS
 from ._costs import scrambler_costs
 from ._scrambler_delta import scrambler_delta
 
@@ -105,14 +107,20 @@ def _deploy_method(method):
 #: monotone in d, n or sigma below ~1e-17), so a smaller target is met by no deployment, or by accident of that
 #: slack; the search only found so at the budget's end (scrambler_calibrate_dummies at target_delta = 1e-300: 168 s of
 #: bisection over d up to 1e5, answer infeasible).
-MIN_TARGET_DELTA = 1e-15
+MIN_TARGET_DELTA = MIN_SEARCH_DELTA  # TARGET_DELTA's lower end (``_params.py``)
+
+#: the target, then the cluster's parameters: the family's Params (``_params.py``)
+_TARGET = (TARGET_EPSILON, TARGET_DELTA)
 
 
-def _target(target_epsilon, target_delta):
-    d = V.unit_open("target_delta", target_delta)
-    V._check("target_delta", d, d < MIN_TARGET_DELTA,
-             f">= {MIN_TARGET_DELTA:g} (below, the windows' truncated mass, ~1e-18, dominates every delta)")
-    return V.nonnegative("target_epsilon", target_epsilon), d
+def _search_max(name, value, param):
+    """A search's upper end (``max_dummies``, ``max_n``): at least 1 and at most its parameter's largest value,
+    where :func:`scrambler_delta` still answers at the end the search may return."""
+    a = V.integer(name, value, minimum=1)
+    hi = param.domain.hi
+    if np.any(a > hi):
+        raise ValueError(f"Expected {name} <= {hi:g} (the largest {param.name}), got {name}={V._show(a, a > hi)}.")
+    return a.astype(np.float64)
 
 
 def _finish_deploy(result, value, status, limit, eps, delta, T, n, sigma, d, method, sources):
@@ -142,9 +150,10 @@ def scrambler_calibrate_dummies(
     amplify_jax.calibrate.invert_monotone (delta is non-increasing in d), feasible endpoint re-checked.
     ``target_delta`` >= :data:`MIN_TARGET_DELTA` (1e-15)."""
     method = _deploy_method(method)
-    eps, delta = _target(target_epsilon, target_delta)
-    _, T, n_, sigma, _ = _check_common(0.0, targets, n, sampling, 0)
-    dmax = V.integer("max_dummies", max_dummies, minimum=1).astype(np.float64)
+    eps, delta, T, n_, sigma = check_params(_TARGET + (TARGETS, N, SAMPLING), broadcast=False,
+                                            target_epsilon=target_epsilon, target_delta=target_delta,
+                                            targets=targets, n=n, sampling=sampling)
+    dmax = _search_max("max_dummies", max_dummies, DUMMIES)
     shape = V.broadcastable(target_epsilon=eps, target_delta=delta, targets=T, n=n_, sampling=sigma,
                             max_dummies=dmax)
     if max_messages is not None:
@@ -190,8 +199,9 @@ def scrambler_calibrate_sampling(
     amplify_jax.calibrate.invert_monotone (delta is non-increasing in sigma), feasible endpoint re-checked;
     sigma = 0 is tried first (status AT_LIMIT when it suffices)."""
     method = _deploy_method(method)
-    eps, delta = _target(target_epsilon, target_delta)
-    _, T, n_, _, d = _check_common(0.0, targets, n, 0.0, dummies)
+    eps, delta, T, n_, d = check_params(_TARGET + (TARGETS, N, DUMMIES), broadcast=False,
+                                        target_epsilon=target_epsilon, target_delta=target_delta,
+                                        targets=targets, n=n, dummies=dummies)
     shape = V.broadcastable(target_epsilon=eps, target_delta=delta, targets=T, n=n_, dummies=d)
     if max_messages is not None:
         if sources is None:
@@ -238,9 +248,10 @@ def scrambler_calibrate_n(
     amplify_jax.calibrate.invert_monotone, re-checked; delta is non-increasing in n).  Every n in [n, limit]
     meets the target; status INFEASIBLE when even ``limit`` does not."""
     method = _deploy_method(method)
-    eps, delta = _target(target_epsilon, target_delta)
-    _, T, _, sigma, d = _check_common(0.0, targets, 1, sampling, dummies)
-    nmax = V.integer("max_n", max_n, minimum=1).astype(np.float64)
+    eps, delta, T, sigma, d = check_params(_TARGET + (TARGETS, SAMPLING, DUMMIES), broadcast=False,
+                                           target_epsilon=target_epsilon, target_delta=target_delta,
+                                           targets=targets, sampling=sampling, dummies=dummies)
+    nmax = _search_max("max_n", max_n, N)
     shape = V.broadcastable(target_epsilon=eps, target_delta=delta, targets=T, sampling=sigma, dummies=d,
                             max_n=nmax)
     if max_channels is not None:

@@ -10,9 +10,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import validate as V
+from .._core.domains import check_params
 from .._core.numerics import float64_jit
 from ._common import _f64
+from ._params import DUMMIES, SAMPLING, TARGETS
 
 
 class PureEpsilon(NamedTuple):
@@ -48,18 +49,17 @@ def local_epsilon(*, targets, sampling, dummies=0) -> PureEpsilon:
     unchanged for d = 0 (sampling only, Figure 3(a)).  With sigma = 0 and d < T - 1 no finite eps exists:
     ``eps = +inf`` and ``valid = False``.
 
-    Args broadcast: targets T >= 2 (integer), sampling sigma in [0, 1], dummies d in {0, ..., T - 1}.
+    Args broadcast: targets T in 2..10**6 (integer), sampling sigma in [0, 1], dummies d in {0, ..., T - 1}
+    (the family's Params, ``_params.py``).
     """
-    T = V.integer("targets", targets, minimum=2)
-    sigma = V.probability("sampling", sampling)
-    d = V.integer("dummies", dummies, minimum=0)
-    V.broadcastable(targets=T, sampling=sigma, dummies=d)
+    T, sigma, d = check_params((TARGETS, SAMPLING, DUMMIES), broadcast=False,
+                               targets=targets, sampling=sampling, dummies=dummies)
     too_many = np.asarray(d) > np.asarray(T) - 1
     if np.any(too_many):
         raise ValueError(
             "Expected dummies <= targets - 1 (the d dummies go to distinct targets), "
-            f"got dummies={np.broadcast_to(d, too_many.shape)[too_many][0]}, "
-            f"targets={np.broadcast_to(T, too_many.shape)[too_many][0]}."
+            f"got dummies={np.broadcast_to(d, too_many.shape)[too_many][0]:g}, "
+            f"targets={np.broadcast_to(T, too_many.shape)[too_many][0]:g}."
         )
     eps = _local_epsilon_kernel(*_f64(T, sigma, d))
     return PureEpsilon(eps, jax.device_put(np.isfinite(np.asarray(eps))))  # no eager program per shape

@@ -14,10 +14,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core import validate as V
+from .._core.domains import check_params
 from .._core.numerics import float64_jit
 from ..shuffle.blanket import rr_delta, rr_epsilon
 from .._core.status import Status
-from ._common import _check_common, _f64
+from ._common import _f64
+from ._params import DELTA, DUMMIES, EPSILON, MAX_EPSILON, N, SAMPLING, TARGETS
 
 METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
 
@@ -81,24 +83,22 @@ def _l_stats(eps, T, sigma) -> _LStats:
 _l_stats_kernel = float64_jit(lambda e, t, s: _l_stats(e, t, s))
 #: Largest epsilon :func:`amplification_variable_bounds` takes (the registry's epsilon domain): E[L] = 1 - e^eps and
 #: the range of L leave float64 from eps ~ 709 (+-inf at 1e300).
-L_STATS_MAX_EPSILON = 300.0
+L_STATS_MAX_EPSILON = MAX_EPSILON
 
 
 def amplification_variable_bounds(epsilon, *, targets, sampling):
     """(a, b_minus, b_plus, c) at ``epsilon``: -E[L], the range and E[L^2] of Ladjel's privacy amplification
     variable (Eq. 2, Lemma 5 with the sign of the upper end corrected: docs/errata.md#e-traffic-lemma5),
     T convention.  Broadcasts.  ``epsilon`` in [0, :data:`L_STATS_MAX_EPSILON`]."""
-    eps = V.between("epsilon", V.nonnegative("epsilon", epsilon), 0.0, L_STATS_MAX_EPSILON)
-    T = V.integer("targets", targets, minimum=2)
-    sigma = V.probability("sampling", sampling)
-    V.broadcastable(epsilon=eps, targets=T, sampling=sigma)
+    eps, T, sigma = check_params((EPSILON, TARGETS, SAMPLING), broadcast=False,
+                                 epsilon=epsilon, targets=targets, sampling=sampling)
     st = _l_stats_kernel(*_f64(eps, T, sigma))
     return st.a, st.b_minus, st.b_plus, st.c
 
 
 def _local_eps0(T, sigma):
     """The local guarantee ln(1 + (1 - sigma) T / sigma) of the randomizer (T convention; +inf at sigma = 0)."""
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # sigma subnormal: T / sigma overflows, +inf (the safe side)
         return np.where(sigma > 0, np.log1p((1.0 - sigma) * T / np.where(sigma > 0, sigma, 1.0)), np.inf)
 
 
@@ -162,10 +162,12 @@ def scrambler_delta(
     Every method is capped by E[L_+] per term and delta by 1; delta = 0 where eps >= ln(1 + (1 - sigma) T /
     sigma), the local guarantee (``local`` flag).  Numeric arguments broadcast.
 
-    Raises ValueError for epsilon < 0, targets < 2, n < 1, sampling outside [0, 1], dummies < 0, an unknown method.
+    Raises ValueError (one line naming the parameter) outside the family's Params (``_params.py``): epsilon in
+    [0, 300], targets in 2..10**6, n in 1..10**7, sampling in [0, 1], dummies in 0..10**6; or an unknown method.
     """
     V.one_of("method", method, METHODS)
-    eps, T, n_, sigma, d = _check_common(epsilon, targets, n, sampling, dummies)
+    eps, T, n_, sigma, d = check_params((EPSILON, TARGETS, N, SAMPLING, DUMMIES), broadcast=False,
+                                        epsilon=epsilon, targets=targets, n=n, sampling=sampling, dummies=dummies)
     kw = _mc_options(method, key, confidence, samples)
     T, n_, sigma, d = (np.asarray(x, np.float64) for x in (T, n_, sigma, d))
     delta, est = rr_delta(method, eps, n_, d, T, sigma, **kw)
@@ -205,9 +207,8 @@ def scrambler_epsilon(
     see ``shuffle.blanket.rr_epsilon``).
     """
     V.one_of("method", method, METHODS)
-    dl = V.unit_open("delta", delta)
-    _, T, n_, sigma, d = _check_common(0.0, targets, n, sampling, dummies)
-    V.broadcastable(delta=dl, targets=T, n=n_, sampling=sigma, dummies=d)
+    dl, T, n_, sigma, d = check_params((DELTA, TARGETS, N, SAMPLING, DUMMIES), broadcast=False,
+                                       delta=delta, targets=targets, n=n, sampling=sampling, dummies=dummies)
     r = V.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
     kw = _mc_options(method, key, confidence, samples)
     T, n_, sigma, d = (np.asarray(x, np.float64) for x in (T, n_, sigma, d))

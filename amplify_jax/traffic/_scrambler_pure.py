@@ -13,18 +13,20 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .._core import validate as V
+from .._core.domains import check_params
 from .._core.numerics import float64_jit, log_comb, logsumexp
 from ._common import _f64
+from ._params import (EXACT_DUMMIES, EXACT_N, EXACT_SAMPLING, EXACT_SAMPLING_ANY, EXACT_TARGETS, N,
+                      PURE_DUMMIES, SAMPLING, TARGETS, THM3_MAX_DUMMIES)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Thm 3: pure eps of the capped scrambler
 # ---------------------------------------------------------------------------------------------------------
 
-_THM3_MAX_D = 4096  # static length of the k-sum in Thm 3 (d <= n - 1 is summed exactly up to this)
+_THM3_MAX_D = THM3_MAX_DUMMIES  # static length of the k-sum in Thm 3 (d <= n - 1 is summed exactly up to this)
 
 
 @float64_jit
@@ -90,13 +92,8 @@ def scrambler_pure_epsilon(*, targets, n, sampling, dummies) -> ScramblerPureEps
     post-processes the locally randomized messages), and ``printed`` keeps the formula for Figure 5.  +inf where
     the local guarantee is infinite (sigma = 0 or 1).
     """
-    T = V.integer("targets", targets, minimum=2)
-    n_ = V.integer("n", n, minimum=1)
-    sigma = V.probability("sampling", sampling)
-    d = V.integer("dummies", dummies, minimum=0)
-    V.broadcastable(targets=T, n=n_, sampling=sigma, dummies=d)
-    if np.any(d > _THM3_MAX_D):
-        raise ValueError(f"Expected dummies <= {_THM3_MAX_D} for Thm 3, got dummies={np.max(d)}.")
+    T, n_, sigma, d = check_params((TARGETS, N, SAMPLING, PURE_DUMMIES), broadcast=False,
+                                   targets=targets, n=n, sampling=sampling, dummies=dummies)
     printed, local, valid = _pure_epsilon_kernel(*_f64(T, n_, sigma, d))
     return ScramblerPureEpsilon(local, printed, valid)
 
@@ -127,7 +124,7 @@ def _capped_output_dist(x, sigma, d, n, T):
 #: Smallest sampling :func:`scrambler_pure_epsilon_exact` takes: its output probabilities are products of at most
 #: n + dummies <= 16 factors sigma or 1 - sigma, >= 1e-240 from here on; at sampling = 1e-300 a neighbour's
 #: probability underflowed to 0 and the enumeration answered +inf.
-EXACT_MIN_SAMPLING = 1e-15
+EXACT_MIN_SAMPLING = EXACT_SAMPLING.domain.lo
 
 
 def scrambler_pure_epsilon_exact(*, targets, n, sampling, dummies) -> float:
@@ -135,22 +132,17 @@ def scrambler_pure_epsilon_exact(*, targets, n, sampling, dummies) -> float:
     randomizer) by enumerating every input count vector, every neighbour (one message moved) and every output:
     max log P(O | G) / P(O | G').  Small instances only (targets <= 4, n <= 8, dummies <= 8); used to check
     Thm 3.  Scalars only; ``sampling`` in [:data:`EXACT_MIN_SAMPLING`, 1)."""
-    sigma = V.scalar("sampling", sampling, V.unit_open)
-    if sigma < EXACT_MIN_SAMPLING:
-        raise ValueError(f"Expected sampling >= {EXACT_MIN_SAMPLING:g} (EXACT_MIN_SAMPLING: below, the enumeration's "
-                         f"probabilities underflow), got sampling={sigma!r}.")
+    sigma = V.scalar("sampling", sampling, EXACT_SAMPLING.domain.check)
     return _scrambler_pure_exact_any_sampling(targets=targets, n=n, sampling=sigma, dummies=dummies)
 
 
 def _scrambler_pure_exact_any_sampling(*, targets, n, sampling, dummies) -> float:
     """:func:`scrambler_pure_epsilon_exact` at any sampling in (0, 1): +inf where a probability underflowed
     (sampling ~1e-300; the registry's ``traffic.scrambler-pure-exact`` flags it with status error)."""
-    T = V.count("targets", targets, minimum=2)  # scalars: one enumeration
-    n_ = V.count("n", n, minimum=1)
-    sigma = V.scalar("sampling", sampling, V.unit_open)
-    d = V.count("dummies", dummies, minimum=0)
-    if T > 4 or n_ > 8 or d > 8:
-        raise ValueError(f"Expected targets <= 4, n <= 8, dummies <= 8 for the enumeration, got targets={T}, n={n_}, dummies={d}.")
+    # scalars: one enumeration
+    T, n_, d = (int(V.scalar(nm, x, p.domain.check)) for nm, x, p in
+                (("targets", targets, EXACT_TARGETS), ("n", n, EXACT_N), ("dummies", dummies, EXACT_DUMMIES)))
+    sigma = V.scalar("sampling", sampling, EXACT_SAMPLING_ANY.domain.check)
     best = -math.inf
     cache = {}
     for x in itertools.product(range(n_ + 1), repeat=T):

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import validate as V
+from ._params import DUMMIES, N, SAMPLING, TARGETS
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -51,10 +52,10 @@ def simulate_scrambler_outputs(*, targets, n, sampling, dummies, runs, seed=0, f
     the second graph moves message 0 to the next target.  Simulation with NumPy's generator seeded by
     ``seed`` (a figure reproduction, not a bound: nothing here is reported as a guarantee).
     """
-    T = V.count("targets", targets, minimum=2)  # scalars: one simulation
-    n_ = V.count("n", n, minimum=1)
-    sigma = V.scalar("sampling", sampling, V.probability)
-    d = V.count("dummies", dummies, minimum=0)
+    # scalars: one simulation; the family's Params (``_params.py``)
+    T, n_, d = (int(V.scalar(nm, x, p.domain.check)) for nm, x, p in
+                (("targets", targets, TARGETS), ("n", n, N), ("dummies", dummies, DUMMIES)))
+    sigma = V.scalar("sampling", sampling, SAMPLING.domain.check)
     runs = V.count("runs", runs, minimum=1, maximum=10**8)  # two (runs, targets) count arrays
     seed = V.count("seed", seed, minimum=0)
     if T * math.log(n_ + d + 1) > 62 * math.log(2):
