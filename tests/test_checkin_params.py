@@ -16,7 +16,8 @@ from hypothesis import given, strategies as st
 from amplify_jax import bounds
 from amplify_jax import checkin as C
 from amplify_jax._core.domains import Integer, Real, check_params
-from amplify_jax.checkin import _accounting, _baselines, _distributed, _params as P
+from amplify_jax.checkin import (_accounting, _baselines, _distributed, _params as P, _shuffled, _shuffled_gaussian,
+                                 _subsampled_shuffle)
 
 
 class _Accepted(Exception):
@@ -32,12 +33,19 @@ def no_kernels(monkeypatch):
     for mod, name in [(_distributed, "_distributed_gaussian_kernel"), (_distributed, "_gauss_eq11_kernel"),
                       (_accounting, "_count_bounds"), (_accounting, "invert_monotone"),
                       (_accounting, "_eps_on_points"), (_baselines, "_sc_gauss_kernel"),
-                      (_baselines, "_sc_shuffle_kernel")]:
+                      (_baselines, "_sc_shuffle_kernel"), (_shuffled, "_shuffled_checkin_exact_kernel"),
+                      (_shuffled, "_eq7_kernel"), (_shuffled, "_eq8_kernel"),
+                      (_shuffled_gaussian, "_shuffled_gaussian_kernel"),
+                      (_shuffled_gaussian, "_shuffled_gauss_checkin_kernel"),
+                      (_subsampled_shuffle, "_conversion_kernel")]:
         monkeypatch.setattr(mod, name, _stub)
 
 
 _DG = dict(n=1000, gamma=0.05, sigma=1.0)
 _DG_PARAMS = dict(n=P.N, gamma=P.GAMMA, sigma=P.SIGMA)
+
+_SH = dict(n=1000, gamma=0.1, eps0=1.0)
+_SH_PARAMS = dict(n=P.N, gamma=P.GAMMA, eps0=P.EPS0)
 
 #: (label, call(**values), base values, {parameter: its Param}): every public check-in function that takes a number
 CASES = [
@@ -65,6 +73,29 @@ CASES = [
      lambda **v: _baselines._distributed_gaussian_sc_unchecked(**v),
      dict(_DG, gamma=0.1, steps=100, delta=1e-5),
      dict(n=P.N, gamma=P.GAMMA_OPEN, sigma=P.SIGMA, steps=P.STEPS, delta=P.DELTA)),
+    # shuffled check-in
+    ("shuffled_checkin_upper_rdp", lambda **v: C.shuffled_checkin_upper_rdp([2, 8], **v), _SH, _SH_PARAMS),
+    ("shuffled_checkin_upper_rdp:eq7", lambda **v: C.shuffled_checkin_upper_rdp([2, 8], method="eq7", **v), _SH,
+     dict(_SH_PARAMS, gamma=P.GAMMA_POSITIVE)),  # Eq. 7 as printed needs gamma > 0
+    ("shuffled_checkin_lower_rdp", lambda **v: C.shuffled_checkin_lower_rdp([2, 8], **v), _SH,
+     dict(_SH_PARAMS, gamma=P.GAMMA_POSITIVE)),  # Thm 3 needs gamma > 0
+    ("shuffled_checkin_epsilon", lambda **v: C.shuffled_checkin_epsilon(**v), dict(_SH, steps=10, delta=1e-5),
+     dict(_SH_PARAMS, steps=P.STEPS, delta=P.DELTA)),
+    ("shuffled_checkin_epsilon:lower", lambda **v: C.shuffled_checkin_epsilon(bound="lower", **v),
+     dict(_SH, steps=10, delta=1e-5), dict(_SH_PARAMS, gamma=P.GAMMA_POSITIVE, steps=P.STEPS, delta=P.DELTA)),
+    # eps0 also meets the baseline's own overflow check (strong composition of eps0 over T rounds): tested below
+    ("shuffled_checkin_strong_composition_epsilon", lambda **v: C.shuffled_checkin_strong_composition_epsilon(**v),
+     dict(_SH, steps=10, delta=1e-5), dict(n=P.N, gamma=P.GAMMA_OPEN, steps=P.STEPS, delta=P.DELTA)),
+    ("shuffled_gaussian_rdp", lambda **v: C.shuffled_gaussian_rdp([2, 8], **v), dict(n=100, sigma=1.0),
+     dict(n=P.N, sigma=P.SIGMA)),
+    ("shuffled_gaussian_checkin_rdp", lambda **v: C.shuffled_gaussian_checkin_rdp([2, 8], **v),
+     dict(n=100, gamma=0.5, sigma=1.0), dict(n=P.N, gamma=P.GAMMA, sigma=P.SIGMA)),
+    ("subsampled_shuffle_checkin_rdp", lambda **v: C.subsampled_shuffle_checkin_rdp([2.0, 8.0], **v),
+     dict(_SH, n=10000, delta0=0.0, shuffle_delta=1e-8),
+     dict(_SH_PARAMS, delta0=P.DELTA0, shuffle_delta=P.SHUFFLE_DELTA)),
+    ("subsampled_shuffle_checkin_epsilon", lambda **v: C.subsampled_shuffle_checkin_epsilon(**v),
+     dict(_SH, n=10000, steps=10, delta=1e-5, delta0=0.0, shuffle_delta=1e-8),
+     dict(_SH_PARAMS, steps=P.STEPS, delta=P.DELTA, delta0=P.DELTA0, shuffle_delta=P.SHUFFLE_DELTA)),
 ]
 
 
@@ -134,10 +165,31 @@ def test_public_strong_composition_baseline_refuses_the_domain_too():
             f(**{**base, name: value})
 
 
+def test_shuffled_strong_composition_baseline_eps0():
+    """eps0 through EPS0 (outside [0, 700]: the domain's message), inside it the baseline's own overflow check
+    where strong composition over the rounds leaves float64."""
+    f = C.shuffled_checkin_strong_composition_epsilon
+    base = dict(_SH, steps=10, delta=1e-5)
+    for v in (-1.0, np.nextafter(700.0, math.inf), math.nan, math.inf):
+        with pytest.raises(ValueError, match=r"Expected eps0 (in \[0, 700\]|to be finite)"):
+            f(**{**base, "eps0": v})
+    for v in (0.0, 5e-324, 1.0, 300.0):
+        with pytest.raises(_Accepted):
+            f(**{**base, "eps0": v})
+
+
 #: Registry parameters whose domain is a stated narrowing of the function's Param (see _params.py):
 #: (bound id, name) -> the function's Param
-NARROWER = {(bid, "gamma"): P.GAMMA for bid in ("checkin.distributed-gaussian", "checkin.distributed-gaussian-delta",
-                                                "checkin.distributed-gaussian-rdp")}
+NARROWER = {
+    **{(bid, "gamma"): P.GAMMA for bid in (
+        "checkin.distributed-gaussian", "checkin.distributed-gaussian-delta", "checkin.distributed-gaussian-rdp",
+        "checkin.shuffled-upper", "checkin.shuffled-upper-rdp", "checkin.shuffled-gaussian-checkin-rdp",
+        "checkin.subsampled-shuffle", "checkin.subsampled-shuffle-rdp")},
+    # eps0 is a log-scaled knob and a search parameter in the registry: eps0 > 0 (EPS0_POSITIVE)
+    **{(bid, "eps0"): P.EPS0 for bid in (
+        "checkin.shuffled-upper", "checkin.shuffled-lower", "checkin.shuffled-upper-rdp", "checkin.shuffled-lower-rdp",
+        "checkin.shuffled-strong-composition", "checkin.subsampled-shuffle", "checkin.subsampled-shuffle-rdp")},
+}
 
 
 def test_registry_declares_the_functions_params():
@@ -147,10 +199,20 @@ def test_registry_declares_the_functions_params():
     funcs = {"checkin.distributed-gaussian": "distributed_gaussian_epsilon",
              "checkin.distributed-gaussian-delta": "distributed_gaussian_delta",
              "checkin.distributed-gaussian-rdp": "distributed_gaussian_rdp",
-             "checkin.distributed-gaussian-strong-composition": "distributed_gaussian_strong_composition"}
+             "checkin.distributed-gaussian-strong-composition": "distributed_gaussian_strong_composition",
+             "checkin.shuffled-upper": "shuffled_checkin_epsilon",
+             "checkin.shuffled-lower": "shuffled_checkin_epsilon:lower",
+             "checkin.shuffled-upper-rdp": "shuffled_checkin_upper_rdp",
+             "checkin.shuffled-lower-rdp": "shuffled_checkin_lower_rdp",
+             "checkin.shuffled-strong-composition": "shuffled_checkin_strong_composition_epsilon",
+             "checkin.shuffled-gaussian-rdp": "shuffled_gaussian_rdp",
+             "checkin.shuffled-gaussian-checkin-rdp": "shuffled_gaussian_checkin_rdp",
+             "checkin.subsampled-shuffle": "subsampled_shuffle_checkin_epsilon",
+             "checkin.subsampled-shuffle-rdp": "subsampled_shuffle_checkin_rdp"}
+    assert {b.id for b in bounds.list("checkin")} == set(funcs)
     seen = 0
     for bid, label in funcs.items():
-        fn_params = by_label[label]
+        fn_params = {**by_label[label], **({"eps0": P.EPS0} if bid == "checkin.shuffled-strong-composition" else {})}
         for p in bounds.get(bid).params:
             if not p.domain.numeric or p.name == "orders":
                 continue
@@ -163,7 +225,7 @@ def test_registry_declares_the_functions_params():
             else:
                 assert p.domain is want.domain, (bid, p.name, p.domain, want.domain)
             seen += 1
-    assert seen >= 17
+    assert seen >= 50
 
 
 def test_check_params_keeps_shapes_for_the_kernels():

@@ -392,12 +392,11 @@ def shuffled_checkin_epsilon(*, n, gamma, eps0, steps, delta, bound="upper", met
     """
     V.one_of("bound", bound, ("upper", "lower"))
     o = (CHECKIN_ORDERS if bound == "upper" else LOWER_ORDERS) if orders is None else orders
-    t = V.integer("steps", steps, minimum=1).astype(np.float64)
+    t, d = check_params((STEPS, DELTA), broadcast=False, steps=steps, delta=delta)  # before the curve (compiled)
     if bound == "upper":
         rdp = shuffled_checkin_upper_rdp(o, n=n, gamma=gamma, eps0=eps0, method=method)
     else:
         rdp = shuffled_checkin_lower_rdp(o, n=n, gamma=gamma, eps0=eps0)
-    d = V.unit_open("delta", delta)
     shape = V.broadcastable(rdp=np.empty(rdp.shape[:-1]), steps=t, delta=d)
     total = np.broadcast_to(np.asarray(t)[..., None] * np.asarray(rdp), shape + rdp.shape[-1:])
     res = epsilon_from_rdp(np.asarray(o, dtype=np.float64), total, delta=np.broadcast_to(d, shape))
@@ -424,8 +423,7 @@ def subsampled_shuffle_checkin_epsilon(*, n, gamma, eps0, steps, delta, shuffle_
     :data:`amplify_jax.rdp.DEFAULT_ORDERS` (any orders > 1 work on this route).
     """
     o = DEFAULT_ORDERS if orders is None else orders
-    t = V.integer("steps", steps, minimum=1).astype(np.float64)
-    d = V.unit_open("delta", delta)
+    t, d = check_params((STEPS, DELTA), broadcast=False, steps=steps, delta=delta)
     r = subsampled_shuffle_checkin_rdp(o, n=n, gamma=gamma, eps0=eps0, delta0=delta0,
                                        shuffle_delta=shuffle_delta)
     shape = V.broadcastable(rdp=np.empty(r.rdp.shape[:-1]), steps=t, delta=d)

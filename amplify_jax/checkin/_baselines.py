@@ -17,7 +17,7 @@ from ..accounting.approx_dp import (
     subsampled_epsilon,
 )
 from .._core.numerics import float64_jit, x64_scope
-from ._params import DELTA, GAMMA_OPEN, N, SIGMA, STEPS
+from ._params import DELTA, EPS0, GAMMA_OPEN, N, SIGMA, STEPS
 
 
 def _count_bounds(mu, log_d1, log_d2):
@@ -109,7 +109,7 @@ def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, steps, delta)
     grid.  Inputs where the strong composition of eps0
     itself over T rounds leaves float64 (eps0 ~ 700 and beyond: +inf) are refused.
     """
-    e0 = V.nonnegative("eps0", eps0)
+    (e0,) = check_params((EPS0,), broadcast=False, eps0=eps0)
     b, nn, g, t, ld = _baseline_args(n, gamma, steps, delta, eps0=e0)
     # every round is at most eps0-DP and the largest share of delta' is 0.9 delta: where strong composition of eps0
     # over T rounds leaves float64 (eps0 = 1e300), every split's does

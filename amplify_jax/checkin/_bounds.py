@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from ..bounds import DECREASING, INCREASING, Bound, Choice, Orders, Param, Real, register
+from ..bounds import DECREASING, INCREASING, Bound, Choice, Orders, Param, register
 from ..accounting.calibrate import invert_monotone_host
 from ..accounting.rdp import DEFAULT_ORDERS
 from .._core.status import Status
@@ -37,7 +37,8 @@ from ._distributed import distributed_gaussian_rdp
 from ._shuffled import shuffled_checkin_lower_rdp, shuffled_checkin_upper_rdp
 from ._shuffled_gaussian import shuffled_gaussian_checkin_rdp, shuffled_gaussian_rdp
 from ._subsampled_shuffle import subsampled_shuffle_checkin_rdp
-from ._params import DELTA, EPSILON, GAMMA_OPEN, GAMMA_POSITIVE, N, SIGMA, STEPS
+from ._params import (DELTA, DELTA0, EPS0_POSITIVE, EPSILON, GAMMA_OPEN, GAMMA_POSITIVE, N, SHUFFLE_DELTA, SIGMA,
+                      STEPS)
 
 PAPER = "Liew, Hasegawa, Takahashi 2022 (Self check-in / Privacy amplification via shuffled check-ins)"
 CONVERSION = "composed over rounds (Mironov 2017) and converted by Lemma 2 (Balle et al. 2020), orders 2..64"
@@ -48,10 +49,9 @@ RATE = ("Exact Thm 1 (Eq. 5) sum over every k at the conditional rate k / n (the
         "the rate gamma; the sums here use the sound rate k / n, see amplify_jax.checkin).")
 
 GAMMA = GAMMA_POSITIVE  # the registry's gamma: (0, 1] (see _params.py)
-GAMMA_LOWER = Param("gamma", Real(0.0, 1.0, lo_open=True), "check-in probability of a client per round",
-                    INCREASING, search=(1e-6, 1.0))
-EPS0 = Param("eps0", Real(0.0, 30.0, lo_open=True), "local (pure) guarantee of one client's randomizer", INCREASING,
-             search=(1e-4, 30.0))
+GAMMA_LOWER = Param("gamma", GAMMA_POSITIVE.domain, "check-in probability of a client per round", INCREASING,
+                    search=(1e-6, 1.0))
+EPS0 = EPS0_POSITIVE  # the registry's eps0: (0, 700] (see _params.py)
 ORDERS_INT = Param("orders", Orders(hi=256.0, integer=True), "integer Rényi orders >= 2 (Thm 9)")
 ORDERS_PART = Param("orders", Orders(hi=128.0, integer=True), "integer Rényi orders >= 2")
 
@@ -293,7 +293,7 @@ register(Bound(
     id="checkin.shuffled-gaussian-rdp", example=dict(orders=[2.0, 8.0, 32.0], n=100, sigma=1.0),
     paper=PAPER, theorem="Sec. 4.1 / App. B (Liew & Takahashi 2022): shuffled Gaussian by integer partitions",
     summary="RDP curve of the shuffled Gaussian mechanism with n users (every user participates)",
-    params=(ORDERS_PART, N, Param("sigma", Real(1e-3, 1e4), "Gaussian noise std (sensitivity 1)", DECREASING)),
+    params=(ORDERS_PART, N, Param("sigma", SIGMA.domain, "Gaussian noise std (sensitivity 1)", DECREASING)),
     answer="rdp", kernel=_rdp(shuffled_gaussian_rdp),
     notes="Corrected: partitions with more than n parts are excluded (n users cannot split the order into more "
           "parts; the authors' code keeps them; docs/errata.md#e-checkin-partitions)."))
@@ -303,8 +303,7 @@ register(Bound(
     paper=PAPER, theorem="App. B: Thm 1 (Eq. 5) over the k-user shuffled Gaussian, subsampled without replacement "
                          "(Wang, Balle, Kasiviswanathan 2019, Thm 9)",
     summary="RDP curve of one round of shuffled check-in with the Gaussian local randomizer",
-    params=(ORDERS_PART, N, GAMMA, Param("sigma", Real(1e-3, 1e4), "Gaussian noise std (sensitivity 1)",
-                                         DECREASING)),
+    params=(ORDERS_PART, N, GAMMA, Param("sigma", SIGMA.domain, "Gaussian noise std (sensitivity 1)", DECREASING)),
     answer="rdp", kernel=_rdp(shuffled_gaussian_checkin_rdp),
     notes="The exact sum over k (the authors' code uses the Eq. 11 approximation); partitions with more than k "
           "parts excluded (docs/errata.md#e-checkin-partitions). " + RATE))
@@ -313,10 +312,6 @@ register(Bound(
 # ----------------------------------------------------------------------------------------------------------
 # Generic (eps0, delta0)-LDP randomizers: the subsampled shuffling conversion (Sec. 4.1)
 
-SHUFFLE_DELTA = Param("shuffle_delta", Real(0.0, 1.0, lo_open=True, hi_open=True),
-                      "delta spent by the shuffling step (FMT 2021 Thm 3.1) per round")
-DELTA0 = Param("delta0", Real(0.0, 1.0, hi_open=True), "local delta of the randomizer (0: pure eps0-LDP)",
-               default=0.0)
 SEC41 = ("Sec. 4.1 subsampled shuffling conversion: FMT 2021 Thm 3.1 per k (condition "
          "eps0 <= ln(k / (16 ln(4/delta))), docs/errata.md#e-checkin-fmt-condition), subsampling (Balle et al. "
          "2018 Thm 9), DP to RDP, Thm 1 (Eq. 5)")

@@ -19,6 +19,13 @@ are the float64 arithmetic's, refused rather than answered unverified):
 * steps (rounds) in 1..2**53: every integer float64 holds exactly (the steps calibration answers 2**53 where a
   round costs nothing).  The registry searches 1..10**9 by default.
 * epsilon (delta at eps) in [0, 1e4]: delta is 0 in float64 long before (e^-eps).
+* eps0 in [0, 700]: Thm 2 (through Girgis et al. 2021, Thm 1), Thm 3 and Sec. 4.1 hold for any eps0-LDP
+  randomizer, eps0 >= 0 (eps0 = 0: the RDP is 0); 700 keeps e^eps0 finite in float64 (e^709.8 overflows), as in
+  the shuffle family (its strong-composition baseline needs e^eps0; the RDP kernels work in log space).  The
+  registry takes eps0 > 0 (:data:`EPS0_POSITIVE`, a narrowing: a log-scaled knob and a search parameter).
+* The Thm 3 lower bound needs gamma > 0 (its Chernoff parameter): :data:`GAMMA_POSITIVE`.
+* delta0 (the randomizer's local delta) in [0, 1) (delta0 = 1 is no local guarantee) and shuffle_delta (FMT
+  2021 Thm 3.1's delta per round) in (0, 1).
 """
 
 from __future__ import annotations
@@ -36,4 +43,11 @@ SIGMA = Param("sigma", Real(*SIGMA_RANGE), "Gaussian noise multiplier of a clien
               DECREASING, search=(0.05, 1e3))
 STEPS = Param("steps", Integer(1, 2**53), "number of rounds (compositions)", INCREASING, search=(1, 10**9))
 DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta", DECREASING)
+EPS0 = Param("eps0", Real(0.0, 700.0), "local (pure) guarantee of one client's randomizer", INCREASING,
+             search=(1e-4, 30.0))
+EPS0_POSITIVE = Param("eps0", Real(0.0, 700.0, lo_open=True), EPS0.doc, INCREASING, search=(1e-4, 30.0))
+SHUFFLE_DELTA = Param("shuffle_delta", Real(0.0, 1.0, lo_open=True, hi_open=True),
+                      "delta spent by the shuffling step (FMT 2021 Thm 3.1) per round")
+DELTA0 = Param("delta0", Real(0.0, 1.0, hi_open=True), "local delta of the randomizer (0: pure eps0-LDP)",
+               default=0.0)
 EPSILON = Param("epsilon", Real(0.0, 1e4), "epsilon at which delta is computed", DECREASING, search=(1e-4, 1e3))

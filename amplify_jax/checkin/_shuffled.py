@@ -11,8 +11,10 @@ import jax.numpy as jnp
 from jax.scipy import special as jsp
 
 from .._core import validate as V
+from .._core.domains import check_params
+from ._params import EPS0, GAMMA, GAMMA_POSITIVE, N
 from .._core.numerics import float64_jit, log_comb_table, log_expm1, logsumexp
-from ._weighted import (_SAFETY_REL, DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _chernoff_grid,
+from ._weighted import (_SAFETY_REL, DEFAULT_TAIL_TOL, _binomial_log_excess, _chernoff_grid,
                         _finish_rdp, _int_orders, _map_batch, _sum_plan)
 
 
@@ -97,16 +99,10 @@ def shuffled_checkin_upper_rdp(orders, *, n, gamma, eps0, method="exact", cherno
     Integer orders >= 2.  Broadcasts over n, gamma, eps0.
     """
     alpha_int = _int_orders(orders)
-    nn = V.integer("n", n, minimum=1)
-    _check_n_max(nn)
-    g = V.probability("gamma", gamma)
-    e0 = V.nonnegative("eps0", eps0)
+    nf, gf, ef = check_params((N, GAMMA, EPS0), n=n, gamma=gamma, eps0=eps0)
     V.one_of("method", method, ("exact", "eq7"))
     tol = V.scalar("tail_tol", tail_tol, V.unit_open)
-    shape = V.broadcastable(n=nn, gamma=g, eps0=e0)
-    nf = np.broadcast_to(nn.astype(np.float64), shape)
-    gf = np.broadcast_to(g, shape)
-    ef = np.broadcast_to(e0, shape)
+    shape = nf.shape
     dgrid = _chernoff_grid(chernoff_delta, shape)  # checked whatever the method (used by eq7 only)
     # NumPy arrays to the kernels: a jnp.asarray is a small program per shape (issue 25)
     if method == "eq7":
@@ -152,16 +148,9 @@ def shuffled_checkin_lower_rdp(orders, *, n, gamma, eps0, chernoff_delta=None):
     increasing over the grid (small C(lambda, 2) gamma (e^eps0 - 1)^2 / (n e^eps0)), nothing changes.
     """
     alpha_int = _int_orders(orders)
-    nn = V.integer("n", n, minimum=1)
-    _check_n_max(nn)
-    g = V.probability("gamma", gamma)
-    e0 = V.nonnegative("eps0", eps0)
-    shape = V.broadcastable(n=nn, gamma=g, eps0=e0)
-    gf = np.broadcast_to(g, shape)
-    if np.any(gf <= 0):
-        raise ValueError(f"Expected gamma > 0 for the lower bound, got gamma={np.min(gf)!r}.")
+    nf, gf, ef = check_params((N, GAMMA_POSITIVE, EPS0), n=n, gamma=gamma, eps0=eps0)  # Thm 3 needs gamma > 0
+    shape = nf.shape
     dgrid = _chernoff_grid(chernoff_delta, shape)
     if np.any(dgrid <= 0):
         raise ValueError(f"Expected chernoff_delta > 0, got chernoff_delta={np.min(dgrid)!r}.")
-    return _eq8_kernel(np.broadcast_to(nn.astype(np.float64), shape), gf, np.broadcast_to(e0, shape),
-                       np.asarray(dgrid), alpha_int)
+    return _eq8_kernel(nf, gf, ef, np.asarray(dgrid), alpha_int)

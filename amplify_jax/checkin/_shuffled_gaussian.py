@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import jax
 import jax.numpy as jnp
 from jax.scipy import special as jsp
 
 from .._core import validate as V
-from ..accounting.rdp import SIGMA_RANGE
+from .._core.domains import check_params
 from .._core.numerics import float64_jit, logsumexp, x64_scope
 from ..accounting.rdp import without_replacement_log_excess
-from ._weighted import (DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _finish_rdp, _int_orders, _map_batch,
+from ._params import GAMMA, N, SIGMA
+from ._weighted import (DEFAULT_TAIL_TOL, _binomial_log_excess, _finish_rdp, _int_orders, _map_batch,
                         _sum_plan)
 
 
@@ -98,13 +98,9 @@ def shuffled_gaussian_rdp(orders, *, n, sigma):
     Broadcasts over n and sigma; an absolute margin of ~10 ulp of the largest term is added.
     """
     alpha_int = _int_orders(orders)
-    nn = V.integer("n", n, minimum=1)
-    _check_n_max(nn)
-    s = V.between("sigma", sigma, *SIGMA_RANGE)  # as DP-SGD (rdp.SIGMA_RANGE): beyond, RDP leaves float64
-    shape = V.broadcastable(n=nn, sigma=s)
+    nf, sf = check_params((N, SIGMA), n=n, sigma=sigma)
     with x64_scope():
-        return _shuffled_gaussian_kernel(jnp.asarray(np.broadcast_to(nn.astype(np.float64), shape)),
-                                         jnp.asarray(np.broadcast_to(s, shape)), alpha_int)
+        return _shuffled_gaussian_kernel(jnp.asarray(nf), jnp.asarray(sf), alpha_int)
 
 
 def _shuffled_gauss_checkin_log_excess(k_lo, k_hi, n, log_c, *, alpha_int, amax):
@@ -140,15 +136,8 @@ def shuffled_gaussian_checkin_rdp(orders, *, n, gamma, sigma, tail_tol=DEFAULT_T
     approximation instead of the exact sum).  Integer orders >= 2; broadcasts over n, gamma, sigma.
     """
     alpha_int = _int_orders(orders)
-    nn = V.integer("n", n, minimum=1)
-    _check_n_max(nn)
-    g = V.probability("gamma", gamma)
-    s = V.between("sigma", sigma, *SIGMA_RANGE)  # as DP-SGD (rdp.SIGMA_RANGE): beyond, RDP leaves float64
+    nf, gf, sf = check_params((N, GAMMA, SIGMA), n=n, gamma=gamma, sigma=sigma)
     tol = V.scalar("tail_tol", tail_tol, V.unit_open)
-    shape = V.broadcastable(n=nn, gamma=g, sigma=s)
-    nf = np.broadcast_to(nn.astype(np.float64), shape)
-    gf = np.broadcast_to(g, shape)
     width = _sum_plan(nf, gf, tol)
     with x64_scope():
-        return _shuffled_gauss_checkin_kernel(jnp.asarray(nf), jnp.asarray(gf),
-                                              jnp.asarray(np.broadcast_to(s, shape)), alpha_int, width)
+        return _shuffled_gauss_checkin_kernel(jnp.asarray(nf), jnp.asarray(gf), jnp.asarray(sf), alpha_int, width)

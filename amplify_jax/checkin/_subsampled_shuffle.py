@@ -11,10 +11,12 @@ import jax
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
+from ._params import DELTA0, EPS0, GAMMA, N, SHUFFLE_DELTA
 from ..accounting.approx_dp import fmt_closed_form, subsampled_epsilon
 from .._core.numerics import float64_jit
 from ..accounting.rdp import randomized_response_log_excess
-from ._weighted import DEFAULT_TAIL_TOL, _binomial_log_excess, _check_n_max, _finish_rdp, _map_batch, _sum_plan
+from ._weighted import DEFAULT_TAIL_TOL, _binomial_log_excess, _finish_rdp, _map_batch, _sum_plan
 
 
 class ApproxCheckinRDP(NamedTuple):
@@ -80,16 +82,9 @@ def subsampled_shuffle_checkin_rdp(orders, *, n, gamma, eps0, delta0=0.0, shuffl
     True.  Any orders > 1.  Broadcasts over n, gamma, eps0, delta0, shuffle_delta.
     """
     a = V.orders("orders", orders)
-    nn = V.integer("n", n, minimum=1)
-    _check_n_max(nn)
-    g = V.probability("gamma", gamma)
-    e0 = V.nonnegative("eps0", eps0)
-    d0 = V.probability("delta0", delta0)
-    V._check("delta0", d0, d0 >= 1.0, "in [0, 1) (delta0 = 1 is no local guarantee)")
-    ds = V.unit_open("shuffle_delta", shuffle_delta)
+    nn, g, e0, d0, ds = check_params((N, GAMMA, EPS0, DELTA0, SHUFFLE_DELTA), n=n, gamma=gamma, eps0=eps0,
+                                     delta0=delta0, shuffle_delta=shuffle_delta)
     tol = V.scalar("tail_tol", tail_tol, V.unit_open)
-    shape = V.broadcastable(n=nn, gamma=g, eps0=e0, delta0=d0, shuffle_delta=ds)
-    b = lambda x: np.broadcast_to(np.asarray(x, dtype=np.float64), shape)  # noqa: E731
-    width = _sum_plan(np.broadcast_to(nn, shape), np.broadcast_to(g, shape), tol)
+    width = _sum_plan(nn, g, tol)
     # NumPy arrays to the kernel: a jnp.asarray is a small program per shape (issue 25)
-    return _conversion_kernel(b(nn), b(g), b(e0), b(d0), b(ds), np.asarray(a), width)
+    return _conversion_kernel(nn, g, e0, d0, ds, np.asarray(a), width)
