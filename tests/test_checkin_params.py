@@ -2,7 +2,7 @@
 every public function refuses exactly what its Param refuses, with a one-line ValueError naming the parameter
 and the value; the registry's bounds declare the same Param objects (or a stated narrowing of them).
 
-The kernels are replaced by a stub that raises :class:`_Accepted`: what is tested is the boundary, and no
+The kernels are replaced by a stub that raises :class:`_params_probe.Accepted`: what is tested is the boundary, and no
 program is compiled (the values themselves are tests/test_checkin.py's business)."""
 
 from __future__ import annotations
@@ -18,14 +18,12 @@ from amplify_jax import checkin as C
 from amplify_jax._core.domains import Integer, Real, check_params
 from amplify_jax.checkin import (_accounting, _baselines, _distributed, _params as P, _shuffled, _shuffled_gaussian,
                                  _subsampled_shuffle)
+from _params_probe import Accepted as _Accepted, param_refuses as _param_refuses, probes as _probes, stub as _stub
+from _params_probe import function_refuses
 
 
-class _Accepted(Exception):
-    """Raised by the stub kernels: validation let the call through."""
-
-
-def _stub(*args, **kwargs):
-    raise _Accepted
+def _function_refuses(call, base, name, value) -> bool:
+    return function_refuses(call, base, name, value, answered_is_accepted=False)  # every call reaches a stub
 
 
 @pytest.fixture(autouse=True)
@@ -97,37 +95,6 @@ CASES = [
      dict(_SH, n=10000, steps=10, delta=1e-5, delta0=0.0, shuffle_delta=1e-8),
      dict(_SH_PARAMS, steps=P.STEPS, delta=P.DELTA, delta0=P.DELTA0, shuffle_delta=P.SHUFFLE_DELTA)),
 ]
-
-
-def _probes(domain) -> list:
-    """The domain's ends, one ulp either side of each, and values no domain or every domain takes."""
-    out = [-1.0, 0.0, 0.5, 1.0, 2.0, 1e-300, 1e300, math.nan, math.inf, -math.inf]
-    lo, hi = float(domain.lo), float(domain.hi)
-    for end in (lo, hi):
-        out += [end, np.nextafter(end, -math.inf), np.nextafter(end, math.inf)]
-    if isinstance(domain, Integer):
-        out += [lo - 1, lo + 0.5, hi + 1, hi - 0.5]
-    return out
-
-
-def _param_refuses(param, value) -> bool:
-    try:
-        param.domain.check(param.name, value)
-    except ValueError:
-        return True
-    return False
-
-
-def _function_refuses(call, base, name, value) -> bool:
-    try:
-        call(**{**base, name: value})
-    except _Accepted:
-        return False
-    except ValueError as exc:
-        msg = str(exc)
-        assert "\n" not in msg and f"{name}=" in msg, msg  # one line, naming the parameter and its value
-        return True
-    raise AssertionError("every call reaches a stubbed kernel")
 
 
 def _cases():

@@ -2,7 +2,7 @@
 every public function refuses exactly what its Param refuses, with a one-line ValueError naming the parameter
 and the value; the registry's bounds declare the same Param objects (or a stated narrowing of them).
 
-The kernels are replaced by a stub that raises :class:`_Accepted`: what is tested is the boundary, and no
+The kernels are replaced by a stub that raises :class:`_params_probe.Accepted`: what is tested is the boundary, and no
 program is compiled (the values themselves are the other test files' business)."""
 
 from __future__ import annotations
@@ -15,16 +15,12 @@ from hypothesis import given, strategies as st
 
 from amplify_jax import bounds
 from amplify_jax import shuffle as S
-from amplify_jax._core.domains import Integer, Real, check_params
+from amplify_jax._core.domains import Real, check_params
 from amplify_jax.shuffle import _closed_forms, _clones, _params as P, blanket
+from _params_probe import param_refuses as _param_refuses, probes as _probes, stub as _stub
+from _params_probe import function_refuses as _function_refuses
 
 
-class _Accepted(Exception):
-    """Raised by the stub kernels: validation let the call through."""
-
-
-def _stub(*args, **kwargs):
-    raise _Accepted
 
 
 @pytest.fixture(autouse=True)
@@ -60,37 +56,6 @@ CASES = [
     ("blanket_epsilon", lambda delta, n, dummies: S.blanket_epsilon(delta, n=n, randomizer=_GEN, dummies=dummies),
      dict(delta=1e-6, n=1000, dummies=3), dict(delta=P.DELTA, n=P.N, dummies=P.DUMMIES)),
 ]
-
-
-def _probes(domain) -> list:
-    """The domain's ends, one ulp either side of each, and values no domain or every domain takes."""
-    out = [-1.0, 0.0, 0.5, 1.0, 2.0, 1e-300, 1e300, math.nan, math.inf, -math.inf]
-    lo, hi = float(domain.lo), float(domain.hi)
-    for end in (lo, hi):
-        out += [end, np.nextafter(end, -math.inf), np.nextafter(end, math.inf)]
-    if isinstance(domain, Integer):
-        out += [lo - 1, lo + 0.5, hi + 1, hi - 0.5]
-    return out
-
-
-def _param_refuses(param, value) -> bool:
-    try:
-        param.domain.check(param.name, value)
-    except ValueError:
-        return True
-    return False
-
-
-def _function_refuses(call, base, name, value) -> bool:
-    try:
-        call(**{**base, name: value})
-    except _Accepted:
-        return False
-    except ValueError as exc:
-        msg = str(exc)
-        assert "\n" not in msg and f"{name}=" in msg, msg  # one line, naming the parameter and its value
-        return True
-    return False  # no kernel to stub (a randomizer, fmt_validity_bound): it answered
 
 
 def _cases():
