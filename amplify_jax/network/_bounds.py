@@ -28,6 +28,7 @@ import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Param, Real, register
 from .._core.status import Status
+from ._params import DELTA0, DELTA_HAT, DELTA_PRIME, EPS0, N, SHUFFLE_DELTA, STEPS_K, STEPS_T
 from ._complete_graph import complete_graph_histogram_bound, complete_graph_sum_bound, spotted_contributions_epsilon
 from ._composition import advanced_composition_epsilon, kov_homogeneous_epsilon
 from ._local import local_sum_bound
@@ -42,17 +43,9 @@ BUDGET = ("delta is the total: delta' of the advanced composition is delta minus
 APP_D_FIX = ("Corrected: the second term of the advanced composition is k eps_c (e^{eps_c} - 1) (App. D prints "
              "eps0 for eps_c; docs/errata.md#e-network-thm3-composition).")
 
-N = Param("n", Integer(2, 10**12), "number of users")
-STEPS_T = Param("steps", Integer(1, 10**12), "T: number of steps of the token walk", INCREASING)
 DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta (total)", DECREASING)
-DELTA_HAT = Param("delta_hat", Real(0.0, 1.0, lo_open=True, hi_open=True),
-                  "failure probability of the Chernoff bound on a user's number of contributions")
-EPS0 = Param("eps0", Real(0.0, 30.0, lo_open=True), "local guarantee of one contribution", INCREASING,
-             search=(1e-4, 30.0))
 EPS0_GAUSS = Param("eps0", Real(0.0, 1.0, lo_open=True, hi_open=True),
                    "local guarantee of one (Gaussian) contribution, < 1 (Thm 3)", INCREASING, search=(1e-4, 0.999))
-DELTA0 = Param("delta0", Real(0.0, 1.0, lo_open=True, hi_open=True), "local delta of one contribution", INCREASING,
-               search=(1e-300, 0.5))
 COLLUDERS = Param("colluders", Integer(1, 10**6), "number of colluding users (Sec. 4.3: n -> n / c), < n",
                   default=1)
 CYCLE_DELTA = Param("cycle_delta", Choice(("group", "paper")),
@@ -133,8 +126,6 @@ register(Bound(
 # ----------------------------------------------------------------------------------------------------------
 # Ring (Section 3)
 
-STEPS_K = Param("steps", Integer(1, 10**9), "K: number of visits of the token to the observer (compositions)",
-                INCREASING)
 
 
 def _ring_sum(steps, eps0, delta0, delta):
@@ -152,10 +143,6 @@ register(Bound(
     notes="delta' = delta - K delta0 (eps = inf, status fallback, where it is not positive).  Remark 1's "
           "distributed noise uses sigma_loc / sqrt(n - 1) (the printed sqrt(n) under-noises)."))
 
-SHUFFLE_DELTA = Param("shuffle_delta", Real(0.0, 1.0, lo_open=True, hi_open=True),
-                      "delta of one shuffling step (per visit or per cycle)")
-DELTA_PRIME = Param("delta_prime", Real(0.0, 1.0, lo_open=True, hi_open=True),
-                    "delta' of the advanced composition")
 
 
 def _ring_hist(form):

@@ -6,10 +6,12 @@ import numpy as np
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition
 from .._core.numerics import float64_jit
-from ._common import NetworkBound, _b, _n
+from ._common import NetworkBound, _b
 from ._composition import _chernoff_count
+from . import _params as P
 
 
 @float64_jit
@@ -28,13 +30,9 @@ def local_sum_bound(*, n, steps, eps0, delta0, delta_prime, delta_hat, fixed_con
     ``fixed_contributions``), each (eps0, delta0)-LDP: eps = sqrt(2 N_u ln(1/delta')) eps0 + N_u eps0 (e^eps0 - 1),
     delta = N_u delta0 + delta' (+ delta_hat).
     """
-    nn = _n("n", n)
-    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
-    e = V.positive("eps0", eps0)
-    d0 = V.probability("delta0", delta0)
-    V._check("delta0", d0, d0 >= 1.0, "in [0, 1) (delta0 = 1 is no local guarantee)")
-    dp = V.unit_open("delta_prime", delta_prime)
-    dh = V.unit_open("delta_hat", delta_hat)
+    nn, tt, e, d0, dp, dh = check_params((P.N, P.STEPS_T, P.EPS0_LOCAL, P.DELTA0_PURE, P.DELTA_PRIME, P.DELTA_HAT),
+                                         broadcast=False, n=n, steps=steps, eps0=eps0, delta0=delta0,
+                                         delta_prime=delta_prime, delta_hat=delta_hat)
     shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta0=d0, delta_prime=dp, delta_hat=dh)
     r = _local_sum_kernel(*_b(shape, nn, tt, e, d0, dp, dh), np.asarray(bool(fixed_contributions)))
     over = ~np.isfinite(np.asarray(r.epsilon))  # e^eps0 overflows from eps0 ~ 709 (eps0 = 1e300: +inf)

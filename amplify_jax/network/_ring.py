@@ -8,10 +8,12 @@ import numpy as np
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition, fmt_closed_form
 from .._core.numerics import float64_jit, x64_scope
 from ._common import NetworkBound, RingNoise, _b, _f64, _n
 from ._composition import _refuse_advanced_overflow
+from . import _params as P
 
 
 @float64_jit
@@ -28,10 +30,8 @@ def ring_sum_bound(*, steps, eps0, delta0, delta_prime):
     Remark 1's distributed noise gives the same guarantee (see :func:`ring_noise`).  Inputs whose value leaves
     float64 (eps0 ~ 700 and beyond: +inf) are refused.
     """
-    k = V.integer("steps", steps, minimum=1).astype(np.float64)
-    e = V.positive("eps0", eps0)
-    d0 = V.unit_open("delta0", delta0)
-    dp = V.unit_open("delta_prime", delta_prime)
+    k, e, d0, dp = check_params((P.STEPS_K, P.EPS0_LOCAL, P.DELTA0, P.DELTA_PRIME), broadcast=False, steps=steps,
+                                eps0=eps0, delta0=delta0, delta_prime=delta_prime)
     shape = V.broadcastable(steps=k, eps0=e, delta0=d0, delta_prime=dp)
     _refuse_advanced_overflow("eps0", e, "steps", k, "delta_prime", dp)  # eps0 = 1e300: +inf
     eps, delta = _ring_sum_kernel(*_b(shape, k, e, d0, dp))
@@ -133,11 +133,8 @@ def ring_histogram_bound(*, n, steps, eps0, delta, delta_prime, form="erlingsson
     Advanced composition over K = ``steps`` visits: (sqrt(2K ln(1/delta')) e + K e (e^e - 1), K delta + delta').
     """
     V.one_of("form", form, ("erlingsson", "fmt"))
-    nn = _n("n", n)
-    k = V.integer("steps", steps, minimum=1).astype(np.float64)
-    e = V.positive("eps0", eps0)
-    d = V.unit_open("delta", delta)
-    dp = V.unit_open("delta_prime", delta_prime)
+    nn, k, e, d, dp = check_params((P.N, P.STEPS_K, P.EPS0_LOCAL, P.VISIT_DELTA, P.DELTA_PRIME), broadcast=False,
+                                   n=n, steps=steps, eps0=eps0, delta=delta, delta_prime=delta_prime)
     if form == "erlingsson":
         if np.any(e >= 0.5):
             raise ValueError(f"Theorem 2 (Erlingsson et al.) requires eps0 < 1/2, got eps0={np.max(e)!r}; "

@@ -1,0 +1,51 @@
+"""The network family's parameters, each domain stated once (issue 29, item 2).
+
+The public functions validate their numeric inputs through these :class:`Param` objects
+(:func:`amplify_jax._core.domains.check_params`) and ``_bounds.py`` declares the registry's bounds with the same
+objects, so ``bounds.evaluate`` and the functions refuse the same values with the same one-line message.
+
+The functions take the slack ``delta_prime`` (the paper's delta') of the advanced composition, where the
+registry's bounds take the total ``delta`` and derive delta' from it: :data:`DELTA_PRIME` is its own Param.
+
+Where a domain's ends come from (Cyffers & Bellet, Thm 1, Thm 2 / Remark 2 and the local baseline of Sec. 5.1
+hold for every n >= 2, K, T >= 1, eps0 > 0, delta0 in [0, 1), delta', delta_hat in (0, 1); the upper ends are
+float64's, refused rather than answered unverified):
+
+* n in 2..10**12 (:data:`N`): at least one other user (n - 1 >= 1 reports shuffled, T/n visits); 10**12 is the
+  registry's end and the tested one (a population beyond it is not a network of users).
+* steps: the walk's T in 1..10**12 (:data:`STEPS_T`), the ring's visits K in 1..10**9 (:data:`STEPS_K`), the
+  registry's ends (at 10**12 compositions sqrt(2 k ln(1/delta')) eps0 is still far inside float64).
+* eps0 in (0, 700] for the functions (:data:`EPS0_LOCAL`): 0 is no randomizer (the theorems need eps0 > 0),
+  e^eps0 leaves float64 at 709.78; the joint overflow of k eps0 (e^eps0 - 1) is still refused by the functions.
+  The registry's bounds keep (0, 30] (:data:`EPS0`), the range ``bounds.invert`` searches and the tests cover.
+* delta0 in (0, 1) (:data:`DELTA0`) for the ring (Thm 1's Gaussian Perturb needs delta0 > 0) and the registry;
+  in [0, 1) for the local baseline (:data:`DELTA0_PURE`: delta0 = 0 is pure LDP, delta0 = 1 no guarantee).
+* delta', delta_hat, the per-visit shuffling delta: (0, 1) (ln(1/delta) finite and positive).
+"""
+
+from __future__ import annotations
+
+from .._core.domains import Integer, Real
+from .._core.registry import INCREASING, Param
+
+#: Largest eps0 of a function (e^eps0 finite in float64 up to 709.78)
+MAX_EPS0 = 700.0
+
+_OPEN_UNIT = Real(0.0, 1.0, lo_open=True, hi_open=True)
+
+N = Param("n", Integer(2, 10**12), "number of users")
+STEPS_T = Param("steps", Integer(1, 10**12), "T: number of steps of the token walk", INCREASING)
+STEPS_K = Param("steps", Integer(1, 10**9), "K: number of visits of the token to the observer (compositions)",
+                INCREASING)
+EPS0 = Param("eps0", Real(0.0, 30.0, lo_open=True), "local guarantee of one contribution", INCREASING,
+             search=(1e-4, 30.0))
+EPS0_LOCAL = Param("eps0", Real(0.0, MAX_EPS0, lo_open=True),
+                   "local guarantee of one contribution (e^eps0 finite in float64)")
+DELTA0 = Param("delta0", _OPEN_UNIT, "local delta of one contribution", INCREASING, search=(1e-300, 0.5))
+DELTA0_PURE = Param("delta0", Real(0.0, 1.0, hi_open=True),
+                    "local delta of one contribution (0: pure LDP; 1 is no local guarantee)")
+DELTA_PRIME = Param("delta_prime", _OPEN_UNIT, "delta' of the advanced composition")
+DELTA_HAT = Param("delta_hat", _OPEN_UNIT,
+                  "failure probability of the Chernoff bound on a user's number of contributions")
+SHUFFLE_DELTA = Param("shuffle_delta", _OPEN_UNIT, "delta of one shuffling step (per visit or per cycle)")
+VISIT_DELTA = Param("delta", SHUFFLE_DELTA.domain, "delta of the shuffle between two visits")
