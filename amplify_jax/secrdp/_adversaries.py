@@ -13,9 +13,11 @@ import warnings
 import numpy as np
 
 from .._core import validate as V
+from .._core.domains import check_params
+from . import _params as P
 from ._graph import SecGraph
 
-ADVERSARIES = ("eavesdropper", "curious", "colluding", "local")
+ADVERSARIES = P.ADVERSARIES
 
 
 class DisconnectedGraphWarning(UserWarning):
@@ -27,32 +29,31 @@ class DisconnectedGraphWarning(UserWarning):
 #: sigma_cor^2 d_max)) and 2 C^2 / sigma_unc^2: with sigma_unc and C in [1e-50, 1e50] and sigma_cor <= 1e50 it stays
 #: finite and positive in float64 (sigma_unc = 1e-300 gave eps1 = +inf, sigma_unc = 1e300 eps1 = 0, which the
 #: example level refused unnamed).  The registry's domains (1e-3 .. 1e3) lie inside.
-SIGMA_UNC_RANGE = (1e-50, 1e50)
+SIGMA_UNC_RANGE = (P.ACCOUNTANT_SIGMA_UNC.domain.lo, P.ACCOUNTANT_SIGMA_UNC.domain.hi)
 #: Largest sigma_cor the accountant takes (sigma_cor >= 0): sigma_cor^2 L_H stays finite (1e300 gave NaN).
-SIGMA_COR_MAX = 1e50
+SIGMA_COR_MAX = P.ACCOUNTANT_SIGMA_COR.domain.hi
 #: clip (the gradient's clipping threshold C) the accountant takes: 2 C^2 / sigma_unc^2 stays finite and positive
 #: (clip = 1e300 gave eps1 = +inf, 1e-300 eps1 = 0).
-CLIP_RANGE = (1e-50, 1e50)
+CLIP_RANGE = (P.ACCOUNTANT_CLIP.domain.lo, P.ACCOUNTANT_CLIP.domain.hi)
 
 
 def _sigma_unc(x):
-    return V.between("sigma_unc", V.positive("sigma_unc", x), *SIGMA_UNC_RANGE)
+    return P.ACCOUNTANT_SIGMA_UNC.domain.check("sigma_unc", x)
 
 
 def _sigma_cor(x):
-    return V.between("sigma_cor", V.nonnegative("sigma_cor", x), 0.0, SIGMA_COR_MAX)
+    return P.ACCOUNTANT_SIGMA_COR.domain.check("sigma_cor", x)
 
 
 def _clip(x):
-    return V.between("clip", V.positive("clip", x), *CLIP_RANGE)
+    return P.ACCOUNTANT_CLIP.domain.check("clip", x)
 
 
 def _validate_noise(sigma_unc, sigma_cor, clip):
     """sigma_unc in :data:`SIGMA_UNC_RANGE`, 0 <= sigma_cor <= :data:`SIGMA_COR_MAX`, clip in :data:`CLIP_RANGE`,
     broadcasting."""
-    su = _sigma_unc(sigma_unc)
-    sc = _sigma_cor(sigma_cor)
-    c = _clip(clip)
+    su, sc, c = check_params((P.ACCOUNTANT_SIGMA_UNC, P.ACCOUNTANT_SIGMA_COR, P.ACCOUNTANT_CLIP), broadcast=False,
+                             sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip)
     shape = V.broadcastable(sigma_unc=su, sigma_cor=sc, clip=c)
     return su, sc, c, shape
 

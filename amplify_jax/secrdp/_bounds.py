@@ -56,13 +56,14 @@ import warnings
 
 import numpy as np
 
-from .._core import graphs
-from ..bounds import DECREASING, INCREASING, Bound, Choice, Graph, Integer, Orders, Param, Real, register
+from ..bounds import Bound, Orders, Param, register
 from .._core.status import Status
-from ._adversaries import ADVERSARIES, DisconnectedGraphWarning
-from ._conversion import _CONVERSION_METHODS, closed_form_eps1, closed_form_epsilon, epsilon
-from ._example_level import _SAMPLINGS, effective_noise_multiplier, example_level_epsilon, example_level_rdp
-from ._graph import SecGraph, algebraic_connectivity, prepare_graph
+from ._adversaries import DisconnectedGraphWarning
+from ._conversion import closed_form_eps1, closed_form_epsilon, epsilon
+from ._example_level import effective_noise_multiplier, example_level_epsilon, example_level_rdp
+from ._graph import algebraic_connectivity
+from ._params import (ADVERSARY, BATCH, CLIP, COLLUDERS, DELTA, EPS1, EXAMPLE_METHOD, GRAPH, METHOD, ORDERS, Q,
+                      SAMPLING, SIGMA_COR, SIGMA_UNC, STEPS, STEPS_1)
 from ._step import spectral_bound, step_account, step_rdp
 
 PAPER = ("Allouah, Koloskova, El Firdoussi, Jaggi, Guerraoui 2024 (The privacy power of correlated noise in "
@@ -74,44 +75,6 @@ ERRATA = ("The extraction lost the formulas: the accountant, the spectral bound 
           "proof of Thm 6 and checked in tests/test_secrdp.py).")
 CLOSED = "closed form T eps1 + 2 sqrt(T eps1 ln(1/delta)) (Cor. 12 proof, App. D.1; docs/errata.md#e-secrdp-closed-form)"
 
-
-def _graph(value):
-    """Graph domain converter: a spec, a file or a graph object -> the cached :class:`SecGraph`."""
-    if isinstance(value, SecGraph):
-        return value
-    return prepare_graph(graphs.from_spec(value))
-
-
-GRAPH = Param("graph", Graph(convert=_graph), "communication graph (a spec like ring:16, or a file)")
-# sigma_unc / clip >= 1e-6 keeps the example level's effective noise multiplier >= ~1e-6, where the core's
-# Poisson-subsampled Gaussian is finite (it returns NaN from sigma ~ 1e-7 down)
-SIGMA_UNC = Param("sigma_unc", Real(1e-3, 1e3), "std of each user's uncorrelated Gaussian noise", DECREASING)
-SIGMA_COR = Param("sigma_cor", Real(0.0, 1e6), "std of the pairwise-cancelling correlated noise per edge",
-                  DECREASING, search=(1e-4, 1e6))
-CLIP = Param("clip", Real(1e-3, 1e3), "clipping threshold C of each user's gradient", INCREASING)
-STEPS = Param("steps", Integer(1, 10**9), "number of steps T (composed)", INCREASING)
-STEPS_1 = Param("steps", Integer(1, 10**9), "number of steps T (composed; 1: one step)", INCREASING, default=1)
-DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta", DECREASING)
-ADVERSARY = Param("adversary", Choice(ADVERSARIES),
-                  "eavesdropper (I), curious (II: one user), colluding (III: up to `colluders`), local (IV: LDP)")
-COLLUDERS = Param("colluders", Integer(0, 10**6),
-                  "number c of colluding users, with adversary=colluding (0 otherwise; c < n - 1)", default=0)
-METHOD = Param("method", Choice(_CONVERSION_METHODS),
-               "RDP -> DP conversion: the closed form, or the core's balle2020 / mironov on a dense order grid",
-               default="closed_form")
-ORDERS = Param("orders", Orders(), "Rényi orders alpha > 1")
-BATCH = Param("batch_size", Real(1.0, 1e8), "(expected) mini-batch size b of each user", DECREASING,
-              search=(1.0, 1e8))
-# q >= 1e-12: the core's Poisson-subsampled Gaussian fails (NaN panel count) for q ~ 1e-200
-Q = Param("q", Real(1e-12, 1.0, hi_open=True), "sampling rate of an example in a mini-batch", INCREASING,
-          search=(1e-12, 0.999))
-SAMPLING = Param("sampling", Choice(_SAMPLINGS),
-                 "poisson (add/remove, MTZ 2019) or without_replacement (replace-one, WBK 2019 Thm 9)",
-                 default="poisson")
-EXAMPLE_METHOD = Param("method", Choice(tuple(m for m in _CONVERSION_METHODS if m != "closed_form")),
-                       "RDP -> DP conversion of the core", default="balle2020")
-EPS1 = Param("eps1", Real(0.0, 1e6), "per-step SecRDP coefficient: each step is (alpha, alpha eps1)-SecRDP",
-             INCREASING, search=(1e-12, 1e6))
 
 _REMOVED = {"eavesdropper": 0, "curious": 1, "local": None}
 

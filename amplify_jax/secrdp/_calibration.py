@@ -29,15 +29,17 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._core import validate as V
+from .._core.domains import check_params
 from .._core.numerics import x64_scope
 from ..accounting.calibrate import AT_LIMIT, INFEASIBLE, NOT_MONOTONE, OK, invert_monotone  # Status codes, as ints
 from ..accounting.conversions import epsilon_from_rdp
 from ..accounting.rdp import SIGMA_RANGE
-from ._adversaries import SIGMA_UNC_RANGE, _check_connectivity, _clip, _sigma_unc, _validate_adversary
+from ._adversaries import SIGMA_UNC_RANGE, _check_connectivity, _clip, _validate_adversary
+from . import _params as P
 from ._certified import _fast_affordable
 from ._conversion import _CONVERSION_METHODS, _CURVE_ORDERS, _eps_from_eps1_kernel, closed_form_eps1
 from ._covariance import _enumeration_affordable, _lam_bound, _mask_structure, _masked_one
-from ._example_level import _SAMPLINGS, _batch_size, _subsampled_curve, effective_noise_multiplier
+from ._example_level import _SAMPLINGS, _subsampled_curve, effective_noise_multiplier
 from ._graph import SecGraph, _is_large, _removal_masks, algebraic_connectivity, prepare_graph
 from ._rounding import _LDP_UP, _ROUND_ABS, _U
 from ._step import _spectral_diag_bound, _step_diag
@@ -142,9 +144,8 @@ def calibrate_eps1(target_epsilon, *, steps, delta, method="closed_form"):
     V.one_of("method", method, _CONVERSION_METHODS)
     if method == "closed_form":
         return closed_form_eps1(target_epsilon, steps=steps, delta=delta)
-    e = V.positive("target_epsilon", target_epsilon)
-    t = V.integer("steps", steps, minimum=1).astype(np.float64)
-    d = V.unit_open("delta", delta)
+    e, t, d = check_params((P.TARGET_EPSILON, P.ANY_STEPS, P.DELTA), broadcast=False, target_epsilon=target_epsilon,
+                           steps=steps, delta=delta)
     shape = V.broadcastable(target_epsilon=e, steps=t, delta=d)
     lo = np.asarray(closed_form_eps1(e, steps=t, delta=d))  # feasible: balle2020/mironov <= closed form
     fn = _BUDGET_FNS[method]
@@ -255,8 +256,8 @@ def calibrate_sigma_cor(graph, *, sigma_unc, clip, target_epsilon, delta, steps,
     batch at 500-2000 users)."""
     g = prepare_graph(graph)
     c = _validate_adversary(g, adversary, colluders)
-    su = _sigma_unc(sigma_unc)  # in SIGMA_UNC_RANGE
-    clip_a = _clip(clip)  # in CLIP_RANGE
+    su, clip_a = check_params((P.ACCOUNTANT_SIGMA_UNC, P.ACCOUNTANT_CLIP), broadcast=False, sigma_unc=sigma_unc,
+                              clip=clip)
     budget = np.asarray(calibrate_eps1(target_epsilon, steps=steps, delta=delta, method=method))
     V.broadcastable(sigma_unc=su, clip=clip_a, budget=budget)
     _check_connectivity(g, c)
@@ -352,11 +353,10 @@ def example_level_calibrate_eps1(target_epsilon, *, delta, steps, batch_size, q,
     bisection on eps1 over the core's subsampled curves; the example-level eps increases with eps1).  Returns
     the feasible (lower) endpoint, re-checked.  Scalar inputs; ``batch_size`` in ``BATCH_SIZE_RANGE``; eps1 is
     searched in [1e-12, 1e6] where the effective noise multiplier stays in ``rdp.SIGMA_RANGE``."""
-    e = V.scalar("target_epsilon", target_epsilon, V.positive)  # scalar inputs (one bisection)
-    d = V.scalar("delta", delta, V.unit_open)
-    t = float(V.count("steps", steps, minimum=1))
-    b = V.scalar("batch_size", batch_size, lambda k, v: _batch_size(v))  # in BATCH_SIZE_RANGE
-    q = V.scalar("q", q, V.unit_open)
+    # scalar inputs (one bisection)
+    e, d, t, b, q = (V.scalar(p.name, v, p.domain.check) for p, v in (
+        (P.TARGET_EPSILON, target_epsilon), (P.DELTA, delta), (P.ANY_STEPS, steps), (P.ANY_BATCH, batch_size),
+        (P.ANY_Q, q)))
     # the bisection below runs until hi / lo <= 1 + rtol
     rtol = V.scalar("rtol", rtol, lambda k, v: V.between(k, v, 1e-15, 1.0))
     V.one_of("sampling", sampling, _SAMPLINGS)
@@ -406,9 +406,8 @@ def example_level_calibrate_sigma_cor(graph, *, sigma_unc, clip, target_epsilon,
     :func:`example_level_calibrate_eps1`, then the minimal sigma_cor for each sigma_unc (batched)."""
     g = prepare_graph(graph)
     c = _validate_adversary(g, adversary, colluders)
-    su = _sigma_unc(sigma_unc)  # in SIGMA_UNC_RANGE
-    cl = _clip(clip)  # in CLIP_RANGE
-    V.broadcastable(sigma_unc=su, clip=cl)
+    su, cl = check_params((P.ACCOUNTANT_SIGMA_UNC, P.ACCOUNTANT_CLIP), broadcast=False, sigma_unc=sigma_unc,
+                          clip=clip)
     unit = example_level_calibrate_eps1(target_epsilon, delta=delta, steps=steps, batch_size=batch_size, q=q,
                                         sampling=sampling, orders=orders)
     # the budget is the same at every clip: eps1 is the accountant's at clip C, and the effective noise

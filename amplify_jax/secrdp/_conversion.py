@@ -14,8 +14,10 @@ import numpy as np
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
 from .._core.numerics import x64_scope
 from ..accounting.conversions import epsilon_from_rdp, rdp_epsilon_terms
+from . import _params as P
 from ._rounding import _dev
 from ._step import step_account
 
@@ -25,10 +27,7 @@ def closed_form_epsilon(eps1, *, steps, delta):
     exact minimum over continuous alpha > 1 of Mironov's conversion alpha T eps1 + ln(1/delta)/(alpha - 1) of
     the T-fold composition of (alpha, alpha eps1)-SecRDP.  Broadcasts over eps1 (>= 0), steps (>= 1), delta
     (in (0, 1))."""
-    e = V.nonnegative("eps1", eps1)
-    t = V.integer("steps", steps, minimum=1).astype(np.float64)
-    d = V.unit_open("delta", delta)
-    V.broadcastable(eps1=e, steps=t, delta=d)
+    e, t, d = check_params((P.ANY_EPS1, P.ANY_STEPS, P.DELTA), broadcast=False, eps1=eps1, steps=steps, delta=delta)
     x = t * e
     with x64_scope():
         return _dev(x + 2.0 * np.sqrt(x * np.log(1.0 / d)))
@@ -39,17 +38,15 @@ def closed_form_eps1(target_epsilon, *, steps, delta):
     <= target_epsilon, eps1 = (sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))^2 / T (App. D.1, step 1), evaluated
     without cancellation as eps^2 / (T (sqrt(ln(1/delta) + eps) + sqrt(ln(1/delta)))^2) and rounded down by
     a relative 1e-12 (safe side)."""
-    e = V.positive("target_epsilon", target_epsilon)
-    t = V.integer("steps", steps, minimum=1).astype(np.float64)
-    d = V.unit_open("delta", delta)
-    V.broadcastable(target_epsilon=e, steps=t, delta=d)
+    e, t, d = check_params((P.TARGET_EPSILON, P.ANY_STEPS, P.DELTA), broadcast=False, target_epsilon=target_epsilon,
+                           steps=steps, delta=delta)
     ld = np.log(1.0 / d)
     val = (e / (np.sqrt(ld + e) + np.sqrt(ld))) ** 2 / t  # squared after the division: e^2 overflowed at 1e300
     with x64_scope():
         return _dev(val * (1.0 - 1e-12))
 
 
-_CONVERSION_METHODS = ("closed_form", "balle2020", "mironov")
+_CONVERSION_METHODS = P.CONVERSION_METHODS
 _CURVE_ORDERS = np.concatenate([1.0 + np.geomspace(1e-4, 1.0, 60, endpoint=False), np.geomspace(2.0, 1e5, 140)])
 
 
@@ -74,7 +71,7 @@ def epsilon(graph, *, sigma_unc, sigma_cor, clip, steps, delta, adversary, collu
                        colluders=colluders)
     if method == "closed_form":
         return closed_form_epsilon(acc.eps1, steps=steps, delta=delta)
-    t = V.integer("steps", steps, minimum=1).astype(np.float64)
+    (t,) = check_params((P.ANY_STEPS,), broadcast=False, steps=steps)
     with x64_scope():
         curve = _dev(t[..., None] * np.asarray(acc.eps1)[..., None] * np.asarray(a, np.float64))
     return epsilon_from_rdp(a, curve, delta=delta, method=method).epsilon

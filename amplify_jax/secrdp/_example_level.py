@@ -12,24 +12,22 @@ import numpy as np
 
 
 from .._core import validate as V
+from .._core.domains import check_params
 from .._core.numerics import x64_scope
 from ..accounting import rdp as core_rdp
 from ..accounting.conversions import epsilon_from_rdp
 from ..accounting.rdp import SIGMA_RANGE
+from . import _params as P
 from ._rounding import _dev
 from ._step import step_account
 
-_SAMPLINGS = ("poisson", "without_replacement")
+_SAMPLINGS = P.SAMPLINGS
 #: (Expected) batch sizes b :func:`~amplify_jax.secrdp.example_level_calibrate_eps1` takes.  The effective noise
 #: multiplier b sqrt(2 / eps1) (Poisson; b / sqrt(2 eps1) without replacement) must lie in the core's
 #: ``rdp.SIGMA_RANGE`` [1e-3, 1e10]: in this range of b the budget's search interval of eps1 (1e-12 .. 1e6, cut to
 #: that range) keeps a factor >= 50 (b = 1e300 or 1e-300 was refused as "sigma=2e+300", naming neither).  The
 #: registry's domain (1 .. 1e8) lies inside.  (:func:`example_level_rdp` checks the multiplier itself.)
-BATCH_SIZE_RANGE = (1e-8, 1e12)
-
-
-def _batch_size(x):
-    return V.between("batch_size", V.positive("batch_size", x), *BATCH_SIZE_RANGE)
+BATCH_SIZE_RANGE = (P.ANY_BATCH.domain.lo, P.ANY_BATCH.domain.hi)
 
 
 def _check_effective_sigma(sig, **named):
@@ -92,10 +90,9 @@ def example_level_rdp(orders, graph, *, sigma_unc, sigma_cor, clip, batch_size, 
     clip and batch_size otherwise).
     """
     a = V.orders("orders", orders)
-    q = V.unit_open("q", q)
-    t = V.integer("steps", steps, minimum=1).astype(np.float64)
+    q, t, b = check_params((P.ANY_Q, P.ANY_STEPS, P.ANY_BATCH), broadcast=False, q=q, steps=steps,
+                           batch_size=batch_size)  # before the accountant runs; joint shapes checked below
     V.one_of("sampling", sampling, _SAMPLINGS)
-    b = V.positive("batch_size", batch_size)  # before the accountant runs
     acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,
                        colluders=colluders)
     eps1 = np.asarray(acc.eps1)
