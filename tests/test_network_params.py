@@ -16,14 +16,16 @@ from hypothesis import given, strategies as st
 
 from amplify_jax import bounds
 from amplify_jax import network as NW
-from amplify_jax.network import _local, _params as P, _ring
+from amplify_jax.network import _complete_graph, _local, _params as P, _ring
 from _params_probe import param_refuses as _param_refuses, probes as _probes, stub as _stub
 from _params_probe import function_refuses as _function_refuses
 
 
 @pytest.fixture(autouse=True)
 def no_kernels(monkeypatch):
-    for mod, name in [(_ring, "_ring_sum_kernel"), (_ring, "_ring_hist_kernel"), (_local, "_local_sum_kernel")]:
+    for mod, name in [(_ring, "_ring_sum_kernel"), (_ring, "_ring_hist_kernel"), (_local, "_local_sum_kernel"),
+                      (_complete_graph, "_thm3_kernel"), (_complete_graph, "_sum_bound_kernel"),
+                      (_complete_graph, "_hist_kernel"), (_complete_graph, "_spotted_kernel")]:
         monkeypatch.setattr(mod, name, _stub)
 
 
@@ -32,6 +34,14 @@ def _erlingsson_extra(name, value, base):
     return math.isfinite(value) and ((name == "eps0" and value >= 0.5) or (name == "delta" and value >= 0.01)
                                      or (name == "n" and value <= 1000))
 
+
+def _group_extra(name, value, base):
+    """cycle_delta='group' (the default) also refuses delta0 = 0 (the Gaussian's calibration needs delta0 > 0)."""
+    return name == "delta0" and value == 0
+
+
+_CG = dict(n=10**4, steps=10**6, eps0=0.5, delta_prime=1e-6, delta_hat=1e-6)
+_CG_PARAMS = dict(n=P.N, steps=P.STEPS_T, eps0=P.EPS0_GAUSS, delta_prime=P.DELTA_PRIME, delta_hat=P.DELTA_HAT)
 
 #: (label, call(**values), base values, {parameter: its Param}, extra refusals of a joint condition or None)
 CASES = [
@@ -48,6 +58,17 @@ CASES = [
      dict(n=1000, steps=10, eps0=0.5, delta0=1e-8, delta_prime=1e-6, delta_hat=1e-6),
      dict(n=P.N, steps=P.STEPS_T, eps0=P.EPS0_LOCAL, delta0=P.DELTA0_PURE, delta_prime=P.DELTA_PRIME,
           delta_hat=P.DELTA_HAT), None),
+    ("complete_graph_sum_epsilon", NW.complete_graph_sum_epsilon, _CG, _CG_PARAMS, None),
+    ("complete_graph_sum_bound", NW.complete_graph_sum_bound, dict(_CG, delta0=1e-8),
+     dict(_CG_PARAMS, delta0=P.DELTA0_PURE), _group_extra),
+    ("complete_graph_sum_bound_paper", lambda **kw: NW.complete_graph_sum_bound(cycle_delta="paper", **kw),
+     dict(_CG, delta0=1e-8), dict(_CG_PARAMS, delta0=P.DELTA0_PURE), None),
+    ("complete_graph_histogram_bound", NW.complete_graph_histogram_bound, dict(_CG, delta=1e-9),
+     dict(_CG_PARAMS, eps0=P.EPS0_LOCAL, delta=P.VISIT_DELTA), None),
+    ("spotted_contributions_epsilon", NW.spotted_contributions_epsilon,
+     dict(n=1000, contributions=1e5, eps0=0.5, delta_prime=1e-6, delta_tilde=1e-6),
+     dict(n=P.N, contributions=P.SPOTTED_CONTRIBUTIONS, eps0=P.EPS0_LOCAL, delta_prime=P.DELTA_PRIME,
+          delta_tilde=P.DELTA_TILDE), None),
 ]
 
 
@@ -83,21 +104,43 @@ def test_hypothesis_function_and_param_agree(case, data, value):
         (label, name, value)
 
 
+#: Registry parameters whose domain differs from the function's Param, each stated in _params.py:
+#: (bound id, name) -> the registry's Param (or its domain's declaration)
+DIFFERENT = {
+    # eps0: the registry's (0, 30], the functions' (0, 700] (EPS0_LOCAL)
+    ("network.ring-sum", "eps0"): P.EPS0, ("network.ring-histogram", "eps0"): P.EPS0,
+    ("network.complete-graph-histogram", "eps0"): P.EPS0, ("network.spotted-contributions", "eps0"): P.EPS0,
+    # delta0 = 0 (pure LDP): the functions take it (the default cycle_delta='group' refuses it), the registry not
+    ("network.complete-graph-sum", "delta0"): P.DELTA0,
+    # T_u = 0: the function answers 0; the registry's contributions are searched on a log scale
+    ("network.spotted-contributions", "contributions"): None,
+}
+#: the registry's name of a function's parameter, where they differ
+RENAMED = {"shuffle_delta": "delta"}
+
+
 def test_registry_declares_the_functions_params():
-    """The converted functions' registry bounds declare the functions' Param objects; the stated differences:
-    eps0 (the registry's EPS0, (0, 30], inside the functions' EPS0_LOCAL, (0, 700]) and the registry's total
-    ``delta`` (the functions take its pieces: delta0, delta_prime, and the ring histogram's per-visit delta)."""
-    funcs = {"network.ring-sum": "ring_sum_bound", "network.ring-histogram": "ring_histogram_bound"}
+    """The converted functions' registry bounds declare their functions' domains (the same objects), or one of
+    the stated differences; the registry's total ``delta`` is not a function's parameter (the functions take its
+    pieces: delta0, delta_prime, delta_hat, the shuffling step's delta) and ``colluders`` is checked jointly
+    with n (colluders < n)."""
+    funcs = {"network.ring-sum": "ring_sum_bound", "network.ring-histogram": "ring_histogram_bound",
+             "network.complete-graph-sum": "complete_graph_sum_bound",
+             "network.complete-graph-histogram": "complete_graph_histogram_bound",
+             "network.spotted-contributions": "spotted_contributions_epsilon"}
     by_label = {label: ps for label, _, _, ps, _ in CASES}
     seen = 0
     for bid, label in funcs.items():
         fn_params = by_label[label]
         for p in bounds.get(bid).params:
-            if not p.domain.numeric or p.name == "delta":  # the total delta: not a function's parameter
+            if not p.domain.numeric or p.name in ("delta", "colluders"):
                 continue
-            if p.name == "eps0":
-                assert p is P.EPS0 and P.EPS0.domain.hi <= P.EPS0_LOCAL.domain.hi
+            fn = fn_params[RENAMED.get(p.name, p.name)]
+            if (bid, p.name) in DIFFERENT:
+                assert p.domain is not fn.domain, (bid, p.name)
+                if DIFFERENT[(bid, p.name)] is not None:
+                    assert p is DIFFERENT[(bid, p.name)], (bid, p.name)
             else:
-                assert p is fn_params[p.name], (bid, p.name)
+                assert p.domain is fn.domain, (bid, p.name)
             seen += 1
-    assert seen == 7
+    assert seen == 21

@@ -28,7 +28,8 @@ import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Param, Real, register
 from .._core.status import Status
-from ._params import DELTA0, DELTA_HAT, DELTA_PRIME, EPS0, N, SHUFFLE_DELTA, STEPS_K, STEPS_T
+from ._params import (DELTA0, DELTA_HAT, DELTA_PRIME, DELTA_TILDE, EPS0, EPS0_GAUSS, N, SHUFFLE_DELTA, STEPS_K,
+                      STEPS_T)
 from ._complete_graph import complete_graph_histogram_bound, complete_graph_sum_bound, spotted_contributions_epsilon
 from ._composition import advanced_composition_epsilon, kov_homogeneous_epsilon
 from ._local import local_sum_bound
@@ -44,8 +45,6 @@ APP_D_FIX = ("Corrected: the second term of the advanced composition is k eps_c 
              "eps0 for eps_c; docs/errata.md#e-network-thm3-composition).")
 
 DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta (total)", DECREASING)
-EPS0_GAUSS = Param("eps0", Real(0.0, 1.0, lo_open=True, hi_open=True),
-                   "local guarantee of one (Gaussian) contribution, < 1 (Thm 3)", INCREASING, search=(1e-4, 0.999))
 COLLUDERS = Param("colluders", Integer(1, 10**6), "number of colluding users (Sec. 4.3: n -> n / c), < n",
                   default=1)
 CYCLE_DELTA = Param("cycle_delta", Choice(("group", "paper")),
@@ -304,10 +303,9 @@ register(Bound(
     example=dict(n=1000, contributions=1e5, eps0=0.5, delta=1e-5, delta_tilde=1e-6),
     paper=PAPER, theorem="App. G, Lemma 2 (Chernoff bound on the spotted contributions, composition)",
     summary="eps of the contributions spotted when sender and receiver are known (pure eps0-LDP each)",
-    params=(Param("n", Integer(2, 10**12), "number of users", DECREASING, search=(2, 10**12)), CONTRIBUTIONS,
+    params=(Param("n", N.domain, "number of users", DECREASING, search=(2, 10**12)), CONTRIBUTIONS,
             EPS0, DELTA,
-            Param("delta_tilde", Real(0.0, 1.0, lo_open=True, hi_open=True),
-                  "failure probability of the Chernoff bound on the spotted count"),
+            DELTA_TILDE,
             Param("composition", Choice(("advanced", "simple")), "advanced (capped by S eps0) or simple S eps0",
                   default="advanced")),
     answer="epsilon", kernel=_spotted, outputs=("spotted",),

@@ -8,10 +8,12 @@ import jax
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition, fmt_closed_form, subsampled_epsilon
 from .._core.numerics import float64_jit, log_ndtr, log_sub
 from ._common import NetworkBound, SpottedBound, _b, _colluders, _n
 from ._composition import _chernoff_count
+from . import _params as P
 
 #: Largest number of draws of one user in a cycle whose group delta is computed (more is charged delta = 1).
 _KMAX_GROUP = 24
@@ -61,15 +63,8 @@ def _thm3_as_printed(*, n, T, eps0, delta_prime, delta_hat):
 
 
 def _thm3_inputs(n, steps, eps0, delta_prime, delta_hat):
-    nn = _n("n", n)
-    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
-    e = V.positive("eps0", eps0)
-    if np.any(e >= 1):
-        raise ValueError(f"Theorem 3 requires eps0 < 1 (the Gaussian aggregation step e^(eps0/sqrt(m)) - 1 <= "
-                         f"2 eps0/sqrt(m)), got eps0={np.max(e)!r}.")
-    dp = V.unit_open("delta_prime", delta_prime)
-    dh = V.unit_open("delta_hat", delta_hat)
-    return nn, tt, e, dp, dh
+    return check_params((P.N, P.STEPS_T, P.EPS0_GAUSS, P.DELTA_PRIME, P.DELTA_HAT), broadcast=False, n=n,
+                        steps=steps, eps0=eps0, delta_prime=delta_prime, delta_hat=delta_hat)
 
 
 def complete_graph_sum_epsilon(*, n, steps, eps0, delta_prime, delta_hat):
@@ -110,8 +105,7 @@ def complete_graph_sum_bound(*, n, steps, eps0, delta0, delta_prime, delta_hat, 
     """
     V.one_of("cycle_delta", cycle_delta, ("group", "paper"))
     nn, tt, e, dp, dh = _thm3_inputs(n, steps, eps0, delta_prime, delta_hat)
-    d0 = V.probability("delta0", delta0)
-    V._check("delta0", d0, d0 >= 1.0, "in [0, 1) (delta0 = 1 is no local guarantee)")
+    d0, = check_params((P.DELTA0_PURE,), broadcast=False, delta0=delta0)
     cc = _colluders(nn, colluders)
     shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta0=d0, delta_prime=dp, delta_hat=dh, colluders=cc)
     nb, tb, eb, d0b, dpb, dhb, cb = _b(shape, nn, tt, e, d0, dp, dh, cc)
@@ -240,12 +234,9 @@ def complete_graph_histogram_bound(*, n, steps, eps0, delta, delta_prime, delta_
     """
     V.one_of("form", form, ("fmt", "eq11"))
     V.one_of("cycle_delta", cycle_delta, ("group", "paper"))
-    nn = _n("n", n)
-    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
-    e = V.positive("eps0", eps0)
-    d = V.unit_open("delta", delta)
-    dp = V.unit_open("delta_prime", delta_prime)
-    dh = V.unit_open("delta_hat", delta_hat)
+    nn, tt, e, d, dp, dh = check_params((P.N, P.STEPS_T, P.EPS0_LOCAL, P.VISIT_DELTA, P.DELTA_PRIME, P.DELTA_HAT),
+                                        broadcast=False, n=n, steps=steps, eps0=eps0, delta=delta,
+                                        delta_prime=delta_prime, delta_hat=delta_hat)
     cc = _colluders(nn, colluders)
     if form == "eq11":
         if np.any(e > 1):
@@ -281,10 +272,8 @@ def spotted_contributions_epsilon(*, n, contributions, eps0, delta_prime, delta_
     To be added (with delta_tilde and S delta0 + delta') to the hidden-path bound.
     """
     V.one_of("composition", composition, ("advanced", "simple"))
-    nn = _n("n", n)
-    nu = V.nonnegative("contributions", contributions)
-    e = V.positive("eps0", eps0)
-    dp = V.unit_open("delta_prime", delta_prime)
-    dt = V.unit_open("delta_tilde", delta_tilde)
+    nn, nu, e, dp, dt = check_params((P.N, P.SPOTTED_CONTRIBUTIONS, P.EPS0_LOCAL, P.DELTA_PRIME, P.DELTA_TILDE),
+                                     broadcast=False, n=n, contributions=contributions, eps0=eps0,
+                                     delta_prime=delta_prime, delta_tilde=delta_tilde)
     shape = V.broadcastable(n=nn, contributions=nu, eps0=e, delta_prime=dp, delta_tilde=dt)
     return _spotted_kernel(*_b(shape, nn, nu, e, dp, dt), np.asarray(composition == "advanced"))

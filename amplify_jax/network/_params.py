@@ -20,7 +20,12 @@ float64's, refused rather than answered unverified):
   The registry's bounds keep (0, 30] (:data:`EPS0`), the range ``bounds.invert`` searches and the tests cover.
 * delta0 in (0, 1) (:data:`DELTA0`) for the ring (Thm 1's Gaussian Perturb needs delta0 > 0) and the registry;
   in [0, 1) for the local baseline (:data:`DELTA0_PURE`: delta0 = 0 is pure LDP, delta0 = 1 no guarantee).
-* delta', delta_hat, the per-visit shuffling delta: (0, 1) (ln(1/delta) finite and positive).
+* eps0 in (0, 1) for Thm 3 (:data:`EPS0_GAUSS`: the Gaussian aggregation step e^(eps0/sqrt(m)) - 1 <=
+  2 eps0/sqrt(m)), for the functions and the registry alike.
+* delta', delta_hat, delta_tilde, the shuffling step's delta: (0, 1) (ln(1/delta) finite and positive).
+* contributions T_u of App. G's spotted count (:data:`SPOTTED_CONTRIBUTIONS`) in [0, 10**12]: 0 is no
+  contribution (nothing spotted); 10**12 the registry's end (its ``contributions`` excludes 0: the search
+  there is on a log scale).
 """
 
 from __future__ import annotations
@@ -48,4 +53,10 @@ DELTA_PRIME = Param("delta_prime", _OPEN_UNIT, "delta' of the advanced compositi
 DELTA_HAT = Param("delta_hat", _OPEN_UNIT,
                   "failure probability of the Chernoff bound on a user's number of contributions")
 SHUFFLE_DELTA = Param("shuffle_delta", _OPEN_UNIT, "delta of one shuffling step (per visit or per cycle)")
-VISIT_DELTA = Param("delta", SHUFFLE_DELTA.domain, "delta of the shuffle between two visits")
+VISIT_DELTA = Param("delta", SHUFFLE_DELTA.domain, "delta of one shuffling step (between two visits on the ring, "
+                    "per cycle on the complete graph)")
+EPS0_GAUSS = Param("eps0", _OPEN_UNIT, "local guarantee of one (Gaussian) contribution, < 1 (Thm 3)", INCREASING,
+                   search=(1e-4, 0.999))
+DELTA_TILDE = Param("delta_tilde", _OPEN_UNIT, "failure probability of the Chernoff bound on the spotted count")
+SPOTTED_CONTRIBUTIONS = Param("contributions", Real(0.0, 1e12),
+                              "T_u: contributions of a user, of which the spotted ones are counted (0: none)")
