@@ -54,6 +54,23 @@ def test_default_range_grows_to_meet_a_target_beyond_it():
     assert int(kept.status) == K.INFEASIBLE and float(kept.sigma) == 2e3
 
 
+def test_small_target_beyond_the_coarse_orders_is_met():
+    """Below ~0.02 (delta 1e-5) the calibration's coarse stage (orders up to 256) cannot meet a target that the
+    full accountant meets at higher orders: such points were answered INFEASIBLE at sigma = 1e7 (eps 5.4e-4 there)
+    until the full accountant searched the range itself.  eps(sigma) here falls below 5.4e-4 by ~1.2e5 (order
+    4093), so 4e-4 stays infeasible."""
+    p = dict(q=0.5, steps=1e4, delta=1e-5)
+    targets = np.array([0.015, 0.01, 0.003, 4e-4])
+    cal = aj.dpsgd_calibrate_sigma(target_epsilon=targets, **p)
+    assert list(np.asarray(cal.status)) == [K.OK, K.OK, K.OK, K.INFEASIBLE]
+    sig = np.asarray(cal.sigma)
+    eps = np.asarray(aj.dpsgd_epsilon(sigma=sig, **p).epsilon)
+    assert np.all(eps[:3] <= targets[:3])  # feasible, re-checked
+    below = np.asarray(aj.dpsgd_epsilon(sigma=sig[:3] * (1 - 2e-6), **p).epsilon)
+    assert np.all(below > targets[:3])  # minimal to rtol
+    assert sig[3] == aj.accountants.SIGMA_LIMIT and eps[3] > targets[3]
+
+
 def test_infeasible_target_is_reported_not_nan():
     cal = aj.dpsgd_calibrate_sigma(target_epsilon=[1e-6, 2.0], q=0.5, steps=1e4, delta=1e-5)
     assert list(np.asarray(cal.status)) == [K.INFEASIBLE, K.OK]

@@ -643,15 +643,16 @@ def _calibrate_kernel(target, q, steps, log_delta, lo, hi, plan, rtol):
     def full_eps(sig, q_, steps_, log_delta_):
         return _dpsgd_eps_kernel(plan.curve, plan.at_order, sig, q_, steps_, log_delta_, method, True)[0]
 
-    infeasible = st1.status == INFEASIBLE
-    sig = jnp.where(infeasible, hi, st3.value)
     # the re-check and its fix-up in one loop (the full accountant traced once): sig first, where it stops if
-    # feasible; elsewhere Illinois steps between sig and sigma_1 (feasible: stage 1; at an infeasible target
-    # both are the range's upper end)
-    st4 = invert_monotone_kernel(full_eps, target, (q, steps, log_delta), sig, jnp.maximum(s1, sig), above=True,
-                                 rtol=rtol, integer=False, illinois=True, near_first=True)
-    status = jnp.where(infeasible, INFEASIBLE, st3.status)
-    return jnp.where(infeasible, sig, st4.value), st4.achieved, status
+    # feasible; elsewhere Illinois steps between sig and sigma_1 (feasible: stage 1).  Where stage 1 found the
+    # range infeasible (the coarse grid's top order, 256, floors its eps: ~0.02 at delta 1e-5), the full
+    # accountant searches all of [lo, hi] (its status says whether hi meets the target)
+    infeasible, sig = st1.status == INFEASIBLE, st3.value
+    st4 = invert_monotone_kernel(full_eps, target, (q, steps, log_delta), jnp.where(infeasible, lo, sig),
+                                 jnp.where(infeasible, hi, jnp.maximum(s1, sig)), above=True, rtol=rtol,
+                                 integer=False, illinois=True, near_first=True)
+    status = jnp.where(infeasible, st4.status, st3.status)
+    return st4.value, st4.achieved, status
 
 
 @float64_jit(static_argnames=("plan", "rtol_static"), persist=True)
