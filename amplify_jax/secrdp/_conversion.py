@@ -67,6 +67,7 @@ def epsilon(graph, *, sigma_unc, sigma_cor, clip, steps, delta, adversary, collu
     """
     V.one_of("method", method, _CONVERSION_METHODS)
     a = _CURVE_ORDERS if orders is None else V.orders("orders", orders)  # checked whatever the method
+    check_params((P.ANY_STEPS, P.DELTA), broadcast=False, steps=steps, delta=delta)  # before the accountant runs
     acc = step_account(graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip, adversary=adversary,
                        colluders=colluders)
     if method == "closed_form":

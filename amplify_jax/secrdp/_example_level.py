@@ -112,6 +112,7 @@ def example_level_epsilon(graph, *, sigma_unc, sigma_cor, clip, batch_size, q, s
     if orders is None:
         orders = _example_orders(sampling)
     a = V.orders("orders", orders)
+    check_params((P.DELTA,), delta=delta)  # before the accountant runs (epsilon_from_rdp checks it again)
     curve = example_level_rdp(a, graph, sigma_unc=sigma_unc, sigma_cor=sigma_cor, clip=clip,
                               batch_size=batch_size, q=q, steps=steps, sampling=sampling,
                               adversary=adversary, colluders=colluders)
