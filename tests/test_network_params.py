@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 
 from amplify_jax import bounds
 from amplify_jax import network as NW
-from amplify_jax.network import _complete_graph, _local, _params as P, _ring
+from amplify_jax.network import _complete_graph, _local, _params as P, _ring, _sgd
 from _params_probe import param_refuses as _param_refuses, probes as _probes, stub as _stub
 from _params_probe import function_refuses as _function_refuses
 
@@ -25,7 +25,8 @@ from _params_probe import function_refuses as _function_refuses
 def no_kernels(monkeypatch):
     for mod, name in [(_ring, "_ring_sum_kernel"), (_ring, "_ring_hist_kernel"), (_local, "_local_sum_kernel"),
                       (_complete_graph, "_thm3_kernel"), (_complete_graph, "_sum_bound_kernel"),
-                      (_complete_graph, "_hist_kernel"), (_complete_graph, "_spotted_kernel")]:
+                      (_complete_graph, "_hist_kernel"), (_complete_graph, "_spotted_kernel"),
+                      (_sgd, "_thm4_kernel")]:
         monkeypatch.setattr(mod, name, _stub)
 
 
@@ -69,6 +70,8 @@ CASES = [
      dict(n=1000, contributions=1e5, eps0=0.5, delta_prime=1e-6, delta_tilde=1e-6),
      dict(n=P.N, contributions=P.SPOTTED_CONTRIBUTIONS, eps0=P.EPS0_LOCAL, delta_prime=P.DELTA_PRIME,
           delta_tilde=P.DELTA_TILDE), None),
+    ("sgd_theorem4_bound", NW.sgd_theorem4_bound, dict(n=1000, steps=10**5, eps0=0.5, delta=1e-5, delta_hat=1e-6),
+     dict(n=P.N, steps=P.STEPS_T, eps0=P.EPS0_GAUSS, delta=P.SGD_DELTA, delta_hat=P.DELTA_HAT), None),
 ]
 
 
@@ -122,18 +125,21 @@ RENAMED = {"shuffle_delta": "delta"}
 def test_registry_declares_the_functions_params():
     """The converted functions' registry bounds declare their functions' domains (the same objects), or one of
     the stated differences; the registry's total ``delta`` is not a function's parameter (the functions take its
-    pieces: delta0, delta_prime, delta_hat, the shuffling step's delta) and ``colluders`` is checked jointly
-    with n (colluders < n)."""
+    pieces: delta0, delta_prime, delta_hat, the shuffling step's delta; Thm 4's per-step delta has the total's
+    domain) and ``colluders`` is checked jointly with n (colluders < n)."""
     funcs = {"network.ring-sum": "ring_sum_bound", "network.ring-histogram": "ring_histogram_bound",
              "network.complete-graph-sum": "complete_graph_sum_bound",
              "network.complete-graph-histogram": "complete_graph_histogram_bound",
-             "network.spotted-contributions": "spotted_contributions_epsilon"}
+             "network.spotted-contributions": "spotted_contributions_epsilon",
+             "network.sgd-theorem4": "sgd_theorem4_bound"}
     by_label = {label: ps for label, _, _, ps, _ in CASES}
     seen = 0
     for bid, label in funcs.items():
         fn_params = by_label[label]
         for p in bounds.get(bid).params:
-            if not p.domain.numeric or p.name in ("delta", "colluders"):
+            if not p.domain.numeric or p.name == "colluders":
+                continue
+            if p.name == "delta" and bid != "network.sgd-theorem4":  # the total; Thm 4's shares SGD_DELTA's domain
                 continue
             fn = fn_params[RENAMED.get(p.name, p.name)]
             if (bid, p.name) in DIFFERENT:
@@ -143,4 +149,4 @@ def test_registry_declares_the_functions_params():
             else:
                 assert p.domain is fn.domain, (bid, p.name)
             seen += 1
-    assert seen == 21
+    assert seen == 26

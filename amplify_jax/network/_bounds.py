@@ -28,8 +28,8 @@ import numpy as np
 
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Param, Real, register
 from .._core.status import Status
-from ._params import (DELTA0, DELTA_HAT, DELTA_PRIME, DELTA_TILDE, EPS0, EPS0_GAUSS, N, SHUFFLE_DELTA, STEPS_K,
-                      STEPS_T)
+from ._params import (DELTA0, DELTA_HAT, DELTA_PRIME, DELTA_TILDE, EPS0, EPS0_GAUSS, N, SGD_DELTA, SHUFFLE_DELTA,
+                      STEPS_K, STEPS_T)
 from ._complete_graph import complete_graph_histogram_bound, complete_graph_sum_bound, spotted_contributions_epsilon
 from ._composition import advanced_composition_epsilon, kov_homogeneous_epsilon
 from ._local import local_sum_bound
@@ -332,9 +332,9 @@ register(Bound(
     paper=PAPER, theorem="Thm 4 (Eq. 7), closed form",
     summary="network-DP eps of private SGD on the complete graph, noise calibrated to (eps0, delta - delta_hat)-LDP",
     params=(N, STEPS_T,
-            Param("eps0", Real(0.0, 1.0, lo_open=True, hi_open=True), "per-step LDP level of the noise (< 1)",
-                  INCREASING, search=(1e-6, 0.999)),
-            Param("delta", Real(0.0, 0.5, lo_open=True, hi_open=True), "target delta (total, < 1/2)", DECREASING),
+            Param("eps0", EPS0_GAUSS.domain, "per-step LDP level of the noise (< 1)", INCREASING,
+                  search=(1e-6, 0.999)),
+            Param("delta", SGD_DELTA.domain, "target delta (total, < 1/2)", DECREASING),
             DELTA_HAT, COLLUDERS),
     answer="epsilon", kernel=_thm4,
     notes="The guarantee is (eps', delta_step + delta_hat) with the per-step noise calibrated to (eps0, delta_step): "

@@ -21,7 +21,10 @@ float64's, refused rather than answered unverified):
 * delta0 in (0, 1) (:data:`DELTA0`) for the ring (Thm 1's Gaussian Perturb needs delta0 > 0) and the registry;
   in [0, 1) for the local baseline (:data:`DELTA0_PURE`: delta0 = 0 is pure LDP, delta0 = 1 no guarantee).
 * eps0 in (0, 1) for Thm 3 (:data:`EPS0_GAUSS`: the Gaussian aggregation step e^(eps0/sqrt(m)) - 1 <=
-  2 eps0/sqrt(m)), for the functions and the registry alike.
+  2 eps0/sqrt(m)), for the functions and the registry alike; Thm 4's per-step eps0 too (App. F's Gaussian
+  calibration sigma = 2L sqrt(2 ln(1.25/delta)) / eps0 needs eps0 < 1).
+* Thm 4's delta in (0, 1/2) (:data:`SGD_DELTA`): App. F needs ln(1/delta) >= ln 2 (the registry's total delta
+  has the same domain).
 * delta', delta_hat, delta_tilde, the shuffling step's delta: (0, 1) (ln(1/delta) finite and positive).
 * contributions T_u of App. G's spotted count (:data:`SPOTTED_CONTRIBUTIONS`) in [0, 10**12]: 0 is no
   contribution (nothing spotted); 10**12 the registry's end (its ``contributions`` excludes 0: the search
@@ -57,6 +60,8 @@ VISIT_DELTA = Param("delta", SHUFFLE_DELTA.domain, "delta of one shuffling step 
                     "per cycle on the complete graph)")
 EPS0_GAUSS = Param("eps0", _OPEN_UNIT, "local guarantee of one (Gaussian) contribution, < 1 (Thm 3)", INCREASING,
                    search=(1e-4, 0.999))
+SGD_DELTA = Param("delta", Real(0.0, 0.5, lo_open=True, hi_open=True),
+                  "delta of the per-step noise calibration (< 1/2, Thm 4)")
 DELTA_TILDE = Param("delta_tilde", _OPEN_UNIT, "failure probability of the Chernoff bound on the spotted count")
 SPOTTED_CONTRIBUTIONS = Param("contributions", Real(0.0, 1e12),
                               "T_u: contributions of a user, of which the spotted ones are counted (0: none)")

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition, analytic_gaussian_epsilon, subsampled_epsilon
 from .._core.numerics import float64_jit
 from ..accounting.calibrate import invert_monotone
@@ -20,6 +21,7 @@ from ..accounting.conversions import rdp_epsilon_terms
 from ..accounting.rdp import MAX_ORDER, without_replacement_rdp_kernel
 from ._common import NetworkBound, SgdCalibration, SgdEpsilon, _b, _colluders, _n
 from ._composition import _chernoff_count
+from . import _params as P
 
 
 #: sigma and lipschitz, each, that the DP-SGD accountants of this module take (:func:`network_sgd_rdp`,
@@ -74,15 +76,8 @@ def sgd_theorem4_bound(*, n, steps, eps0, delta, delta_hat, colluders=1):
     alpha = sigma sqrt(ln(1/delta)) / (L sqrt q) misses alpha >= 2 or Lemma 1's constraint, or where the
     Chernoff form is replaced by the general one; use :func:`network_sgd_epsilon` there (Remark 5).
     """
-    nn = _n("n", n)
-    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
-    e = V.positive("eps0", eps0)
-    if np.any(e >= 1):
-        raise ValueError(f"Theorem 4 requires eps0 < 1, got eps0={np.max(e)!r}.")
-    d = V.unit_open("delta", delta)
-    if np.any(d >= 0.5):
-        raise ValueError(f"Theorem 4 requires delta < 1/2, got delta={np.max(d)!r}.")
-    dh = V.unit_open("delta_hat", delta_hat)
+    nn, tt, e, d, dh = check_params((P.N, P.STEPS_T, P.EPS0_GAUSS, P.SGD_DELTA, P.DELTA_HAT), broadcast=False, n=n,
+                                    steps=steps, eps0=eps0, delta=delta, delta_hat=delta_hat)
     cc = _colluders(nn, colluders)
     shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta=d, delta_hat=dh, colluders=cc)
     nb, tb, eb, db, dhb, cb = _b(shape, nn, tt, e, d, dh, cc)
