@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 
 from amplify_jax import bounds
 from amplify_jax import network as NW
-from amplify_jax.network import _complete_graph, _local, _params as P, _ring, _sgd
+from amplify_jax.network import _complete_graph, _composition, _local, _params as P, _ring, _sgd
 from _params_probe import param_refuses as _param_refuses, probes as _probes, stub as _stub
 from _params_probe import function_refuses as _function_refuses
 
@@ -26,7 +26,8 @@ def no_kernels(monkeypatch):
     for mod, name in [(_ring, "_ring_sum_kernel"), (_ring, "_ring_hist_kernel"), (_local, "_local_sum_kernel"),
                       (_complete_graph, "_thm3_kernel"), (_complete_graph, "_sum_bound_kernel"),
                       (_complete_graph, "_hist_kernel"), (_complete_graph, "_spotted_kernel"),
-                      (_sgd, "_thm4_kernel")]:
+                      (_sgd, "_thm4_kernel"), (_composition, "_advanced_kernel"),
+                      (_composition, "_kov_homog_kernel")]:
         monkeypatch.setattr(mod, name, _stub)
 
 
@@ -70,6 +71,11 @@ CASES = [
      dict(n=1000, contributions=1e5, eps0=0.5, delta_prime=1e-6, delta_tilde=1e-6),
      dict(n=P.N, contributions=P.SPOTTED_CONTRIBUTIONS, eps0=P.EPS0_LOCAL, delta_prime=P.DELTA_PRIME,
           delta_tilde=P.DELTA_TILDE), None),
+    ("advanced_composition_epsilon", lambda eps, **kw: NW.advanced_composition_epsilon(eps, **kw),
+     dict(eps=0.1, steps=1, delta_prime=1e-6),
+     dict(eps=P.COMPOSED_EPS, steps=P.COMPOSED_STEPS, delta_prime=P.DELTA_PRIME), None),
+    ("kov_homogeneous_epsilon", NW.kov_homogeneous_epsilon, dict(eps0=0.1, steps=10, delta=1e-5),
+     dict(eps0=P.EPS0_LOCAL, steps=P.KOV_STEPS, delta=P.KOV_DELTA), None),
     ("sgd_theorem4_bound", NW.sgd_theorem4_bound, dict(n=1000, steps=10**5, eps0=0.5, delta=1e-5, delta_hat=1e-6),
      dict(n=P.N, steps=P.STEPS_T, eps0=P.EPS0_GAUSS, delta=P.SGD_DELTA, delta_hat=P.DELTA_HAT), None),
 ]

@@ -9,9 +9,11 @@ import numpy as np
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition_overflows, advanced_composition
 from .._core.numerics import float64_jit, log_comb, x64_scope
 from ._common import _b, _f64, _n
+from . import _params as P
 
 
 def _refuse_advanced_overflow(eps_name, eps, steps_name, steps, delta_prime_name, delta_prime):
@@ -40,9 +42,8 @@ def advanced_composition_epsilon(eps, *, steps, delta_prime):
     real (a high-probability bound on a count).  Broadcasts.
     Inputs whose value leaves float64 (k eps e^eps beyond 1.8e308) are refused.
     """
-    e = V.nonnegative("eps", eps)
-    kk = V.nonnegative("steps", steps)
-    d = V.unit_open("delta_prime", delta_prime)
+    e, kk, d = check_params((P.COMPOSED_EPS, P.COMPOSED_STEPS, P.DELTA_PRIME), broadcast=False, eps=eps,
+                            steps=steps, delta_prime=delta_prime)
     shape = V.broadcastable(eps=e, steps=kk, delta_prime=d)
     _refuse_advanced_overflow("eps", e, "steps", kk, "delta_prime", d)
     return _advanced_kernel(*_b(shape, e, kk, d))
@@ -153,11 +154,8 @@ def kov_homogeneous_epsilon(*, eps0, steps, delta):
     composition is (eps, delta)-DP; no composition theorem can give a smaller eps at these atoms.  ``steps`` is
     an integer (at most 4096 here: the kernel is O(k^2)).
     """
-    e = V.positive("eps0", eps0)
-    kk = V.integer("steps", steps, minimum=0)
-    d = V.unit_open("delta", delta)
-    if np.max(kk) > 4096:
-        raise ValueError(f"Expected steps <= 4096 for the exact optimal composition, got steps={np.max(kk)}.")
+    e, kk, d = check_params((P.EPS0_LOCAL, P.KOV_STEPS, P.KOV_DELTA), broadcast=False, eps0=eps0, steps=steps,
+                            delta=delta)
     shape = V.broadcastable(eps0=e, steps=kk, delta=d)
     kmax = int(max(np.max(kk), 1))
     eb, kb, db = _b(shape, e, kk.astype(np.float64), d)

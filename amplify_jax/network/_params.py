@@ -23,6 +23,10 @@ float64's, refused rather than answered unverified):
 * eps0 in (0, 1) for Thm 3 (:data:`EPS0_GAUSS`: the Gaussian aggregation step e^(eps0/sqrt(m)) - 1 <=
   2 eps0/sqrt(m)), for the functions and the registry alike; Thm 4's per-step eps0 too (App. F's Gaussian
   calibration sigma = 2L sqrt(2 ln(1.25/delta)) / eps0 needs eps0 < 1).
+* advanced composition (Dwork, Rothblum, Vadhan Thm III.3; any eps >= 0, k >= 0): eps in [0, 700]
+  (:data:`COMPOSED_EPS`, e^eps finite), k real in [0, 10**12] (:data:`COMPOSED_STEPS`, the registry's end of
+  the walk's T); the exact homogeneous composition (Kairouz, Oh, Viswanath Thm 3.3): eps0 in (0, 700],
+  k in 0..4096 (:data:`KOV_STEPS`: the static length of its O(k^2) kernel), delta in (0, 1).
 * Thm 4's delta in (0, 1/2) (:data:`SGD_DELTA`): App. F needs ln(1/delta) >= ln 2 (the registry's total delta
   has the same domain).
 * delta', delta_hat, delta_tilde, the shuffling step's delta: (0, 1) (ln(1/delta) finite and positive).
@@ -62,6 +66,11 @@ EPS0_GAUSS = Param("eps0", _OPEN_UNIT, "local guarantee of one (Gaussian) contri
                    search=(1e-4, 0.999))
 SGD_DELTA = Param("delta", Real(0.0, 0.5, lo_open=True, hi_open=True),
                   "delta of the per-step noise calibration (< 1/2, Thm 4)")
+COMPOSED_EPS = Param("eps", Real(0.0, MAX_EPS0), "guarantee of one composed mechanism (e^eps finite in float64)")
+COMPOSED_STEPS = Param("steps", Real(0.0, 1e12), "k: number of compositions (real: a high-probability bound on a "
+                       "count)")
+KOV_STEPS = Param("steps", Integer(0, 4096), "number of compositions k (the exact kernel is O(k^2))")
+KOV_DELTA = Param("delta", _OPEN_UNIT, "target delta of the composition")
 DELTA_TILDE = Param("delta_tilde", _OPEN_UNIT, "failure probability of the Chernoff bound on the spotted count")
 SPOTTED_CONTRIBUTIONS = Param("contributions", Real(0.0, 1e12),
                               "T_u: contributions of a user, of which the spotted ones are counted (0: none)")
