@@ -12,7 +12,7 @@ Each door runs three ways: "host" (the default, ``AMPLIFY_JAX_HOST=auto``: a pro
 are answered by the same kernels run by NumPy, ``amplify_jax/_core/host.py``) with an empty compilation cache;
 "compiled cold" (``AMPLIFY_JAX_HOST=off``, ``AMPLIFY_JAX_CACHE`` a new empty directory: the process compiles);
 "compiled warm" (off, the cache the cold run filled).  Ratios are ours / dp_accounting's (below 1: we answer
-first).  The floor here is the anchor's own time: the goal of issue 15 is a ratio <= 1.
+first), the anchor timed in the same repeat as ours (anchor, host, cold, warm; again), the load printed per door.  The floor here is the anchor's own time: the goal of issue 15 is a ratio <= 1.
 
 ``--bounds``: every registered bound's example (``bounds.evaluate(id, **example)``), each in a fresh process
 with an empty cache, default settings: the first call of every family (goal: under 3 s on a 2-core CPU).
@@ -76,23 +76,30 @@ def main():
     }
     anchors = {"epsilon": [sys.executable, "-c", DPA_EPS], "calibrate": [sys.executable, "-c", DPA_CAL]}
     base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "AMPLIFY_JAX_HOST")}
-    res = {"machine": platform.platform(), "cpus": os.cpu_count(), "point": POINT, "doors": {}, "anchor": {}}
-    for name, cmd in anchors.items():
-        ts = [wall(cmd, base)[0] for _ in range(args.repeat)]
-        res["anchor"][name] = {"seconds": ts, "best": min(ts)}
-        print(f"dp_accounting {name:10s} fresh process: {min(ts):6.2f} s", flush=True)
+    res = {"machine": platform.platform(), "cpus": os.cpu_count(), "point": POINT, "doors": {}, "anchor": {},
+           "load_before": os.getloadavg()}
     modes = {"host": "auto", "compiled cold": "off", "compiled warm": "off"}
+    # interleaved: each repeat runs the anchor's fresh process, then each of ours (A, B, A, B), so that a change of
+    # load over the run hits both sides alike
     for name, cmd in doors.items():
-        times = {m: [] for m in modes}
+        anchor = "calibrate" if "calibrate" in name else "epsilon"
+        times, ref_t = {m: [] for m in modes}, []
         for _ in range(args.repeat):
+            ref_t.append(wall(anchors[anchor], base)[0])
             with tempfile.TemporaryDirectory() as d:
                 for m, host in modes.items():
-                    env = {**base, "AMPLIFY_JAX_CACHE": d if m != "host" else os.path.join(d, "host"), "AMPLIFY_JAX_HOST": host}
+                    env = {**base, "AMPLIFY_JAX_CACHE": d if m != "host" else os.path.join(d, "host"),
+                           "AMPLIFY_JAX_HOST": host}
                     times[m].append(wall(cmd, env)[0])
-        ref = res["anchor"]["calibrate" if "calibrate" in name else "epsilon"]["best"]
-        res["doors"][name] = {m: {"seconds": t, "over_anchor": min(t) / ref} for m, t in times.items()}
-        print(f"{name:30s} " + "   ".join(f"{m} {min(t):6.2f} s ({min(t) / ref:4.2f}x)" for m, t in times.items()),
-              flush=True)
+        ref = min(ref_t)
+        res["anchor"].setdefault(anchor, {"seconds": []})["seconds"] += ref_t
+        res["anchor"][anchor]["best"] = min(res["anchor"][anchor]["seconds"])
+        res["doors"][name] = {"anchor_seconds": ref_t,
+                              **{m: {"seconds": t, "over_anchor": min(t) / ref} for m, t in times.items()}}
+        print(f"{name:30s} dp_accounting {ref:5.2f} s   "
+              + "   ".join(f"{m} {min(t):6.2f} s ({min(t) / ref:4.2f}x)" for m, t in times.items())
+              + f"   load {os.getloadavg()[0]:.1f}", flush=True)
+    res["load_after"] = os.getloadavg()
     if args.bounds:
         res["bounds"] = {}
         import amplify_jax.bounds as B
