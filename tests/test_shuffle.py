@@ -372,6 +372,7 @@ def test_registered_closed_forms_equal_the_family_and_flag_fallbacks():
     assert r.status.tolist() == [Status.OK, Status.FALLBACK, Status.FALLBACK]
     local = (np.exp(0.6) - np.exp(0.1)) / (np.exp(0.6) + 1.0)
     np.testing.assert_allclose(r.delta[1:], [local, 0.0], rtol=1e-14)
+    assert not np.signbit(r.delta).any()  # eps >= eps0: delta is +0.0 (was -0.0, "-0" in text and JSON)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ def _local_delta(epsilon, eps0):
     """delta(eps) implied by the local guarantee alone: an eps0-DP mechanism is (eps, (e^eps0 - e^eps) /
     (e^eps0 + 1))-DP (Kairouz, Oh, Viswanath 2015; the A1 = D_0 of the clone pair), 0 for eps >= eps0."""
     e = np.minimum(epsilon, eps0)
-    return -np.expm1(e - eps0) / (1.0 + np.exp(-eps0))
+    return -np.expm1(e - eps0) / (1.0 + np.exp(-eps0)) + 0.0  # + 0: -expm1(0) is -0.0, printed "-0"
 
 
 # ---------------------------------------------------------------------------------------------------------
