@@ -497,11 +497,7 @@ def test_disconnected_graph_warns_and_flags():
 @pytest.mark.parametrize(
     "kwargs, name",
     [
-        (dict(clip=0.0), "clip"),
-        (dict(clip=-1.0), "clip"),
-        (dict(sigma_unc=0.0), "sigma_unc"),
-        (dict(sigma_unc=-2.0), "sigma_unc"),
-        (dict(sigma_cor=-0.1), "sigma_cor"),
+        # clip, sigma_unc, sigma_cor: tests/test_secrdp_params.py (every end of their Params)
         (dict(adversary="colluding", colluders=8), "colluders"),
         (dict(adversary="colluding", colluders=12), "colluders"),
         (dict(adversary="colluding"), "colluders"),

@@ -9,6 +9,10 @@ tests/test_secrdp.py's business)."""
 
 from __future__ import annotations
 
+import math
+import warnings
+
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -16,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 from amplify_jax import bounds
 from amplify_jax import secrdp as S
 from amplify_jax._core import graphs
-from amplify_jax.secrdp import _calibration, _params as P, _step
+from amplify_jax.secrdp import _calibration, _params as P, _step, _utility
 from _params_probe import function_refuses as _function_refuses, param_refuses as _param_refuses
 from _params_probe import probes as _probes, stub as _stub
 
@@ -36,58 +40,86 @@ _NOISE_P = dict(sigma_unc=P.ACCOUNTANT_SIGMA_UNC, sigma_cor=P.ACCOUNTANT_SIGMA_C
 _EX = dict(batch_size=32.0, q=0.01, steps=10)
 _EX_P = dict(batch_size=P.ANY_BATCH, q=P.ANY_Q, steps=P.ANY_STEPS)
 
-#: (label, call(**values), base values, {parameter: its Param}): the public secrdp functions of __all__ that take
-#: one of the family's numeric parameters (noise_frontier, baselines and optimal_noise: not yet, see _params.py)
+_TARGET = dict(clip=1.0, target_epsilon=1.0, delta=1e-5, steps=10)
+_TARGET_P = dict(clip=P.ACCOUNTANT_CLIP, target_epsilon=P.TARGET_EPSILON, delta=P.DELTA, steps=P.ANY_STEPS)
+
+
+def _frontier_extra(name, value, base) -> bool:
+    """noise_frontier's joint condition: its sigma_unc run, from sigma_ldp / sqrt(n_H) to sigma_ldp = C sqrt(2 /
+    eps1) (eps1 the closed form's budget), lies in the accountant's SIGMA_UNC_RANGE (n_H = 8: ring:8, adversary I)."""
+    kw = {**base, name: value}
+    try:
+        budget = float(S.closed_form_eps1(kw["target_epsilon"], steps=kw["steps"], delta=kw["delta"]))
+        ldp = float(kw["clip"]) * math.sqrt(2.0 / budget)
+    except (ValueError, TypeError):  # refused by a Param anyway
+        return False
+    return not (S.SIGMA_UNC_RANGE[0] <= ldp / math.sqrt(8) and ldp <= S.SIGMA_UNC_RANGE[1])
+
+
+#: (label, call(**values), base values, {parameter: its Param}, extra refusals of a joint condition or None): the
+#: public secrdp functions of __all__ that take one of the family's numeric parameters
 CASES = [
-    ("step_account", lambda **kw: S.step_account(RING, adversary="eavesdropper", **kw), dict(_NOISE), _NOISE_P),
+    ("step_account", lambda **kw: S.step_account(RING, adversary="eavesdropper", **kw), dict(_NOISE), _NOISE_P,
+     None),
     ("step_rdp", lambda **kw: S.step_rdp([2.0, 8.0], RING, adversary="eavesdropper", **kw), dict(_NOISE),
-     _NOISE_P),
+     _NOISE_P, None),
     ("spectral_bound", lambda **kw: S.spectral_bound(RING, adversary="eavesdropper", **kw), dict(_NOISE),
-     _NOISE_P),
+     _NOISE_P, None),
     ("epsilon", lambda **kw: S.epsilon(RING, adversary="eavesdropper", **kw),
-     dict(_NOISE, steps=10, delta=1e-5), dict(_NOISE_P, steps=P.ANY_STEPS, delta=P.DELTA)),
+     dict(_NOISE, steps=10, delta=1e-5), dict(_NOISE_P, steps=P.ANY_STEPS, delta=P.DELTA), None),
     ("closed_form_epsilon", lambda eps1, **kw: S.closed_form_epsilon(eps1, **kw),
-     dict(eps1=0.01, steps=10, delta=1e-5), dict(eps1=P.ANY_EPS1, steps=P.ANY_STEPS, delta=P.DELTA)),
+     dict(eps1=0.01, steps=10, delta=1e-5), dict(eps1=P.ANY_EPS1, steps=P.ANY_STEPS, delta=P.DELTA), None),
     ("closed_form_eps1", lambda target_epsilon, **kw: S.closed_form_eps1(target_epsilon, **kw),
      dict(target_epsilon=1.0, steps=10, delta=1e-5),
-     dict(target_epsilon=P.TARGET_EPSILON, steps=P.ANY_STEPS, delta=P.DELTA)),
+     dict(target_epsilon=P.TARGET_EPSILON, steps=P.ANY_STEPS, delta=P.DELTA), None),
     ("calibrate_eps1", lambda target_epsilon, **kw: S.calibrate_eps1(target_epsilon, method="balle2020", **kw),
      dict(target_epsilon=1.0, steps=10, delta=1e-5),
-     dict(target_epsilon=P.TARGET_EPSILON, steps=P.ANY_STEPS, delta=P.DELTA)),
+     dict(target_epsilon=P.TARGET_EPSILON, steps=P.ANY_STEPS, delta=P.DELTA), None),
     ("calibrate_sigma_cor", lambda **kw: S.calibrate_sigma_cor(RING, **kw),
      dict(sigma_unc=1.0, clip=1.0, target_epsilon=1.0, delta=1e-5, steps=10),
      dict(sigma_unc=P.ACCOUNTANT_SIGMA_UNC, clip=P.ACCOUNTANT_CLIP, target_epsilon=P.TARGET_EPSILON,
-          delta=P.DELTA, steps=P.ANY_STEPS)),
+          delta=P.DELTA, steps=P.ANY_STEPS), None),
     ("example_level_rdp", lambda **kw: S.example_level_rdp([2.0, 8.0], RING, **kw), dict(_NOISE, **_EX),
-     dict(_NOISE_P, **_EX_P)),
+     dict(_NOISE_P, **_EX_P), None),
     ("example_level_epsilon", lambda **kw: S.example_level_epsilon(RING, **kw), dict(_NOISE, delta=1e-5, **_EX),
-     dict(_NOISE_P, delta=P.DELTA, **_EX_P)),
+     dict(_NOISE_P, delta=P.DELTA, **_EX_P), None),
     ("example_level_calibrate_eps1", lambda target_epsilon, **kw: S.example_level_calibrate_eps1(
         target_epsilon, **kw), dict(target_epsilon=1.0, delta=1e-5, **_EX),
-     dict(target_epsilon=P.TARGET_EPSILON, delta=P.DELTA, **_EX_P)),
+     dict(target_epsilon=P.TARGET_EPSILON, delta=P.DELTA, **_EX_P), None),
     ("example_level_calibrate_sigma_cor", lambda **kw: S.example_level_calibrate_sigma_cor(RING, **kw),
      dict(sigma_unc=1.0, clip=1.0, target_epsilon=1.0, delta=1e-5, **_EX),
      dict(sigma_unc=P.ACCOUNTANT_SIGMA_UNC, clip=P.ACCOUNTANT_CLIP, target_epsilon=P.TARGET_EPSILON,
-          delta=P.DELTA, **_EX_P)),
+          delta=P.DELTA, **_EX_P), None),
+    ("baselines", lambda **kw: S.baselines(**kw), dict(_TARGET, n=16), dict(_TARGET_P, n=P.N_USERS), None),
+    ("noise_frontier", lambda **kw: S.noise_frontier(RING, num=4, **kw), dict(_TARGET), dict(_TARGET_P),
+     _frontier_extra),
+    ("optimal_noise", lambda **kw: S.optimal_noise(RING, num=4, iterations=1, **kw), dict(_TARGET, kappa=2.0),
+     dict(_TARGET_P, kappa=P.KAPPA), _frontier_extra),
 ]
 
 #: scalar-only parameters (one bisection per call): an array is refused whatever it holds
 SCALAR_ONLY = {("example_level_calibrate_eps1", n) for n in ("target_epsilon", "delta", "steps", "batch_size", "q")}
 SCALAR_ONLY |= {("example_level_calibrate_sigma_cor", n) for n in ("target_epsilon", "delta", "steps",
                                                                    "batch_size", "q")}
+SCALAR_ONLY |= {(label, n) for label in ("noise_frontier", "optimal_noise") for n in _TARGET}  # one frontier a call
+SCALAR_ONLY |= {("optimal_noise", "kappa")}
+
+
+def _expected(param, extra, base, name, value) -> bool:
+    return _param_refuses(param, value) or bool(extra and extra(name, value, base))
 
 
 def _cases():
-    for label, call, base, params in CASES:
+    for label, call, base, params, extra in CASES:
         for name, param in params.items():
-            yield pytest.param(label, call, base, name, param, id=f"{label}:{name}")
+            yield pytest.param(label, call, base, name, param, extra, id=f"{label}:{name}")
 
 
-@pytest.mark.parametrize("label,call,base,name,param", list(_cases()))
-def test_function_refuses_exactly_what_its_param_refuses(label, call, base, name, param):
+@pytest.mark.parametrize("label,call,base,name,param,extra", list(_cases()))
+def test_function_refuses_exactly_what_its_param_refuses(label, call, base, name, param, extra):
     assert not _function_refuses(call, base, name, base[name])  # the base point is valid
     for v in _probes(param.domain):
-        assert _function_refuses(call, base, name, v) == _param_refuses(param, v), (name, v)
+        assert _function_refuses(call, base, name, v) == _expected(param, extra, base, name, v), (name, v)
     if (label, name) in SCALAR_ONLY:
         with pytest.raises(ValueError, match=f"{name} to be a single number"):
             call(**{**base, name: np.array([base[name], base[name]])})
@@ -105,9 +137,10 @@ def test_function_refuses_exactly_what_its_param_refuses(label, call, base, name
        value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**8).map(float),
                        st.floats(-1.0, 2.0)))
 def test_hypothesis_function_and_param_agree(case, data, value):
-    label, call, base, params = CASES[case]
+    label, call, base, params, extra = CASES[case]
     name = data.draw(st.sampled_from(sorted(params)))
-    assert _function_refuses(call, base, name, value) == _param_refuses(params[name], value), (label, name, value)
+    assert _function_refuses(call, base, name, value) == _expected(params[name], extra, base, name, value), \
+        (label, name, value)
 
 
 #: The registry's domains that differ from the function's Param (its search ranges), each a Param of _params.py:
@@ -136,3 +169,43 @@ def test_registry_declares_the_params_of_params_py():
                 assert fn.domain.lo <= reg.domain.lo and reg.domain.hi <= fn.domain.hi, p.name
             seen += 1
     assert seen >= 40
+
+
+def _closed_form_mp(eps1, steps, delta):
+    with mpmath.workdps(40):
+        x = mpmath.mpf(steps) * mpmath.mpf(eps1)
+        return x + 2 * mpmath.sqrt(x * mpmath.log(1 / mpmath.mpf(delta)))
+
+
+def _closed_form_eps1_mp(eps, steps, delta):
+    """(sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))^2 / T as written (App. D.1): 400 digits outlast the
+    cancellation at eps = 1e-140."""
+    with mpmath.workdps(400):
+        ld = mpmath.log(1 / mpmath.mpf(delta))
+        return (mpmath.sqrt(ld + mpmath.mpf(eps)) - mpmath.sqrt(ld)) ** 2 / steps
+
+
+def test_closed_forms_finite_at_the_domains_corners():
+    """The domain ends of eps1, target_epsilon and delta are where the closed forms stay finite in float64: at
+    the corners (eps1 = 1e289 or target_epsilon = 1e-140 with T = 2**53 and delta = 1e-300, target_epsilon =
+    1e289 with T = 1) the values are finite, without an overflow warning, and agree with mpmath (the budget never
+    above it: rounded down); beyond them they were +inf, 0 or NaN (eps1 = 1.8e308, delta = 5e-324)."""
+    T, t_hi = P.ANY_STEPS.domain.hi, float(P.ANY_STEPS.domain.hi)
+    e1_hi, d_lo = P.ANY_EPS1.domain.hi, P.DELTA.domain.lo
+    te_lo, te_hi = P.TARGET_EPSILON.domain.lo, P.TARGET_EPSILON.domain.hi
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for eps1, steps, delta in [(e1_hi, T, d_lo), (e1_hi, T, 0.5), (0.0, T, d_lo), (1e-3, 1, d_lo)]:
+            got = float(S.closed_form_epsilon(eps1, steps=steps, delta=delta))
+            assert math.isfinite(got) and got == pytest.approx(float(_closed_form_mp(eps1, steps, delta)), rel=1e-13)
+        for eps, steps, delta in [(te_lo, T, d_lo), (te_lo, 1, 0.5), (te_hi, 1, d_lo), (te_hi, T, np.nextafter(1, 0)),
+                                  (1.0, t_hi, d_lo)]:
+            got = float(S.closed_form_eps1(eps, steps=steps, delta=delta))
+            ref = _closed_form_eps1_mp(eps, steps, delta)
+            assert 1e-300 <= got <= e1_hi and got <= ref and got == pytest.approx(float(ref), rel=1e-11)
+        b = S.baselines(np.array([1, T]), clip=np.array([[P.ACCOUNTANT_CLIP.domain.lo], [P.ACCOUNTANT_CLIP.domain.hi]]),
+                        target_epsilon=np.array([[[te_lo]], [[te_hi]]]), delta=d_lo, steps=T)
+        assert np.all(np.isfinite(np.asarray(b.sigma_ldp))) and np.all(np.asarray(b.sigma_cdp) > 0)
+    # the derivation: eps1 = 10 x the end would overflow T eps1 ln(1/delta) (so the end is within 10x of the limit)
+    assert t_hi * e1_hi * math.log(1 / d_lo) < P.FLOAT_MAX < t_hi * 10 * e1_hi * math.log(1 / d_lo)
+    assert te_lo ** 2 / (t_hi * 4 * (math.log(1 / d_lo) + 1)) >= 1e-300 > (te_lo / 10) ** 2 / (t_hi * 4 * 691.8)

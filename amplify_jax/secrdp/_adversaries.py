@@ -45,10 +45,6 @@ def _sigma_cor(x):
     return P.ACCOUNTANT_SIGMA_COR.domain.check("sigma_cor", x)
 
 
-def _clip(x):
-    return P.ACCOUNTANT_CLIP.domain.check("clip", x)
-
-
 def _validate_noise(sigma_unc, sigma_cor, clip):
     """sigma_unc in :data:`SIGMA_UNC_RANGE`, 0 <= sigma_cor <= :data:`SIGMA_COR_MAX`, clip in :data:`CLIP_RANGE`,
     broadcasting."""

@@ -34,7 +34,7 @@ from .._core.numerics import x64_scope
 from ..accounting.calibrate import AT_LIMIT, INFEASIBLE, NOT_MONOTONE, OK, invert_monotone  # Status codes, as ints
 from ..accounting.conversions import epsilon_from_rdp
 from ..accounting.rdp import SIGMA_RANGE
-from ._adversaries import SIGMA_UNC_RANGE, _check_connectivity, _clip, _validate_adversary
+from ._adversaries import SIGMA_UNC_RANGE, _check_connectivity, _validate_adversary
 from . import _params as P
 from ._certified import _fast_affordable
 from ._conversion import _CONVERSION_METHODS, _CURVE_ORDERS, _eps_from_eps1_kernel, closed_form_eps1
@@ -277,18 +277,14 @@ class Baselines(NamedTuple):
 
 def baselines(n, *, clip, target_epsilon, delta, steps, method="closed_form") -> Baselines:
     """Local-DP and central-DP noise levels for n users (see :class:`Baselines`)."""
-    nn = V.integer("n", n, minimum=1)
-    cl = _clip(clip)  # in CLIP_RANGE
-    b = np.asarray(calibrate_eps1(target_epsilon, steps=steps, delta=delta, method=method))
-    with np.errstate(divide="ignore", over="ignore"):
-        ldp = cl * np.sqrt(2.0 / b)
-    bad = ~((ldp > 0) & (ldp < np.inf))
-    if np.any(bad):  # eps1 budget 0 (target_epsilon = 1e-300 underflows it): sigma_ldp = +inf
-        i = tuple(int(j) for j in np.argwhere(np.atleast_1d(bad))[0]) if np.ndim(bad) else ()
-        te, bb, cc = (np.broadcast_to(np.asarray(x, dtype=float), np.shape(bad))[i].item()
-                      for x in (V.positive("target_epsilon", target_epsilon), b, cl))
-        raise ValueError(f"Expected target_epsilon, delta, steps and clip whose local-DP noise C sqrt(2 / eps1) is "
-                         f"finite and positive, got target_epsilon={te!r} (eps1 budget {bb!r}), clip={cc!r}.")
+    nn, cl = check_params((P.N_USERS, P.ACCOUNTANT_CLIP), broadcast=False, n=n, clip=clip)
+    b = np.asarray(calibrate_eps1(target_epsilon, steps=steps, delta=delta, method=method))  # checks those three
+    # the domains keep the budget >= 1e-300 (TARGET_EPSILON_MIN, DELTA_MIN, steps <= 2**53) and C in [1e-50, 1e50],
+    # so C sqrt(2 / eps1) is finite and positive; checked all the same (never an inf returned silently)
+    ldp = cl * np.sqrt(2.0 / b)
+    if not np.all((ldp > 0) & (ldp < np.inf)):
+        raise RuntimeError(f"baselines: local-DP noise C sqrt(2 / eps1) not finite and positive on valid input "
+                           f"(eps1 budget in [{np.min(b)!r}, {np.max(b)!r}]).")
     cdp = ldp / np.sqrt(nn)
     with x64_scope():
         return Baselines(jnp.asarray(ldp), jnp.asarray(cdp), jnp.asarray(b))
@@ -322,22 +318,19 @@ def noise_frontier(graph, *, clip, target_epsilon, delta, steps, adversary="eave
     c = _validate_adversary(g, adversary, colluders)
     num = V.count("num", num, minimum=2, maximum=10**4)  # one inversion per point
     rtol = V.tolerance("rtol", rtol)  # one number in [1e-15, 0.5]
-    for name, v in (("target_epsilon", target_epsilon), ("delta", delta), ("steps", steps)):
-        if not isinstance(v, str) and np.ndim(v) != 0:  # one target per frontier (values: calibrate_eps1 checks)
-            raise ValueError(f"Expected {name} to be a single number, got {name} with shape {np.shape(v)}.")
-    budget = float(np.asarray(calibrate_eps1(target_epsilon, steps=steps, delta=delta, method=method)).reshape(()))
-    cl = V.scalar("clip", clip, lambda k, v: _clip(v))
-    ldp = cl * math.sqrt(2.0 / budget) if budget > 0 else math.inf
-    if not (budget > 0 and 0 < ldp < math.inf):  # the frontier's ends, sigma_ldp = C sqrt(2 / eps1), in float64
-        raise ValueError(f"Expected target_epsilon, delta, steps and clip whose local-DP noise C sqrt(2 / eps1) is "
-                         f"finite and positive, got target_epsilon={target_epsilon!r} (eps1 budget {budget!r}), "
-                         f"clip={cl!r}.")
+    # one target per frontier: scalars, each checked by its Param
+    e, d, t, cl = (V.scalar(p.name, v, p.domain.check) for p, v in (
+        (P.TARGET_EPSILON, target_epsilon), (P.DELTA, delta), (P.ANY_STEPS, steps), (P.ACCOUNTANT_CLIP, clip)))
+    budget = float(np.asarray(calibrate_eps1(e, steps=t, delta=d, method=method)).reshape(()))
+    if not budget > 0:  # >= 1e-300 on the domains (see baselines), so sigma_ldp = C sqrt(2 / eps1) is finite
+        raise RuntimeError(f"noise_frontier: eps1 budget {budget!r} not positive on valid input.")
+    ldp = cl * math.sqrt(2.0 / budget)
     low = ldp / math.sqrt(_honest_size(g, c) if c is not None else 1)
     if not (SIGMA_UNC_RANGE[0] <= low and ldp <= SIGMA_UNC_RANGE[1]):  # the accountant's sigma_unc (1e300: NaN)
         raise ValueError(f"Expected target_epsilon, delta, steps and clip whose frontier sigma_unc in [{low!r}, "
                          f"{ldp!r}] (C sqrt(2 / eps1) over sqrt(n_H) .. 1) lies in SIGMA_UNC_RANGE "
-                         f"[{SIGMA_UNC_RANGE[0]:g}, {SIGMA_UNC_RANGE[1]:g}], got target_epsilon={target_epsilon!r} "
-                         f"(eps1 budget {budget!r}), clip={cl!r}.")
+                         f"[{SIGMA_UNC_RANGE[0]:g}, {SIGMA_UNC_RANGE[1]:g}], got target_epsilon={e!r}, delta={d!r}, "
+                         f"steps={int(t)}, clip={cl!r} (eps1 budget {budget!r}).")
     _check_connectivity(g, c)
     su = np.geomspace(low * (1.0 + 1e-3), ldp, num)
     value, status, achieved = _sigma_cor_for_budget(g, adversary, c, su, cl, budget, rtol)

@@ -15,7 +15,8 @@ import jax.numpy as jnp
 from .._core import validate as V
 from .._core.numerics import x64_scope
 from .._core.status import Status
-from ._adversaries import _clip, _validate_adversary
+from . import _params as P
+from ._adversaries import _validate_adversary
 from ._calibration import _eps1_fn, _sigma_cor_for_budget, noise_frontier
 from ._graph import prepare_graph
 
@@ -58,7 +59,7 @@ def utility_weights(graph, cost="gossip", kappa=None):
     g = prepare_graph(graph)
     V.one_of("cost", cost, ("gossip", "variance"))
     if kappa is not None:
-        return 1.0, V.scalar("kappa", kappa, V.nonnegative)
+        return 1.0, V.scalar(P.KAPPA.name, kappa, P.KAPPA.domain.check)
     if cost == "variance":
         return 1.0, float(g.degrees.sum() / g.n)
     w = metropolis_hastings(g)
@@ -86,7 +87,7 @@ def optimal_noise(graph, *, clip, target_epsilon, delta, steps, adversary="eaves
     g = prepare_graph(graph)
     c = _validate_adversary(g, adversary, colluders)
     k_u, k_c = utility_weights(g, cost, kappa)
-    cl = V.scalar("clip", clip, lambda k, v: _clip(v))  # in CLIP_RANGE
+    cl = V.scalar(P.ACCOUNTANT_CLIP.name, clip, P.ACCOUNTANT_CLIP.domain.check)  # in CLIP_RANGE
     fr = noise_frontier(g, clip=cl, target_epsilon=target_epsilon, delta=delta, steps=steps, adversary=adversary,
                         colluders=colluders, num=num, method=method)
     su_grid = np.asarray(fr.sigma_unc)
