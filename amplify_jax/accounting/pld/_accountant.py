@@ -76,7 +76,7 @@ from ._grid import (
 from ._mechanisms import RELATIONS, REMOVE, DiscreteLoss
 from ._mixture import MixtureLoss, RevealedMixture
 from ._queries import DELTA_QUERY_TAIL, TAIL_FRACTION, event
-from ._results import PldDelta, PldEpsilon, auto_check, grid_error, status_of
+from ._results import PldDelta, PldEpsilon, grid_error, status_of
 
 __all__ = ["Gaussian", "Laplace", "RandomizedResponse", "PoissonSampled", "SampledWithoutReplacement",
            "SelfComposed", "Composed", "Accountant"]
@@ -428,40 +428,56 @@ class _Core:
                 pars.append((np.float64(a), np.float64(q)))
         return tuple(kinds), tuple(pars), np.array(list(m.values()), dtype=np.float64)
 
+    def _passes(self, run, real, rtol):
+        """The accountant's one choice of passes, for ``_run`` (one composition) and ``_run_grid`` (many):
+        ``run(coarsen, n, idx)`` is the kernel's (up, lo, bare) (P, K) and step h (P,) at the points ``idx``
+        (None: all P), ``real`` (P, K) the query values that are not padding.  The automatic grid (its check
+        at h and 2h on ``DEFAULT_GRID_SIZE`` points, ``_results.grid_error``, then each point's finer grid
+        where its own check asks, from its real query values), one grid, or ``DEFAULT_GRID_SIZE`` and the grid
+        that reaches ``value_discretization_interval`` from each point's own step.  Each point answers the
+        least of its passes' upper values and the largest of their lower values (each a bound of the truth).
+        Returns NumPy (up, lo) (P, K)."""
+        n = DEFAULT_GRID_SIZE if self._interval else self._n
+        u1, l1, b1, h = run(1.0, n, None)
+        up, lo = u1, l1
+        sizes = np.zeros(u1.shape[0], dtype=np.int64)
+        if self._interval:
+            need = h > self._interval
+            sizes[need] = [min(MAX_INTERVAL_GRID, 1 << int(math.ceil(math.log2(n * v / self._interval))))
+                           for v in h[need]]
+        elif self._auto:
+            u2, l2, b2, _ = run(2.0, DEFAULT_GRID_SIZE, None)
+            per = auto_refined_size(grid_error(u1, b1, u2, b2), u1, (), rtol)
+            sizes = np.max(np.where(real, per, 0), axis=1)
+            up, lo = np.minimum(u1, u2), np.maximum(l1, l2)
+        for size in np.unique(sizes[sizes > 0]):
+            idx = np.flatnonzero(sizes == size)
+            uf, lf, _, _ = run(1.0, int(size), idx)
+            up[idx], lo[idx] = np.minimum(up[idx], uf), np.maximum(lo[idx], lf)
+        return up, lo
+
     def _run(self, kernel, m, x, rtol):
-        """(up, lo) of ``kernel`` at the query values x: the automatic grid's passes, one grid, or the grid
-        that reaches ``value_discretization_interval``.  The query values are padded (with the last one) to
-        a power of two, at least ``_QUERY_BUCKET``: a few compiled shapes serve every number of them."""
+        """(up, lo) of ``kernel`` at the query values x for one composition (``_passes``).  The query values
+        are padded (with the last one) to a power of two, at least ``_QUERY_BUCKET``: a few compiled shapes
+        serve every number of them."""
         kinds, pars, c = self._kernel_inputs(m)
         k = x.size
         x = np.pad(x, (0, _query_bucket(k) - k), mode="edge")
-        n = DEFAULT_GRID_SIZE if self._interval else self._n
-        with x64_scope():
-            out = kernel(pars, c, x, 1.0, kinds, n)
-            first = [np.array(v, dtype=np.float64) for v in out[:3]]
-            up, lo = first[0], first[1]
-            if self._interval:
-                h = float(out[3])
-                if h > self._interval:
-                    size = min(MAX_INTERVAL_GRID, 1 << int(math.ceil(math.log2(n * h / self._interval))))
-                    uf, lf = (np.asarray(v, dtype=np.float64) for v in kernel(pars, c, x, 1.0, kinds, size)[:2])
-                    up, lo = np.minimum(up, uf), np.maximum(lo, lf)
-            elif self._auto:
-                def batch(p_, c_, x_, kinds_, n_, coarsen=1.0):  # auto_check's calling convention
-                    return kernel(p_, c_, x_, coarsen, kinds_, n_)[:3]
 
-                sizes, up, lo = auto_check(batch, kinds, (pars, c, x), first, k, (), rtol)
-                size = int(np.max(sizes))
-                if size:
-                    uf, lf = (np.asarray(v, dtype=np.float64) for v in kernel(pars, c, x, 1.0, kinds, size)[:2])
-                    up, lo = np.minimum(up, uf), np.maximum(lo, lf)
-        return up[:k], lo[:k]
+        def run(coarsen, n, idx):
+            out = kernel(pars, c, x, coarsen, kinds, n)
+            return (*(np.array(v, dtype=np.float64)[None] for v in out[:3]), np.array([float(out[3])]))
+
+        with x64_scope():
+            up, lo = self._passes(run, (np.arange(x.size) < k)[None], rtol)
+        return up[0, :k], lo[0, :k]
 
     def _run_grid(self, kernel, jobs, rtol):
         """``_run`` for many points at once: ``jobs`` a list of (merged items, query values); the points of
         one structure (kinds, the pairs' shapes, the padded number of queries) go through the grid kernel
-        together, each with exactly ``_run``'s passes and choices (its own finer grid, from its own check):
-        one compiled program per structure and grid size.  Returns [(up, lo)] in the order of ``jobs``."""
+        together, each with ``_run``'s passes and choices (``_passes``: its own finer grid, from its own
+        check): one compiled program per structure and grid size.  Returns [(up, lo)] in the order of
+        ``jobs``."""
         grid_kernel = _GRID_KERNELS[kernel]
         groups = {}
         for j, (m, x) in enumerate(jobs):
@@ -470,30 +486,19 @@ class _Core:
             key = (kinds, tuple(np.shape(v) for v in jax.tree_util.tree_leaves(pars)), xp.size)
             groups.setdefault(key, []).append((j, pars, c, xp, x.size))
         out = [None] * len(jobs)
-        n = DEFAULT_GRID_SIZE if self._interval else self._n
         with x64_scope():
             for (kinds, _, _), rows in groups.items():
                 pars = jax.tree_util.tree_map(lambda *a: np.stack(a), *[r[1] for r in rows])
                 c = np.stack([r[2] for r in rows])
                 x = np.stack([r[3] for r in rows])
                 real = np.arange(x.shape[1])[None, :] < np.array([r[4] for r in rows])[:, None]
-                u1, l1, b1, h = _on_grid(grid_kernel, pars, c, x, 1.0, kinds, n)
-                up, lo = u1, l1
-                sizes = np.zeros(len(rows), dtype=np.int64)
-                if self._interval:
-                    need = h > self._interval
-                    sizes[need] = [min(MAX_INTERVAL_GRID, 1 << int(math.ceil(math.log2(n * v / self._interval))))
-                                   for v in h[need]]
-                elif self._auto:
-                    u2, l2, b2, _ = _on_grid(grid_kernel, pars, c, x, 2.0, kinds, DEFAULT_GRID_SIZE)
-                    per = auto_refined_size(grid_error(u1, b1, u2, b2), u1, (), rtol)
-                    sizes = np.max(np.where(real, per, 0), axis=1)
-                    up, lo = np.minimum(u1, u2), np.maximum(l1, l2)
-                for size in np.unique(sizes[sizes > 0]):
-                    idx = np.flatnonzero(sizes == size)
-                    sub = jax.tree_util.tree_map(lambda a: a[idx], pars)
-                    uf, lf, _, _ = _on_grid(grid_kernel, sub, c[idx], x[idx], 1.0, kinds, int(size))
-                    up[idx], lo[idx] = np.minimum(up[idx], uf), np.maximum(lo[idx], lf)
+
+                def run(coarsen, n, idx, pars=pars, c=c, x=x, kinds=kinds):
+                    if idx is not None:
+                        pars, c, x = jax.tree_util.tree_map(lambda a: a[idx], pars), c[idx], x[idx]
+                    return _on_grid(grid_kernel, pars, c, x, coarsen, kinds, n)
+
+                up, lo = self._passes(run, real, rtol)
                 for i, r in enumerate(rows):
                     out[r[0]] = (up[i, :r[4]], lo[i, :r[4]])
         return out
