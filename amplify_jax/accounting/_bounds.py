@@ -5,13 +5,17 @@ accountant, their RDP curve); the command line's ``epsilon`` / ``rdp`` / ``calib
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from . import accountants as A
+from . import conversions as C
 from . import pld as P
 from . import rdp as R
 from ._mechanism_table import MECHANISMS as M
-from .._core.domains import Choice, Integer, Orders, Real
+from ._params import DELTA, EPS0, K, METHOD, ORDERS, Q, SCALE, SIGMA, STEPS, STEPS_1, WOR_ORDERS
+from .._core.domains import Choice, Real
+from .._core.numerics import x64_scope
 from .._core.registry import DECREASING, INCREASING, Bound, Param, register
 
 MIRONOV_2017 = "Mironov 2017 (Rényi differential privacy)"
@@ -19,17 +23,9 @@ MTZ_2019 = "Mironov, Talwar, Zhang 2019 (Rényi DP of the sampled Gaussian mecha
 WBK_2019 = "Wang, Balle, Kasiviswanathan 2019 (subsampled Rényi DP)"
 CONVERSION = "RDP composition (Mironov 2017, Prop. 1) and conversion (Balle et al. 2020, Thm 21)"
 
-SIGMA = Param("sigma", Real(1e-3, 1e4), "noise multiplier (std / sensitivity)", DECREASING,
-              search=(0.05, 2e3))
-Q = Param("q", Real(0.0, 1.0), "Poisson sampling rate", INCREASING, search=(1e-8, 1.0))
-STEPS = Param("steps", Integer(1, 10**9), "number of compositions", INCREASING)
-DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta", DECREASING)
-ORDERS = Param("orders", Orders(), "Rényi orders alpha > 1")
-STEPS_1 = Param("steps", Integer(1, 10**9), "number of compositions (the curve is steps x one step's)", INCREASING,
-                default=1)
-METHOD = Param("method", Choice(("balle2020", "mironov")),
-               "the RDP-to-(eps, delta) conversion: balle2020 (Balle et al. 2020, Thm 21; tighter) or mironov "
-               "(Mironov 2017, Prop. 3)", default="balle2020")
+# The parameters (SIGMA, Q, STEPS, DELTA, ORDERS, STEPS_1, METHOD, SCALE, EPS0, K, WOR_ORDERS) are stated once in
+# ``_params.py``, where the functions of rdp and conversions validate through them too (issue 29, item 2); the
+# kernels below run those functions' computations on the values bind() checked, without checking them again.
 
 
 PLD = ("Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022 (connect-the-dots PLD); Koskela, Jalko, Honkela "
@@ -113,8 +109,6 @@ _PLD_SCALE = Param("scale", Real(P.SCALE_RANGE[0], P.SCALE_RANGE[1]), "Laplace s
 _PLD_EPS0 = Param("eps0", Real(P.EPS0_RANGE[0], 30.0, lo_open=True), "eps0 of binary randomized response",
                   INCREASING, search=(1e-4, 30.0))
 _PLD_THM = "Thm. 3.3 (connect-the-dots dominates); FFT composition with tails and round-off in delta"
-#: The number of categories of randomized response (the PLD's: 2 only, which its kernel checks)
-K = Param("k", Integer(2, 10**6), "number of categories", default=2)
 # The PLD's other mechanisms (``MECHANISMS``' pld ids; the Poisson-subsampled Gaussian is pld.dpsgd above)
 for _mech, _params, _example, _summary in (
         ("gaussian", (PLD_SIGMA, STEPS, DELTA), dict(sigma=2.0, steps=10, delta=1e-5),
@@ -152,45 +146,67 @@ register(Bound(
     answer="epsilon", kernel=_pld_mechanism("wor-gaussian"), outputs=("epsilon_lower",)))
 
 
-def _mechanism(name, **fixed):
-    def kernel(delta, **params):
-        res = A.epsilon(name, delta=delta, **fixed, **params)
+def _gaussian_epsilon(sigma, steps, delta, method="balle2020"):
+    """accountants.epsilon("gaussian", ...)'s computation: the optimal order of steps alpha / (2 sigma^2)."""
+    res = C._optimal_epsilon(A._gaussian_steps, A._SORTED_DEFAULT_ORDERS, delta, (sigma, steps), method)
+    return {"epsilon": res.epsilon, "order": res.order}
+
+
+def _composed_epsilon(curve):
+    """accountants.epsilon(...)'s computation for a closed-form curve: steps x the curve at the default orders,
+    converted at the best of them (Mironov 2017, Prop. 1; Balle et al. 2020, Thm 21)."""
+    def kernel(steps, delta, method="balle2020", **params):
+        a = A._SORTED_DEFAULT_ORDERS
+        with x64_scope():
+            total = jnp.asarray(steps)[..., None] * curve(a, **params)
+        res = C._epsilon_from_rdp(a, np.asarray(total), delta, method)
         return {"epsilon": res.epsilon, "order": res.order}
 
     return kernel
+
+
+_ONE = np.asarray(1.0)  #: the unit sensitivity of the registry's curves (the functions' default)
+
+
+def _gaussian_curve(orders, sigma):
+    return R._gaussian_curve(orders, sigma, _ONE)
+
+
+def _laplace_curve(orders, scale):
+    return R._laplace_curve(orders, scale, _ONE)
+
+
+def _rr_curve(orders, eps0, k):
+    return R._randomized_response_curve(orders, eps0, k)
+
+
+def _psg_curve(orders, q, sigma):
+    return R._poisson_subsampled_gaussian_curve(orders, q, sigma)
+
+
+def _wor_kernel(orders, q, sigma):
+    return {"rdp": R._subsampled_gaussian_wor_curve(orders, q, sigma, _ONE)}
 
 
 register(Bound(
     id=M["gaussian"].rdp, example=dict(sigma=2.0, steps=10, delta=1e-5),
     paper=MIRONOV_2017, theorem=f"Table II (Gaussian); {CONVERSION}",
     summary="eps of the Gaussian mechanism (sensitivity 1) composed over steps, optimal order",
-    params=(SIGMA, STEPS, DELTA, METHOD), answer="epsilon", kernel=_mechanism("gaussian"), outputs=("order",)))
-
-SCALE = Param("scale", Real(0.0, 1e4, lo_open=True), "Laplace scale b", DECREASING, search=(1e-3, 1e4))
+    params=(SIGMA, STEPS, DELTA, METHOD), answer="epsilon", kernel=_gaussian_epsilon, outputs=("order",)))
 
 register(Bound(
     id=M["laplace"].rdp, example=dict(scale=2.0, steps=10, delta=1e-5),
     paper=MIRONOV_2017, theorem=f"Table II (Laplace); {CONVERSION}",
     summary="eps of the Laplace mechanism (sensitivity 1, scale b) composed over steps, optimal order",
     params=(SCALE, STEPS, DELTA, METHOD),
-    answer="epsilon", kernel=_mechanism("laplace"), outputs=("order",)))
-
-EPS0 = Param("eps0", Real(0.0, 30.0, lo_open=True), "local (pure) guarantee of one release", INCREASING,
-             search=(1e-4, 30.0))
+    answer="epsilon", kernel=_composed_epsilon(_laplace_curve), outputs=("order",)))
 
 register(Bound(
     id=M["randomized-response"].rdp, example=dict(eps0=1.0, steps=10, delta=1e-5),
     paper=MIRONOV_2017, theorem=f"Prop. 5 (randomized response); {CONVERSION}",
     summary="eps of k-ary randomized response at level eps0 composed over steps, optimal order",
     params=(EPS0, K, STEPS, DELTA, METHOD),
-    answer="epsilon", kernel=_mechanism("randomized-response"), outputs=("order",)))
-
-
-def _rdp(fn, **fixed):
-    def kernel(orders, **params):
-        return {"rdp": fn(orders, **fixed, **params)}
-
-    return kernel
+    answer="epsilon", kernel=_composed_epsilon(_rr_curve), outputs=("order",)))
 
 
 def _composed_rdp(fn):
@@ -207,29 +223,28 @@ register(Bound(
     id=M["gaussian"].curve, example=dict(orders=[2.0, 8.0, 32.0], sigma=2.0),
     paper=MIRONOV_2017, theorem="Table II (Gaussian mechanism), exact; Prop. 1 (composition)",
     summary="RDP curve of the Gaussian mechanism, alpha / (2 sigma^2), composed over steps (default 1)",
-    params=(ORDERS, SIGMA, STEPS_1), answer="rdp", kernel=_composed_rdp(R.gaussian_rdp)))
+    params=(ORDERS, SIGMA, STEPS_1), answer="rdp", kernel=_composed_rdp(_gaussian_curve)))
 
 register(Bound(
     id=M["poisson-gaussian"].curve, example=dict(orders=[2.0, 8.0, 32.0], q=0.01, sigma=1.0),
     paper=MTZ_2019, theorem="Sec. 3, exact at every order; Mironov 2017, Prop. 1 (composition)",
     summary="RDP curve of the Poisson-subsampled Gaussian (DP-SGD), composed over steps (default 1: one step)",
-    params=(ORDERS, Q, SIGMA, STEPS_1), answer="rdp", kernel=_composed_rdp(R.poisson_subsampled_gaussian_rdp)))
+    params=(ORDERS, Q, SIGMA, STEPS_1), answer="rdp", kernel=_composed_rdp(_psg_curve)))
 
 register(Bound(
     id=M["laplace"].curve, example=dict(orders=[2.0, 8.0, 32.0], scale=2.0),
     paper=MIRONOV_2017, theorem="Table II (Laplace mechanism), exact; Prop. 1 (composition)",
     summary="RDP curve of the Laplace mechanism (sensitivity 1, scale b), composed over steps (default 1)",
-    params=(ORDERS, SCALE, STEPS_1), answer="rdp", kernel=_composed_rdp(R.laplace_rdp)))
+    params=(ORDERS, SCALE, STEPS_1), answer="rdp", kernel=_composed_rdp(_laplace_curve)))
 
 register(Bound(
     id=M["randomized-response"].curve, example=dict(orders=[2.0, 8.0, 32.0], eps0=1.0),
     paper=MIRONOV_2017, theorem="Prop. 5 (randomized response), exact; Prop. 1 (composition)",
     summary="RDP curve of k-ary randomized response at level eps0, composed over steps (default 1)",
-    params=(ORDERS, EPS0, K, STEPS_1), answer="rdp", kernel=_composed_rdp(R.randomized_response_rdp)))
+    params=(ORDERS, EPS0, K, STEPS_1), answer="rdp", kernel=_composed_rdp(_rr_curve)))
 
 register(Bound(
     id="rdp.wor-subsampled-gaussian", example=dict(orders=[2.0, 8.0, 32.0], q=0.01, sigma=1.0),
     paper=WBK_2019, theorem="Thm 9 (sampling without replacement)",
     summary="RDP upper bound of the Gaussian under sampling without replacement (replace-one)",
-    params=(Param("orders", Orders(hi=1024.0, integer=True), "integer Rényi orders >= 2"),
-            Q, SIGMA), answer="rdp", kernel=_rdp(R.subsampled_gaussian_wor_rdp)))
+    params=(WOR_ORDERS, Q, SIGMA), answer="rdp", kernel=_wor_kernel))

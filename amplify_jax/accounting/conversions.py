@@ -32,14 +32,16 @@ import jax
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
 from .._core.numerics import float64_jit, log1mexp, x64_scope
-from .rdp import DEFAULT_ORDERS, pure_dp_rdp
+from . import _params as P
+from .rdp import DEFAULT_ORDERS, _randomized_response_curve
 
 # importable, not in __all__: the result types (EpsilonResult, DeltaResult, ApproxRDP), the kernels rdp_epsilon_terms
 # and refine_order (public from amplify_jax.internal), METHODS (the values of ``method``) and the search's tunables
 __all__ = ["epsilon_from_rdp", "delta_from_rdp", "optimal_epsilon", "dp_to_rdp"]
 
-METHODS = ("balle2020", "mironov")
+METHODS = P.METHOD.domain.values  #: ("balle2020", "mironov"): the domain of the ``method`` Param
 
 
 class EpsilonResult(NamedTuple):
@@ -117,10 +119,8 @@ def _grid_delta(orders, rdp, eps, method):
 
 
 def _check_curve(orders, rdp):
-    a = V.orders("orders", orders)
-    r = V.finite("rdp", np.asarray(rdp))  # a jax.Array is brought to the host once, then checked
-    if np.any(r < 0):
-        raise ValueError(f"Expected rdp >= 0, got rdp={r[r < 0].flat[0]!r}.")
+    a = P.check_orders(P.ANY_ORDERS, orders)
+    r, = check_params((P.RDP,), broadcast=False, rdp=np.asarray(rdp))  # a jax.Array comes to the host once
     if r.ndim < 1 or r.shape[-1] != a.size:
         raise ValueError(f"Expected rdp with a trailing axis of len(orders)={a.size}, got shape {r.shape}.")
     return a, r
@@ -132,9 +132,14 @@ def epsilon_from_rdp(orders, rdp, *, delta, method="balle2020") -> EpsilonResult
     ``rdp`` has the orders axis last; ``delta`` broadcasts with its leading axes.
     """
     a, r = _check_curve(orders, rdp)
-    d = V.unit_open("delta", delta)
-    V.one_of("method", method, METHODS)
-    shape = V.broadcastable(rdp=r[..., 0], delta=d)
+    d, = check_params((P.DELTA,), broadcast=False, delta=delta)
+    V.broadcastable(rdp=r[..., 0], delta=d)
+    return _epsilon_from_rdp(a, r, d, P.check_method(method))
+
+
+def _epsilon_from_rdp(a, r, d, method) -> EpsilonResult:
+    """:func:`epsilon_from_rdp`'s computation on checked values (orders ``a``, curve ``r``, delta ``d``)."""
+    shape = np.broadcast_shapes(r.shape[:-1], np.shape(d))
     # NumPy arrays into one compiled program per shape (an eager jnp op here would be a small program each)
     with x64_scope():
         return EpsilonResult(*_grid_epsilon(a, np.broadcast_to(r, shape + a.shape), np.broadcast_to(d, shape), method))
@@ -143,8 +148,8 @@ def epsilon_from_rdp(orders, rdp, *, delta, method="balle2020") -> EpsilonResult
 def delta_from_rdp(orders, rdp, *, epsilon, method="balle2020") -> DeltaResult:
     """(delta, best order) from an RDP curve at a given eps (the inverse conversion), for every grid point."""
     a, r = _check_curve(orders, rdp)
-    e = V.nonnegative("epsilon", epsilon)
-    V.one_of("method", method, METHODS)
+    e, = check_params((P.EPSILON,), broadcast=False, epsilon=epsilon)
+    P.check_method(method)
     shape = V.broadcastable(rdp=r[..., 0], epsilon=e)
     with x64_scope():
         return DeltaResult(*_grid_delta(a, np.broadcast_to(r, shape + a.shape), np.broadcast_to(e, shape), method))
@@ -315,12 +320,17 @@ def optimal_epsilon(
     search on log(alpha - 1), :func:`refine_order`).  The result is never larger than the grid's best.
     Returns (epsilon, order).
     """
-    a = V.orders("orders", DEFAULT_ORDERS if orders is None else orders)
-    a = np.sort(a)
-    d = V.unit_open("delta", delta)
-    V.one_of("method", method, METHODS)
+    a = np.sort(P.check_orders(P.ANY_ORDERS, DEFAULT_ORDERS if orders is None else orders))
+    d, = check_params((P.DELTA,), broadcast=False, delta=delta)
+    P.check_method(method)
     args = tuple(np.asarray(x, dtype=np.float64) for x in args)
-    shape = V.broadcastable(delta=d, **{f"args[{i}]": x for i, x in enumerate(args)})
+    V.broadcastable(delta=d, **{f"args[{i}]": x for i, x in enumerate(args)})
+    return _optimal_epsilon(rdp_fn, a, d, args, method, grid_rdp, n_iter)
+
+
+def _optimal_epsilon(rdp_fn, a, d, args, method, grid_rdp=None, n_iter=BRENT_STEPS) -> EpsilonResult:
+    """:func:`optimal_epsilon`'s computation on checked values (sorted orders ``a``, delta ``d``, float64 ``args``)."""
+    shape = np.broadcast_shapes(np.shape(d), *(np.shape(x) for x in args))
     with x64_scope():
         bargs = tuple(jnp.broadcast_to(jnp.asarray(x), shape) for x in args)
         if grid_rdp is None:
@@ -367,11 +377,10 @@ def dp_to_rdp(orders, *, eps, delta=0.0) -> ApproxRDP:
     ``delta`` in [0, 1): delta = 1 is no guarantee at all (every pair of laws is (eps, 1)-DP), and the curve
     with delta 1 would say nothing either.
     """
-    a = V.orders("orders", orders)
-    e = V.nonnegative("eps", eps)
-    d = V.probability("delta", delta)
-    V._check("delta", d, d >= 1.0, "in [0, 1) (delta = 1 is no guarantee)")
+    a = P.check_orders(P.ORDERS, orders)  # the orders of pure_dp_rdp's curve
+    e, d = check_params((P.DP_EPS, P.DP_DELTA), broadcast=False, eps=eps, delta=delta)
     shape = V.broadcastable(eps=e, delta=d)
     with x64_scope():
-        curve = pure_dp_rdp(a, eps0=np.broadcast_to(e, shape))
+        # pure_dp_rdp's computation (binary randomized response), its checks not repeated
+        curve = _randomized_response_curve(a, np.broadcast_to(e, shape), np.asarray(2.0))
         return ApproxRDP(curve, jnp.broadcast_to(jnp.asarray(d, dtype=jnp.float64), shape))

@@ -22,6 +22,9 @@ import jax
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
+from . import _params as P
+from ._params import LAPLACE_RANGE, MAX_ORDER, SIGMA_RANGE, WOR_MAX_ORDER
 from ._subsampled_gaussian import AUTO, log_a_minus_one_fractional, log_a_minus_one_integer_grid
 from .._core.numerics import float64_jit, log_binom_pmf, log_comb_table, log_expm1, logsumexp, run_in_slabs, x64_scope
 
@@ -44,30 +47,8 @@ DEFAULT_ORDERS = np.concatenate(
 )
 
 
-#: Largest Rényi order the curves of this module accept (the registry's orders domain stops there too).  The
-#: Poisson-subsampled Gaussian's integer-order series (MTZ 2019, Sec. 3.3) sums alpha + 1 terms per order: an
-#: array of 2^20 entries at 1e6, of 2^997 at 1e300 (it failed with "Maximum allowed size exceeded"); the closed
-#: forms take any order, but with noise at the ends of their ranges their values leave float64 near 1e300.  The
-#: default grid stops at 1024, and larger orders only matter for eps far below 1e-6.
-MAX_ORDER = 1e6
-#: Largest order of the without-replacement bound (WBK 2019, Thm 9): its sum has alpha terms per order over a
-#: base curve at every integer order 2..alpha (an alpha x alpha table), exact to rounding up to 1024
-#: (:func:`numerics.log_comb_table`); the registry's domain is the same.
-WOR_MAX_ORDER = 1024.0
-#: Noise multipliers (the Gaussian's standard deviation per unit sensitivity) the Gaussian curves accept: the
-#: range of DP-SGD's accountant (``accountants._check_dpsgd``).  Outside it the subsampled Gaussian's
-#: fractional quadrature sizes itself with a NaN panel count (sigma = 1e-300 or 1e300: it failed unnamed) or
-#: ~1e11 panels (sigma = 1e-10), and alpha Delta^2 / (2 sigma^2) leaves float64: +inf (sigma = 1e-300; the true
-#: value is finite) or 0 below the true value (sigma = 1e300).
-SIGMA_RANGE = (1e-3, 1e10)
-#: Laplace scales per unit sensitivity (lambda = b / Delta) :func:`laplace_rdp` accepts: at most MAX_ORDER / 1e-300
-#: = 1e306 for (alpha - 1) / lambda (finite); above 1e10 the curve (~ alpha / (2 lambda^2)) is below 1e-20 alpha
-#: and would underflow to 0 below the true value near lambda = 1e160.
-LAPLACE_RANGE = (1e-300, 1e10)
-
-
-def _orders(orders, integer=False, maximum=MAX_ORDER):
-    return V.orders("orders", orders, integer=integer, maximum=maximum)
+# MAX_ORDER, WOR_MAX_ORDER, SIGMA_RANGE and LAPLACE_RANGE (the ends of the curves' domains, documented there) are
+# stated in ``_params.py`` with the Params the functions validate through, and importable from here as before.
 
 
 def _noise_per_sensitivity(noise_name, noise, sensitivity, lo, hi):
@@ -81,6 +62,11 @@ def _noise_per_sensitivity(noise_name, noise, sensitivity, lo, hi):
         i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
         raise ValueError(f"Expected {noise_name} / sensitivity in [{lo:g}, {hi:g}], got {noise_name}={n[i].item()!r}, "
                          f"sensitivity={d[i].item()!r}.")
+
+
+def _shape(*arrays) -> tuple:
+    """The broadcast shape of checked arrays (their shapes were found to broadcast: ``check_params``)."""
+    return np.broadcast_shapes(*(np.shape(x) for x in arrays))
 
 
 def _finish(shape, x):
@@ -103,13 +89,16 @@ def gaussian_rdp(orders, *, sigma, sensitivity=1.0):
     Orders up to :data:`MAX_ORDER`; sigma / sensitivity in :data:`SIGMA_RANGE` (a zero sensitivity: 0), where the
     value is finite and not rounded to 0.
     """
-    a = _orders(orders)
-    s = V.positive("sigma", sigma)
-    d = V.nonnegative("sensitivity", sensitivity)
-    shape = V.broadcastable(sigma=s, sensitivity=d)
+    a = P.check_orders(P.ORDERS, orders)
+    s, d = check_params((P.NOISE_SIGMA, P.ANY_SENSITIVITY), broadcast=False, sigma=sigma, sensitivity=sensitivity)
     _noise_per_sensitivity("sigma", s, d, *SIGMA_RANGE)
+    return _gaussian_curve(a, s, d)
+
+
+def _gaussian_curve(a, s, d):
+    """:func:`gaussian_rdp`'s computation on checked values (orders ``a``; sigma / sensitivity in SIGMA_RANGE)."""
     with x64_scope():
-        return _finish(shape, _gaussian_kernel(a, s, d))
+        return _finish(_shape(s, d), _gaussian_kernel(a, s, d))
 
 
 def _expm1_minus_x(y):
@@ -147,13 +136,16 @@ def laplace_rdp(orders, *, scale, sensitivity=1.0):
 
     Orders up to :data:`MAX_ORDER`; lambda in :data:`LAPLACE_RANGE` (where the terms stay finite).
     """
-    a = _orders(orders)
-    b = V.positive("scale", scale)
-    d = V.positive("sensitivity", sensitivity)
-    shape = V.broadcastable(scale=b, sensitivity=d)
+    a = P.check_orders(P.ORDERS, orders)
+    b, d = check_params((P.LAPLACE_SCALE, P.SENSITIVITY), broadcast=False, scale=scale, sensitivity=sensitivity)
     _noise_per_sensitivity("scale", b, d, *LAPLACE_RANGE)
+    return _laplace_curve(a, b, d)
+
+
+def _laplace_curve(a, b, d):
+    """:func:`laplace_rdp`'s computation on checked values (orders ``a``; scale / sensitivity in LAPLACE_RANGE)."""
     with x64_scope():
-        return _finish(shape, _laplace_kernel(a, b, d))
+        return _finish(_shape(b, d), _laplace_kernel(a, b, d))
 
 
 def _rr_log_excess(alpha, eps0):
@@ -188,12 +180,15 @@ def randomized_response_rdp(orders, *, eps0, k=2):
     ``1 + expm1((alpha-1) eps0) expm1(alpha eps0) e^{-(alpha-1) eps0} / (e^eps0 + k - 1)``, which has no
     cancellation when eps0 is tiny.
     """
-    a = _orders(orders)
-    e = V.nonnegative("eps0", eps0)
-    kk = V.integer("k", k, minimum=2).astype(np.float64)
-    shape = V.broadcastable(eps0=e, k=kk)
+    a = P.check_orders(P.ORDERS, orders)
+    e, kk = check_params((P.RR_EPS0, P.RR_K), broadcast=False, eps0=eps0, k=k)
+    return _randomized_response_curve(a, e, kk)
+
+
+def _randomized_response_curve(a, e, kk):
+    """:func:`randomized_response_rdp`'s computation on checked values (orders ``a``, eps0 ``e``, k ``kk``)."""
     with x64_scope():
-        return _finish(shape, _rr_kernel(a, e, kk))
+        return _finish(_shape(e, kk), _rr_kernel(a, e, kk))
 
 
 def pure_dp_rdp(orders, *, eps0):
@@ -335,10 +330,15 @@ def poisson_subsampled_gaussian_rdp(orders, *, q, sigma):
     fractional quadrature's plan underflows below ~1e-150 at large sigma).  Orders up to :data:`MAX_ORDER`,
     sigma in :data:`SIGMA_RANGE` (as DP-SGD's accountant).
     """
-    a = _orders(orders)
-    qq = raise_tiny_rate(V.probability("q", q))
-    s = V.between("sigma", sigma, *SIGMA_RANGE)
-    shape = V.broadcastable(q=qq, sigma=s)
+    a = P.check_orders(P.ORDERS, orders)
+    qq, s = check_params((P.Q, P.CURVE_SIGMA), broadcast=False, q=q, sigma=sigma)
+    return _poisson_subsampled_gaussian_curve(a, qq, s)
+
+
+def _poisson_subsampled_gaussian_curve(a, q, s):
+    """:func:`poisson_subsampled_gaussian_rdp`'s computation on checked values (orders ``a``, q, sigma ``s``)."""
+    qq = raise_tiny_rate(q)
+    shape = _shape(qq, s)
     # one compiled program per orders grid, whatever the batch: fixed slabs (numerics.run_in_slabs), and every
     # fractional order on its own need of quadrature panels (_subsampled_gaussian.AUTO, certified per point)
     curve = SGMCurve(a, AUTO)
@@ -436,14 +436,14 @@ def without_replacement_rdp(base_rdp, *, q, base_rdp_inf=None):
     size k) are amplified in one call.  Fractional orders: see :func:`interpolate_integer_rdp`.  Inside other
     kernels use the jnp-level :func:`without_replacement_rdp_kernel` / :func:`without_replacement_log_excess`.
     """
-    base = V.nonnegative("base_rdp", base_rdp)
+    base, = check_params((P.BASE_RDP,), broadcast=False, base_rdp=base_rdp)
     if base.ndim < 1 or base.shape[-1] < 1:
         raise ValueError(f"Expected base_rdp with a trailing orders axis (orders 2..A), got shape {base.shape}.")
-    qq = V.probability("q", q)
+    qq, = check_params((P.Q,), broadcast=False, q=q)
     if base_rdp_inf is None:
         lif = np.full(np.shape(qq), np.inf)
     else:
-        einf = V.nonnegative("base_rdp_inf", base_rdp_inf)
+        einf, = check_params((P.BASE_RDP_INF,), broadcast=False, base_rdp_inf=base_rdp_inf)
         lif = np.where(einf > 0, np.log(np.expm1(np.maximum(einf, 1e-300))), -np.inf)
     shape = V.broadcastable(base_rdp=base[..., 0], q=qq, base_rdp_inf=lif)
     base_b = np.broadcast_to(base, shape + base.shape[-1:])
@@ -459,12 +459,15 @@ def interpolate_integer_rdp(orders, integer_rdp):
     upper bound at every fractional order (Wang, Balle, Kasiviswanathan 2019, Sec. 3; Mironov 2017).
     Orders above A are refused.
     """
-    a = _orders(orders)
-    top = np.shape(integer_rdp)[-1] + 1
+    a = P.check_orders(P.ORDERS, orders)
+    r, = check_params((P.INTEGER_RDP,), broadcast=False, integer_rdp=integer_rdp)
+    if r.ndim < 1 or r.shape[-1] < 1:
+        raise ValueError(f"Expected integer_rdp with a trailing orders axis (orders 2..A), got shape {r.shape}.")
+    top = r.shape[-1] + 1
     if np.any(a > top):
-        raise ValueError(f"Expected orders <= {top} (the largest integer order given), got orders={a.max()!r}.")
+        raise ValueError(f"Expected orders <= {top} (the largest integer order given), got orders={a.max().item()!r}.")
     with x64_scope():
-        return jax.device_put(_interpolate_integer_host(a, np.asarray(integer_rdp, dtype=np.float64)))
+        return jax.device_put(_interpolate_integer_host(a, r))
 
 
 def subsampled_gaussian_wor_rdp(orders, *, q, sigma, sensitivity=1.0):
@@ -474,12 +477,17 @@ def subsampled_gaussian_wor_rdp(orders, *, q, sigma, sensitivity=1.0):
     orders are interpolated by convexity (:func:`interpolate_integer_rdp`), an upper bound.  Orders up to
     :data:`WOR_MAX_ORDER`; sigma / sensitivity in :data:`SIGMA_RANGE` (as :func:`gaussian_rdp`).
     """
-    a = _orders(orders, maximum=WOR_MAX_ORDER)
-    qq = V.probability("q", q)
-    s = V.positive("sigma", sigma)
-    d = V.positive("sensitivity", sensitivity)
-    shape = V.broadcastable(q=qq, sigma=s, sensitivity=d)
+    a = P.check_orders(P.WOR_CURVE_ORDERS, orders)
+    qq, s, d = check_params((P.Q, P.NOISE_SIGMA, P.SENSITIVITY), broadcast=False, q=q, sigma=sigma,
+                            sensitivity=sensitivity)
     _noise_per_sensitivity("sigma", s, d, *SIGMA_RANGE)
+    return _subsampled_gaussian_wor_curve(a, qq, s, d)
+
+
+def _subsampled_gaussian_wor_curve(a, qq, s, d):
+    """:func:`subsampled_gaussian_wor_rdp`'s computation on checked values (integer orders ``a`` up to
+    WOR_MAX_ORDER; sigma / sensitivity in SIGMA_RANGE)."""
+    shape = _shape(qq, s, d)
     top = int(np.ceil(a.max()))
     ints = np.arange(2, top + 1, dtype=np.float64)
     base = ints * (np.broadcast_to(d / s, shape)[..., None] ** 2) / 2.0
@@ -524,8 +532,8 @@ def compose(curves, steps=1):
     total = None
     with x64_scope():
         for i, (c, t) in enumerate(zip(curves, steps_list)):
-            c = jnp.asarray(V.nonnegative(f"curves[{i}]", np.asarray(c)))
-            t = V.integer(f"steps[{i}]", t, minimum=0).astype(np.float64)  # a count: 1.5 steps is refused
+            c = jnp.asarray(P.CURVES.domain.check(f"curves[{i}]", np.asarray(c)))
+            t = P.ANY_STEPS.domain.check(f"steps[{i}]", t)  # a count: 1.5 steps is refused
             term = jnp.asarray(t)[..., None] * c
             total = term if total is None else total + term
     return total
