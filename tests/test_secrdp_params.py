@@ -153,13 +153,15 @@ DIFFERENT = {
 
 
 def test_registry_declares_the_params_of_params_py():
-    """Each secrdp bound's numeric parameter has a domain declared in _params.py: the function's own (delta,
-    colluders) or the registry's stated search range, which lies inside the function's domain (every value
-    the registry takes, the function takes)."""
+    """Each secrdp bound's parameter is a Param of _params.py, and each numeric one's domain is the function's
+    own (delta, colluders) or the registry's stated search range, which lies inside the function's domain (every
+    value the registry takes, the function takes)."""
     declared = [q.domain for q in vars(P).values() if hasattr(q, "domain")]
+    params = [q for q in vars(P).values() if isinstance(q, bounds.Param)]
     seen = 0
     for b in bounds.list("secrdp"):
         for p in b.params:
+            assert any(p is q for q in params), (b.id, p.name)  # every Param, numeric or not, one of _params.py
             if not p.domain.numeric:
                 continue
             assert any(p.domain is d for d in declared), (b.id, p.name)

@@ -56,14 +56,14 @@ import warnings
 
 import numpy as np
 
-from ..bounds import Bound, Orders, Param, register
+from ..bounds import Bound, register
 from .._core.status import Status
 from ._adversaries import DisconnectedGraphWarning
 from ._conversion import closed_form_eps1, closed_form_epsilon, epsilon
 from ._example_level import effective_noise_multiplier, example_level_epsilon, example_level_rdp
 from ._graph import algebraic_connectivity
-from ._params import (ADVERSARY, BATCH, CLIP, COLLUDERS, DELTA, EPS1, EXAMPLE_METHOD, GRAPH, METHOD, ORDERS, Q,
-                      SAMPLING, SIGMA_COR, SIGMA_UNC, STEPS, STEPS_1)
+from ._params import (ADVERSARY, BATCH, CLIP, COLLUDERS, DELTA, EPS1, EXAMPLE_METHOD, EXAMPLE_ORDERS, GRAPH, METHOD,
+                      ORDERS, Q, SAMPLING, SIGMA_COR, SIGMA_UNC, STEPS, STEPS_1)
 from ._step import spectral_bound, step_account, step_rdp
 
 PAPER = ("Allouah, Koloskova, El Firdoussi, Jaggi, Guerraoui 2024 (The privacy power of correlated noise in "
@@ -341,6 +341,5 @@ register(Bound(
                  batch_size=32.0, q=0.01, adversary="eavesdropper"),
     paper=PAPER, theorem=f"{EXAMPLE}; {ACCOUNTANT}; composed over steps",
     summary="example-level SecRDP curve of T steps of Decor with subsampled mini-batches",
-    params=(Param("orders", Orders(hi=1024.0), "Rényi orders in (1, 1024] (fractional ones: see the sampling)"),
-            GRAPH, SIGMA_UNC, SIGMA_COR, CLIP, BATCH, Q, STEPS_1, ADVERSARY, COLLUDERS, SAMPLING),
+    params=(EXAMPLE_ORDERS, GRAPH, SIGMA_UNC, SIGMA_COR, CLIP, BATCH, Q, STEPS_1, ADVERSARY, COLLUDERS, SAMPLING),
     answer="rdp", kernel=_example_level_rdp, notes=EXAMPLE_NOTES))

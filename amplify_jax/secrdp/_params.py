@@ -138,6 +138,7 @@ METHOD = Param("method", Choice(CONVERSION_METHODS),
                "RDP -> DP conversion: the closed form, or the core's balle2020 / mironov on a dense order grid",
                default="closed_form")
 ORDERS = Param("orders", Orders(), "Rényi orders alpha > 1")
+EXAMPLE_ORDERS = Param("orders", Orders(hi=1024.0), "Rényi orders in (1, 1024] (fractional ones: see the sampling)")
 BATCH = Param("batch_size", Real(1.0, 1e8), "(expected) mini-batch size b of each user", DECREASING,
               search=(1.0, 1e8))
 # q >= 1e-12: the core's Poisson-subsampled Gaussian fails (NaN panel count) for q ~ 1e-200
