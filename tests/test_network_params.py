@@ -1,7 +1,7 @@
 """Issue 29, item 2: each network parameter's domain is stated once (``amplify_jax/network/_params.py``), and
-the public network functions converted so far refuse exactly what their Params refuse, with a one-line
-ValueError naming the parameter and the value; the registry's bounds declare the same Param objects (or a
-stated narrowing of them).
+every public network function (``network.__all__``) refuses exactly what its Params refuse (and a stated joint
+condition), with a one-line ValueError naming the parameter and the value; the registry's bounds declare the
+same Param objects (or a stated narrowing of them).
 
 The kernels are replaced by a stub that raises :class:`_params_probe.Accepted`: what is tested is the boundary,
 and no program is compiled (the values themselves are tests/test_network.py's business)."""
@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given, strategies as st
 
 from amplify_jax import bounds
+from amplify_jax._core.domains import Orders, Real
 from amplify_jax import network as NW
-from amplify_jax.network import _complete_graph, _composition, _local, _params as P, _ring, _sgd
+from amplify_jax.accounting import pld
+from amplify_jax.network import _complete_graph, _composition, _local, _params as P, _ring, _sgd, _walks
 from _params_probe import param_refuses as _param_refuses, probes as _probes, stub as _stub
 from _params_probe import function_refuses as _function_refuses
 
@@ -27,7 +29,11 @@ def no_kernels(monkeypatch):
                       (_complete_graph, "_thm3_kernel"), (_complete_graph, "_sum_bound_kernel"),
                       (_complete_graph, "_hist_kernel"), (_complete_graph, "_spotted_kernel"),
                       (_sgd, "_thm4_kernel"), (_composition, "_advanced_kernel"),
-                      (_composition, "_kov_homog_kernel")]:
+                      (_composition, "_kov_homog_kernel"), (_composition, "_kov_kernel"),
+                      (_sgd, "_sgd_rdp_kernel"), (_sgd, "_network_sgd_kernel"), (_sgd, "_network_sgd_fixed_kernel"),
+                      (_sgd, "_local_sgd_kernel"), (_sgd, "_central_sgd_kernel"), (_sgd, "_bassily_kernel"),
+                      (_sgd, "invert_monotone"), (pld, "epsilon"), (_walks, "_draw_walks"),
+                      (_walks, "_walk_kernel")]:
         monkeypatch.setattr(mod, name, _stub)
 
 
@@ -40,6 +46,53 @@ def _erlingsson_extra(name, value, base):
 def _group_extra(name, value, base):
     """cycle_delta='group' (the default) also refuses delta0 = 0 (the Gaussian's calibration needs delta0 > 0)."""
     return name == "delta0" and value == 0
+
+
+def _joint(name, value, base, **kw):
+    """The values of a call where ``name`` takes ``value`` (finite and in its Param's domain: a joint condition
+    is only tested there)."""
+    return {**base, **kw, name: value}
+
+
+def _ratio_extra(name, value, base):
+    """The DP-SGD accountants also refuse sigma / lipschitz outside SGD_NOISE_RATIO (both named)."""
+    if name not in ("sigma", "lipschitz"):
+        return False
+    v = _joint(name, value, base)
+    return not P.SGD_NOISE_RATIO.contains(np.float64(v["sigma"]) / np.float64(v["lipschitz"]))
+
+
+def _lemma1_extra(order_name):
+    """... and, with orders, Lemma 1's sigma >= L sqrt(2 alpha (alpha - 1)) (sigma, lipschitz, the order named)."""
+    def extra(name, value, base):
+        if _ratio_extra(name, value, base):
+            return True
+        if name not in ("sigma", "lipschitz", order_name):
+            return False
+        v = _joint(name, value, base)
+        a = np.max(v[order_name])
+        return bool(v["sigma"] < v["lipschitz"] * np.sqrt(2.0 * a * (a - 1.0)))
+    return extra
+
+
+def _pld_extra(noise):
+    """... and, with accountant='pld', the PLD's noise multiplier (rounded down) at least pld.SIGMA_RANGE's low
+    end (every input of it named)."""
+    def extra(name, value, base):
+        if _ratio_extra(name, value, base):
+            return True
+        if name not in ("sigma", "lipschitz", "contributions"):
+            return False
+        return bool(noise(_joint(name, value, base)) * pld.ROUND_DOWN < pld.SIGMA_RANGE[0])
+    return extra
+
+
+def _colluders_extra(name, value, base):
+    """colluders < n (Sec. 4.3), checked jointly (colluders=, n= named)."""
+    if name not in ("n", "colluders"):
+        return False
+    v = _joint(name, value, base)
+    return v["colluders"] >= v["n"]
 
 
 _CG = dict(n=10**4, steps=10**6, eps0=0.5, delta_prime=1e-6, delta_hat=1e-6)
@@ -78,11 +131,67 @@ CASES = [
      dict(eps0=P.EPS0_LOCAL, steps=P.KOV_STEPS, delta=P.KOV_DELTA), None),
     ("sgd_theorem4_bound", NW.sgd_theorem4_bound, dict(n=1000, steps=10**5, eps0=0.5, delta=1e-5, delta_hat=1e-6),
      dict(n=P.N, steps=P.STEPS_T, eps0=P.EPS0_GAUSS, delta=P.SGD_DELTA, delta_hat=P.DELTA_HAT), None),
+    ("kov_composition_epsilon", lambda eps, **kw: NW.kov_composition_epsilon(eps, **kw),
+     dict(eps=0.1, delta_tilde=1e-6), dict(eps=P.COMPOSED_EPS, delta_tilde=P.KOV_DELTA_TILDE), None),
+    ("network_sgd_rdp", lambda orders, **kw: NW.network_sgd_rdp(orders, **kw),
+     dict(orders=2.0, sigma=20.0, n=1000, contributions=10.0, lipschitz=1.0),
+     dict(orders=P.ORDERS, sigma=P.SGD_SIGMA, n=P.N, contributions=P.RDP_CONTRIBUTIONS, lipschitz=P.SGD_LIPSCHITZ),
+     _lemma1_extra("orders")),
+    ("network_sgd_epsilon", NW.network_sgd_epsilon,
+     dict(sigma=10.0, n=1000, contributions=10.0, delta=1e-5, lipschitz=1.0),
+     dict(sigma=P.SGD_SIGMA, n=P.N, contributions=P.CONTRIBUTIONS, delta=P.DELTA, lipschitz=P.SGD_LIPSCHITZ),
+     _ratio_extra),
+    ("network_sgd_epsilon_order", NW.network_sgd_epsilon,
+     dict(sigma=20.0, n=1000, contributions=10.0, delta=1e-5, lipschitz=1.0, order=3.0),
+     dict(sigma=P.SGD_SIGMA, lipschitz=P.SGD_LIPSCHITZ, order=P.ORDER), _lemma1_extra("order")),
+    ("network_sgd_epsilon_colluders", NW.network_sgd_epsilon,
+     dict(sigma=10.0, n=1000, contributions=10.0, delta=1e-5, colluders=10),
+     dict(n=P.N, colluders=P.COLLUDERS_ANY), _colluders_extra),
+    ("local_sgd_epsilon", NW.local_sgd_epsilon, dict(sigma=10.0, contributions=10.0, delta=1e-5, lipschitz=1.0),
+     dict(sigma=P.SGD_SIGMA, contributions=P.CONTRIBUTIONS, delta=P.DELTA, lipschitz=P.SGD_LIPSCHITZ),
+     _ratio_extra),
+    ("local_sgd_epsilon_pld", lambda **kw: NW.local_sgd_epsilon(accountant="pld", **kw),
+     dict(sigma=10.0, contributions=10.0, delta=1e-5, lipschitz=1.0),
+     dict(sigma=P.SGD_SIGMA, contributions=P.CONTRIBUTIONS, delta=P.DELTA, lipschitz=P.SGD_LIPSCHITZ),
+     _pld_extra(lambda v: np.float64(v["sigma"]) / (2.0 * v["lipschitz"] * np.sqrt(v["contributions"])))),
+    ("central_sgd_epsilon", NW.central_sgd_epsilon, dict(sigma=10.0, n=1000, steps=100, delta=1e-5, lipschitz=1.0),
+     dict(sigma=P.SGD_SIGMA, n=P.N, steps=P.CENTRAL_STEPS, delta=P.DELTA, lipschitz=P.SGD_LIPSCHITZ),
+     _ratio_extra),
+    ("central_sgd_epsilon_pld", lambda **kw: NW.central_sgd_epsilon(accountant="pld", **kw),
+     dict(sigma=10.0, n=1000, steps=100, delta=1e-5, lipschitz=1.0),
+     dict(sigma=P.SGD_SIGMA, n=P.N, steps=P.CENTRAL_STEPS, delta=P.DELTA, lipschitz=P.SGD_LIPSCHITZ),
+     _pld_extra(lambda v: np.float64(v["sigma"]) / (2.0 * v["lipschitz"]))),
+    ("central_sgd_bassily_epsilon", NW.central_sgd_bassily_epsilon,
+     dict(sigma=10.0, n=1000, steps=100, delta=1e-5, lipschitz=1.0),
+     dict(sigma=P.SGD_SIGMA, n=P.N, steps=P.CENTRAL_STEPS, delta=P.DELTA, lipschitz=P.SGD_LIPSCHITZ),
+     _ratio_extra),
+    ("sgd_calibrate_sigma", lambda **kw: NW.sgd_calibrate_sigma(setting="network", **kw),
+     dict(target_epsilon=1.0, delta=1e-5, n=1000, steps=100, contributions=10.0, lipschitz=1.0),
+     dict(target_epsilon=P.TARGET_EPSILON, delta=P.DELTA, n=P.N, steps=P.CENTRAL_STEPS,
+          contributions=P.CONTRIBUTIONS, lipschitz=P.SGD_LIPSCHITZ), None),
+    ("sgd_calibrate_sigma_central", lambda **kw: NW.sgd_calibrate_sigma(setting="central", **kw),
+     dict(target_epsilon=1.0, delta=1e-5, n=1000, steps=100, lipschitz=1.0),
+     dict(target_epsilon=P.TARGET_EPSILON, delta=P.DELTA, n=P.N, steps=P.CENTRAL_STEPS, lipschitz=P.SGD_LIPSCHITZ),
+     None),
+    ("sample_walks", lambda seed, **kw: NW.sample_walks(seed, **kw), dict(seed=0, n=10, steps=5, num_walks=2),
+     dict(seed=P.SEED, n=P.WALK_N, steps=P.WALK_STEPS, num_walks=P.NUM_WALKS), None),
+    ("walk_privacy_losses", lambda **kw: NW.walk_privacy_losses(np.zeros((1, 5), int), **kw),
+     dict(n=10, eps0=0.5, delta_prime=1e-6, delta_cycle=1e-6),
+     dict(n=P.WALK_N, eps0=P.EPS0_GAUSS, delta_prime=P.DELTA_PRIME, delta_cycle=P.DELTA_CYCLE), None),
+    ("walk_privacy_losses_histogram",
+     lambda **kw: NW.walk_privacy_losses(np.zeros((1, 5), int), mechanism="histogram", **kw),
+     dict(n=10, eps0=0.5, delta_prime=1e-6, delta_cycle=1e-6),
+     dict(n=P.WALK_N, eps0=P.EPS0_LOCAL, delta_prime=P.DELTA_PRIME, delta_cycle=P.DELTA_CYCLE), None),
 ]
 
 
 def _expected(param, extra, base, name, value) -> bool:
     return _param_refuses(param, value) or bool(extra and extra(name, float(value), base))
+
+
+def _ends(domain):
+    """The domain whose ends are probed: Rényi orders (a 1-D list, alpha > 1) are probed as the interval (1, hi]."""
+    return Real(1.0, domain.hi, lo_open=True) if isinstance(domain, Orders) else domain
 
 
 def _cases():
@@ -91,16 +200,18 @@ def _cases():
             yield pytest.param(label, call, base, name, param, extra, id=f"{label}:{name}")
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in nextafter")  # the probes beyond target_epsilon's end
 @pytest.mark.parametrize("label,call,base,name,param,extra", list(_cases()))
 def test_function_refuses_exactly_what_its_param_refuses(label, call, base, name, param, extra):
     assert not _function_refuses(call, base, name, base[name], answered_is_accepted=False)  # a valid base point
-    for v in _probes(param.domain):
+    ends = _ends(param.domain)
+    for v in _probes(ends):
         assert _function_refuses(call, base, name, v) == _expected(param, extra, base, name, v), (name, v)
     # an array: refused as a whole where one element is, the message giving the element
-    good, bad = float(param.domain.lo), float(param.domain.hi) + 1.0
+    good, bad = float(ends.lo), float(ends.hi) + 1.0
     if _param_refuses(param, good) or (extra and extra(name, good, base)):
         good = float(base[name])
-    assert _function_refuses(call, base, name, np.array([good, bad])) == _param_refuses(param, bad)
+    assert _function_refuses(call, base, name, np.array([good, bad])) == _expected(param, extra, base, name, bad)
 
 
 @given(case=st.sampled_from(range(len(CASES))), data=st.data(),
@@ -122,30 +233,50 @@ DIFFERENT = {
     # delta0 = 0 (pure LDP): the functions take it (the default cycle_delta='group' refuses it), the registry not
     ("network.complete-graph-sum", "delta0"): P.DELTA0,
     # T_u = 0: the function answers 0; the registry's contributions are searched on a log scale
-    ("network.spotted-contributions", "contributions"): None,
+    ("network.spotted-contributions", "contributions"): None, ("network.sgd-rdp", "contributions"): P.CONTRIBUTIONS,
+    # the DP-SGD accountants: sigma, lipschitz in [1e-100, 1e100] (sigma / lipschitz jointly); the registry's
+    # sigma in [1e-3, 1e6], lipschitz in [1e-6, 1e3]; its central T up to 10**9 (the functions' 10**12)
+    **{(b, "sigma"): P.SIGMA for b in ("network.sgd", "network.local-sgd", "network.central-sgd",
+                                       "network.central-sgd-bassily", "network.sgd-rdp")},
+    **{(b, "lipschitz"): P.LIPSCHITZ for b in ("network.sgd", "network.local-sgd", "network.central-sgd",
+                                               "network.central-sgd-bassily", "network.sgd-rdp")},
+    ("network.central-sgd", "steps"): P.STEPS_SGD, ("network.central-sgd-bassily", "steps"): P.STEPS_SGD,
 }
 #: the registry's name of a function's parameter, where they differ
 RENAMED = {"shuffle_delta": "delta"}
 
 
 def test_registry_declares_the_functions_params():
-    """The converted functions' registry bounds declare their functions' domains (the same objects), or one of
-    the stated differences; the registry's total ``delta`` is not a function's parameter (the functions take its
-    pieces: delta0, delta_prime, delta_hat, the shuffling step's delta; Thm 4's per-step delta has the total's
-    domain) and ``colluders`` is checked jointly with n (colluders < n)."""
+    """The registry's bounds declare their functions' domains (the same objects), or one of the stated
+    differences; the closed forms' total ``delta`` is not their functions' parameter (they take its pieces:
+    delta0, delta_prime, delta_hat, the shuffling step's delta; Thm 4's per-step delta has the total's domain,
+    and the DP-SGD accountants' delta is the total); ``colluders`` is the registry's narrowing of the functions'
+    (checked jointly with n, colluders < n)."""
     funcs = {"network.ring-sum": "ring_sum_bound", "network.ring-histogram": "ring_histogram_bound",
              "network.complete-graph-sum": "complete_graph_sum_bound",
              "network.complete-graph-histogram": "complete_graph_histogram_bound",
              "network.spotted-contributions": "spotted_contributions_epsilon",
-             "network.sgd-theorem4": "sgd_theorem4_bound"}
+             "network.sgd-theorem4": "sgd_theorem4_bound", "network.sgd": "network_sgd_epsilon",
+             "network.local-sgd": "local_sgd_epsilon", "network.central-sgd": "central_sgd_epsilon",
+             "network.central-sgd-bassily": "central_sgd_bassily_epsilon", "network.sgd-rdp": "network_sgd_rdp"}
     by_label = {label: ps for label, _, _, ps, _ in CASES}
     seen = 0
     for bid, label in funcs.items():
         fn_params = by_label[label]
         for p in bounds.get(bid).params:
-            if not p.domain.numeric or p.name == "colluders":
+            if p.name == "orders":
+                assert p is fn_params["orders"], bid
+                seen += 1
                 continue
-            if p.name == "delta" and bid != "network.sgd-theorem4":  # the total; Thm 4's shares SGD_DELTA's domain
+            if p.name == "colluders":
+                assert p is P.COLLUDERS and P.COLLUDERS_ANY.domain.lo <= p.domain.lo < p.domain.hi <= \
+                    P.COLLUDERS_ANY.domain.hi, bid
+                continue
+            if not p.domain.numeric:
+                continue
+            if p.name == "delta" and bid in ("network.ring-sum", "network.ring-histogram",
+                                             "network.complete-graph-sum", "network.complete-graph-histogram",
+                                             "network.spotted-contributions"):
                 continue
             fn = fn_params[RENAMED.get(p.name, p.name)]
             if (bid, p.name) in DIFFERENT:
@@ -155,4 +286,4 @@ def test_registry_declares_the_functions_params():
             else:
                 assert p.domain is fn.domain, (bid, p.name)
             seen += 1
-    assert seen == 26
+    assert seen == 50

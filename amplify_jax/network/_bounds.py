@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Orders, Param, Real, register
+from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Param, Real, register
 from .._core.status import Status
-from ._params import (DELTA0, DELTA_HAT, DELTA_PRIME, DELTA_TILDE, EPS0, EPS0_GAUSS, N, SGD_DELTA, SHUFFLE_DELTA,
-                      STEPS_K, STEPS_T)
+from ._params import (COLLUDERS, CONTRIBUTIONS, DELTA, DELTA0, DELTA_HAT, DELTA_PRIME, DELTA_TILDE, EPS0, EPS0_GAUSS,
+                      LIPSCHITZ, N, N_SAMPLED, ORDERS, SGD_DELTA, SHUFFLE_DELTA, SIGMA, STEPS_K, STEPS_SGD, STEPS_T)
 from ._complete_graph import complete_graph_histogram_bound, complete_graph_sum_bound, spotted_contributions_epsilon
 from ._composition import advanced_composition_epsilon, kov_homogeneous_epsilon
 from ._local import local_sum_bound
@@ -44,20 +44,9 @@ BUDGET = ("delta is the total: delta' of the advanced composition is delta minus
 APP_D_FIX = ("Corrected: the second term of the advanced composition is k eps_c (e^{eps_c} - 1) (App. D prints "
              "eps0 for eps_c; docs/errata.md#e-network-thm3-composition).")
 
-DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta (total)", DECREASING)
-COLLUDERS = Param("colluders", Integer(1, 10**6), "number of colluding users (Sec. 4.3: n -> n / c), < n",
-                  default=1)
 CYCLE_DELTA = Param("cycle_delta", Choice(("group", "paper")),
                     "per-cycle delta: 'group' adds Balle et al. 2018 Thm 10's group terms (sound), 'paper' is "
                     "App. D/E's delta_A", default="group")
-SIGMA = Param("sigma", Real(1e-3, 1e6), "noise std of one gradient step", DECREASING, search=(1e-2, 1e5))
-# L up to 1e3: with sigma >= 1e-3, sigma / L stays in network.SGD_NOISE_RANGE (>= 1e-6; below ~1e-8 Lemma 1's
-# admissible orders vanish in float64)
-LIPSCHITZ = Param("lipschitz", Real(1e-6, 1e3), "Lipschitz constant L of the loss (sensitivity 2L)", INCREASING,
-                  search=(1e-5, 1e3), default=1.0)
-CONTRIBUTIONS = Param("contributions", Real(0.0, 1e12, lo_open=True),
-                      "T_u: most contributions of a user (high-probability or enforced)", INCREASING,
-                      search=(1e-3, 1e11))
 METHOD = Param("method", Choice(("balle2020", "mironov")), "RDP to DP conversion (Balle et al. 2020 or Mironov 2017)",
                default="balle2020")
 #: The accountant of the DP-SGD baselines (local, central), declared as the ``dpsgd`` bound declares its own.
@@ -387,15 +376,13 @@ def _central_sgd(sigma, n, steps, delta, lipschitz, accountant="rdp"):
     return {"epsilon": r.epsilon, "order": r.order}
 
 
-STEPS_SGD = Param("steps", Integer(1, 10**9), "T: number of steps", INCREASING)
-
 register(Bound(
     id="network.central-sgd", example=dict(sigma=10.0, n=1000, steps=10000, delta=1e-5, lipschitz=1.0),
     paper=PAPER, theorem="Sec. 5.2 centralized DP-SGD baseline, accounted by RDP: sampling one user without "
                          "replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9), orders 2..128, Balle et al. 2020; "
                          "or (accountant=pld) the PLD of Dong, Roth, Su 2022 Thm 4.2's C_q(G_mu) pair",
     summary="central DP-SGD eps (one user per step, Gaussian noise, sensitivity 2L), RDP accounting",
-    params=(SIGMA, Param("n", Integer(2, 10**12), "number of users (sampling rate 1/n)", DECREASING), STEPS_SGD,
+    params=(SIGMA, N_SAMPLED, STEPS_SGD,
             DELTA, LIPSCHITZ, ACCOUNTANT),
     answer="epsilon", kernel=_central_sgd, outputs=("order",),
     notes="accountant=pld: pld.epsilon('wor-gaussian') at sigma / (2L), q = 1/n (sampling without replacement "
@@ -419,7 +406,7 @@ register(Bound(
     paper=PAPER, theorem="Sec. 5.2 centralized DP-SGD baseline along Bassily, Smith, Thakurta 2014: analytic "
                          "Gaussian per step (Balle & Wang 2018), subsampling (Balle et al. 2018), " + DRV,
     summary="central DP-SGD eps accounted by amplification and advanced composition (the paper's comparison)",
-    params=(SIGMA, Param("n", Integer(2, 10**12), "number of users (sampling rate 1/n)"), STEPS_SGD, DELTA,
+    params=(SIGMA, Param("n", N.domain, N_SAMPLED.doc), STEPS_SGD, DELTA,
             LIPSCHITZ),
     answer="epsilon", kernel=_bassily,
     notes="Our derivation along Bassily et al.'s route (the authors' script uses a closed form).  Where "
@@ -445,7 +432,7 @@ register(Bound(
     paper=PAPER, theorem="Lemma 1 (App. F): (alpha, 4 T_u alpha L^2 ln n / (sigma^2 n))-network RDP for "
                          "sigma >= L sqrt(2 alpha (alpha - 1))",
     summary="network-RDP curve of Algorithm 4 (private SGD by a token walk)",
-    params=(Param("orders", Orders(hi=1e6), "Rényi orders alpha > 1"), SIGMA, N, CONTRIBUTIONS, LIPSCHITZ,
+    params=(ORDERS, SIGMA, N, CONTRIBUTIONS, LIPSCHITZ,
             COLLUDERS),
     answer="rdp", kernel=_sgd_rdp,
     notes="At orders where sigma < L sqrt(2 alpha (alpha - 1)) the lemma says nothing: rdp = inf there, status "

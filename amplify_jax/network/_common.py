@@ -9,6 +9,8 @@ import jax
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
+from . import _params as P
 
 
 class NetworkBound(NamedTuple):
@@ -69,7 +71,13 @@ def _n(name, n):
 
 
 def _colluders(n, c):
-    cc = V.integer("colluders", c, minimum=1)
-    if np.any(np.broadcast_to(cc, np.broadcast_shapes(np.shape(cc), np.shape(n))) >= n):
-        raise ValueError(f"Expected colluders < n, got colluders={np.max(cc)!r} with n={np.min(n)!r}.")
-    return cc.astype(np.float64)
+    """colluders through its Param (``_params.COLLUDERS_ANY``) and jointly with the validated n: colluders < n,
+    naming both at the first offending point."""
+    (cc,) = check_params((P.COLLUDERS_ANY,), colluders=c)
+    V.broadcastable(n=n, colluders=cc)
+    nb, cb = np.broadcast_arrays(n, cc)
+    bad = cb >= nb
+    if np.any(bad):
+        i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
+        raise ValueError(f"Expected colluders < n, got colluders={cb[i].item()!r} with n={nb[i].item()!r}.")
+    return cc

@@ -92,9 +92,10 @@ def kov_composition_epsilon(eps, *, delta_tilde, axis=-1):
     sum); ``delta_tilde`` broadcasts with the remaining axes.  The matching delta is
     :func:`kov_composition_delta`.  For equal epsilons this is never larger than advanced composition or the
     sum (tests check the ordering); :func:`kov_homogeneous_epsilon` gives the exact optimum (Thm 3.3).
+    Each eps_l in [0, 700] (e^eps finite, as for :func:`advanced_composition_epsilon`), delta_tilde in (0, 1).
     """
-    e = V.nonnegative("eps", eps)
-    d = V.unit_open("delta_tilde", delta_tilde)
+    (e,) = check_params((P.COMPOSED_EPS,), broadcast=False, eps=eps)  # eps carries the composed axis
+    (d,) = check_params((P.KOV_DELTA_TILDE,), broadcast=False, delta_tilde=delta_tilde)
     if e.ndim == 0:
         e = e[None]
     ax = _axis(axis, e.ndim) % e.ndim

@@ -30,15 +30,50 @@ float64's, refused rather than answered unverified):
 * Thm 4's delta in (0, 1/2) (:data:`SGD_DELTA`): App. F needs ln(1/delta) >= ln 2 (the registry's total delta
   has the same domain).
 * delta', delta_hat, delta_tilde, the shuffling step's delta: (0, 1) (ln(1/delta) finite and positive).
+* colluders c (Sec. 4.3, n -> n / c) in 1..10**12 (:data:`COLLUDERS_ANY`), checked jointly with n: c < n (so
+  c <= n - 1 as before); the registry's in 1..10**6 (:data:`COLLUDERS`, its end).
 * contributions T_u of App. G's spotted count (:data:`SPOTTED_CONTRIBUTIONS`) in [0, 10**12]: 0 is no
   contribution (nothing spotted); 10**12 the registry's end (its ``contributions`` excludes 0: the search
   there is on a log scale).
+* KOV Thm 3.5 (:func:`kov_composition_epsilon`): each eps_l in [0, 700] (:data:`COMPOSED_EPS`, as advanced
+  composition), delta_tilde in (0, 1) (:data:`KOV_DELTA_TILDE`; the theorem allows 1, where the delta is 1).
+
+The DP-SGD accountants (Lemma 1, Remark 5, the local and central baselines of Sec. 5.2; any sigma, L > 0,
+T_u >= 0, T >= 1, n >= 2, delta in (0, 1), orders alpha > 1):
+
+* sigma and lipschitz each in [1e-100, 1e100] (:data:`SGD_SIGMA`, :data:`SGD_LIPSCHITZ`: their squares stay
+  finite and nonzero; sigma = L = 1e-300 is 0 / 0) and jointly sigma / lipschitz in [1e-6, 1e100]
+  (:data:`SGD_NOISE_RATIO`, a domain of the ratio, refused naming both): below ~1e-8 Lemma 1's admissible
+  orders (1, alpha_max], alpha_max - 1 ~ (sigma / L)^2 / 2, vanish in float64, and above 1e100 its
+  coefficient underflows.  The registry's bounds take sigma in [1e-3, 1e6] (:data:`SIGMA`, the range its
+  searches and the explorer cover) and lipschitz in [1e-6, 1e3] (:data:`LIPSCHITZ`: with sigma >= 1e-3 the
+  ratio stays in its domain), inside both.  The calibration :func:`sgd_calibrate_sigma` searches sigma over
+  :data:`SIGMA`'s domain and takes the accountants' :data:`SGD_LIPSCHITZ` (its old check took any L > 0; at
+  L = 1e300 no sigma of the search was feasible, eps = inf).
+* contributions T_u in (0, 10**12] (:data:`CONTRIBUTIONS`, the functions' and the registry's; the RDP curve
+  :func:`network_sgd_rdp` also takes 0, the curve 0: :data:`RDP_CONTRIBUTIONS`).
+* the central baselines' T in 1..10**12 (:data:`CENTRAL_STEPS`, the walk's end); the registry's in 1..10**9
+  (:data:`STEPS_SGD`).  n in 2..10**12 (:data:`N`; the registry's central bounds declare it decreasing,
+  :data:`N_SAMPLED`, the same domain).
+* delta in (0, 1) (:data:`DELTA`: the accountants' target delta is the registry's total delta).
+* a fixed order alpha in (1, 10**6] (:data:`ORDER`) and the orders of the curve (:data:`ORDERS`): up to
+  ``rdp.MAX_ORDER``, the accounting layer's end.
+* the calibration's target_epsilon in (0, max float64] (:data:`TARGET_EPSILON`).
+
+The walk simulation (Sec. 5.1): the walks are int32 arrays of shape (num_walks, T), so n, T and num_walks are
+one integer each in ..2**31 - 1 (:data:`WALK_N` from 2, :data:`WALK_STEPS`, :data:`NUM_WALKS` from 1); the
+seed one of ``jax.random``'s 32-bit seeds (:data:`SEED`, 0..2**32 - 1: larger ones collide); eps0 as the closed
+forms' (:data:`EPS0_GAUSS` for the Gaussian aggregate, :data:`EPS0_LOCAL` for histograms); delta_prime
+(KOV's delta_tilde) and the per-cycle delta :data:`DELTA_CYCLE` in (0, 1).
 """
 
 from __future__ import annotations
 
-from .._core.domains import Integer, Real
-from .._core.registry import INCREASING, Param
+import numpy as np
+
+from .._core.domains import Integer, Orders, Real
+from .._core.registry import DECREASING, INCREASING, Param
+from ..accounting.rdp import MAX_ORDER
 
 #: Largest eps0 of a function (e^eps0 finite in float64 up to 709.78)
 MAX_EPS0 = 700.0
@@ -74,3 +109,42 @@ KOV_DELTA = Param("delta", _OPEN_UNIT, "target delta of the composition")
 DELTA_TILDE = Param("delta_tilde", _OPEN_UNIT, "failure probability of the Chernoff bound on the spotted count")
 SPOTTED_CONTRIBUTIONS = Param("contributions", Real(0.0, 1e12),
                               "T_u: contributions of a user, of which the spotted ones are counted (0: none)")
+COLLUDERS = Param("colluders", Integer(1, 10**6), "number of colluding users (Sec. 4.3: n -> n / c), < n",
+                  default=1)
+COLLUDERS_ANY = Param("colluders", Integer(1, 10**12), "number of colluding users (Sec. 4.3: n -> n / c), < n "
+                      "(checked jointly)")
+KOV_DELTA_TILDE = Param("delta_tilde", _OPEN_UNIT, "delta_tilde of KOV Thm 3.5 (the composition's slack)")
+
+# the DP-SGD accountants
+DELTA = Param("delta", Real(0.0, 1.0, lo_open=True, hi_open=True), "target delta (total)", DECREASING)
+SGD_SIGMA = Param("sigma", Real(1e-100, 1e100), "noise std of one gradient step (sigma^2 finite and nonzero)")
+SGD_LIPSCHITZ = Param("lipschitz", Real(1e-100, 1e100), "Lipschitz constant L of the loss (sensitivity 2L; L^2 "
+                      "finite and nonzero)")
+#: the domain of sigma / lipschitz, checked jointly (Lemma 1's admissible orders and coefficient stay in float64)
+SGD_NOISE_RATIO = Real(1e-6, 1e100)
+SIGMA = Param("sigma", Real(1e-3, 1e6), "noise std of one gradient step", DECREASING, search=(1e-2, 1e5))
+# L up to 1e3: with sigma >= 1e-3, sigma / L stays in SGD_NOISE_RATIO (>= 1e-6; below ~1e-8 Lemma 1's
+# admissible orders vanish in float64)
+LIPSCHITZ = Param("lipschitz", Real(1e-6, 1e3), "Lipschitz constant L of the loss (sensitivity 2L)", INCREASING,
+                  search=(1e-5, 1e3), default=1.0)
+CONTRIBUTIONS = Param("contributions", Real(0.0, 1e12, lo_open=True),
+                      "T_u: most contributions of a user (high-probability or enforced)", INCREASING,
+                      search=(1e-3, 1e11))
+RDP_CONTRIBUTIONS = Param("contributions", SPOTTED_CONTRIBUTIONS.domain,
+                          "T_u: most contributions of a user (0: none, the curve is 0)")
+CENTRAL_STEPS = Param("steps", STEPS_T.domain, "T: number of steps (one user sampled per step)")
+STEPS_SGD = Param("steps", Integer(1, 10**9), "T: number of steps", INCREASING)
+N_SAMPLED = Param("n", N.domain, "number of users (sampling rate 1/n)", DECREASING)
+ORDER = Param("order", Real(1.0, MAX_ORDER, lo_open=True), "a fixed Rényi order alpha > 1")
+ORDERS = Param("orders", Orders(hi=MAX_ORDER), "Rényi orders alpha > 1")
+TARGET_EPSILON = Param("target_epsilon", Real(0.0, float(np.finfo(np.float64).max), lo_open=True),
+                       "eps to meet (> 0, finite)")
+
+# the walk simulation
+_INT32 = 2**31 - 1
+WALK_N = Param("n", Integer(2, _INT32), "number of users (walk entries are int32)")
+WALK_STEPS = Param("steps", Integer(1, _INT32), "T: steps of each walk")
+NUM_WALKS = Param("num_walks", Integer(1, _INT32), "number of independent walks")
+SEED = Param("seed", Integer(0, 2**32 - 1), "jax.random's 32-bit seed (larger ones collide)")
+DELTA_CYCLE = Param("delta_cycle", _OPEN_UNIT, "delta of one cycle's aggregate (the Gaussian's delta0 or the "
+                    "shuffling delta)")

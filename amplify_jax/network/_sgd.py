@@ -18,8 +18,8 @@ from ..accounting.approx_dp import advanced_composition, analytic_gaussian_epsil
 from .._core.numerics import float64_jit
 from ..accounting.calibrate import invert_monotone
 from ..accounting.conversions import rdp_epsilon_terms
-from ..accounting.rdp import MAX_ORDER, without_replacement_rdp_kernel
-from ._common import NetworkBound, SgdCalibration, SgdEpsilon, _b, _colluders, _n
+from ..accounting.rdp import without_replacement_rdp_kernel
+from ._common import NetworkBound, SgdCalibration, SgdEpsilon, _b, _colluders
 from ._composition import _chernoff_count
 from . import _params as P
 
@@ -27,24 +27,22 @@ from . import _params as P
 #: sigma and lipschitz, each, that the DP-SGD accountants of this module take (:func:`network_sgd_rdp`,
 #: :func:`network_sgd_epsilon`, :func:`local_sgd_epsilon`, :func:`central_sgd_epsilon`,
 #: :func:`central_sgd_bassily_epsilon`): their squares stay finite and nonzero (sigma = lipschitz = 1e-300 is 0 / 0).
-SGD_SCALE_RANGE = (1e-100, 1e100)
-#: sigma / lipschitz (the noise per unit Lipschitz constant) the same accountants take.  Below ~1e-8 Lemma 1's
-#: admissible orders (1, alpha_max], alpha_max - 1 ~ (sigma / L)^2 / 2, vanish in float64 (network_sgd_epsilon
-#: answered +inf; the bound is finite), and at 1e-300 every accountant answered +inf; at 1e300 Lemma 1's
-#: coefficient underflows (+inf at sigma = 1e300).  Between 1e-6 and 1e100 every value is finite.  The registry's
-#: domains (sigma in [1e-3, 1e6], lipschitz in [1e-6, 1e6]) reach 1e-9 .. 1e12.
-SGD_NOISE_RANGE = (1e-6, 1e100)
+#: The ends of the Params ``_params.SGD_SIGMA`` and ``_params.SGD_LIPSCHITZ`` (the same domain).
+SGD_SCALE_RANGE = (P.SGD_SIGMA.domain.lo, P.SGD_SIGMA.domain.hi)
+#: sigma / lipschitz (the noise per unit Lipschitz constant) the same accountants take (``_params.SGD_NOISE_RATIO``).
+#: Below ~1e-8 Lemma 1's admissible orders (1, alpha_max], alpha_max - 1 ~ (sigma / L)^2 / 2, vanish in float64
+#: (network_sgd_epsilon answered +inf; the bound is finite), and at 1e-300 every accountant answered +inf; at 1e300
+#: Lemma 1's coefficient underflows (+inf at sigma = 1e300).  Between 1e-6 and 1e100 every value is finite.  The
+#: registry's domains (sigma in [1e-3, 1e6], lipschitz in [1e-6, 1e3]) reach 1e-6 .. 1e12.
+SGD_NOISE_RANGE = (P.SGD_NOISE_RATIO.lo, P.SGD_NOISE_RATIO.hi)
 
 
-def _sgd_noise(sigma, lipschitz):
-    """sigma and lipschitz in :data:`SGD_SCALE_RANGE` with sigma / lipschitz in :data:`SGD_NOISE_RANGE`, naming
-    both at the first offending point."""
-    s = V.between("sigma", V.positive("sigma", sigma), *SGD_SCALE_RANGE)
-    L = V.between("lipschitz", V.positive("lipschitz", lipschitz), *SGD_SCALE_RANGE)
-    V.broadcastable(sigma=s, lipschitz=L)
+def _sgd_noise(s, L):
+    """The joint check of sigma and lipschitz (each already checked by its Param): sigma / lipschitz in
+    :data:`SGD_NOISE_RANGE` (``_params.SGD_NOISE_RATIO``), naming both at the first offending point."""
     sb, lb = np.broadcast_arrays(s, L)
     r = sb / lb
-    bad = ~((r >= SGD_NOISE_RANGE[0]) & (r <= SGD_NOISE_RANGE[1]))
+    bad = ~P.SGD_NOISE_RATIO.contains(r)
     if np.any(bad):
         i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
         raise ValueError(f"Expected sigma / lipschitz in [{SGD_NOISE_RANGE[0]:g}, {SGD_NOISE_RANGE[1]:g}] "
@@ -82,6 +80,19 @@ def sgd_theorem4_bound(*, n, steps, eps0, delta, delta_hat, colluders=1):
     shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta=d, delta_hat=dh, colluders=cc)
     nb, tb, eb, db, dhb, cb = _b(shape, nn, tt, e, d, dh, cc)
     return _thm4_kernel(nb / cb, tb, eb, db, dhb)
+
+
+def _refuse_lemma1(s, L, alpha, alpha_name):
+    """Refuse orders where Lemma 1 says nothing, sigma < L sqrt(2 alpha (alpha - 1)) (s, L and alpha broadcast
+    together), naming sigma, lipschitz and the order at the first such point."""
+    sb, lb, ab = np.broadcast_arrays(s, L, alpha)
+    need = lb * np.sqrt(2.0 * ab * (ab - 1.0))
+    bad = sb < need
+    if np.any(bad):
+        i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
+        raise ValueError(f"Expected sigma >= L sqrt(2 alpha (alpha - 1)) at every order (Lemma 1), got "
+                         f"sigma={sb[i].item()!r}, lipschitz={lb[i].item()!r} at {alpha_name}={ab[i].item()!r} "
+                         f"(needs sigma >= {need[i].item()!r}).")
 
 
 def _lemma1_coef(sigma, n, tu, L):
@@ -158,18 +169,16 @@ def network_sgd_rdp(orders, *, sigma, n, contributions, lipschitz=1.0, colluders
 
     Returns the curve at ``orders`` (trailing axis; orders up to ``rdp.MAX_ORDER``).  An order violating the
     constraint for some sigma is a ValueError naming sigma (the lemma says nothing there).  ``colluders``: Sec. 4.3,
-    n -> n / c.  sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in :data:`SGD_NOISE_RANGE`.
+    n -> n / c.  The domains are network/_params.py's: sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma /
+    lipschitz in :data:`SGD_NOISE_RANGE`, contributions in [0, 10**12] (0: the curve is 0).
     """
-    a = V.orders("orders", orders, maximum=MAX_ORDER)  # rdp.MAX_ORDER, the registry's orders domain
-    s, L = _sgd_noise(sigma, lipschitz)  # SGD_SCALE_RANGE, SGD_NOISE_RANGE
-    nn = _n("n", n)
-    tu = V.nonnegative("contributions", contributions)
+    a = P.ORDERS.domain.check("orders", orders)  # up to rdp.MAX_ORDER, the registry's orders domain
+    s, nn, tu, L = check_params((P.SGD_SIGMA, P.N, P.RDP_CONTRIBUTIONS, P.SGD_LIPSCHITZ), broadcast=False,
+                                sigma=sigma, n=n, contributions=contributions, lipschitz=lipschitz)
+    _sgd_noise(s, L)  # sigma / lipschitz in SGD_NOISE_RANGE
     cc = _colluders(nn, colluders)
     shape = V.broadcastable(sigma=s, n=nn, contributions=tu, lipschitz=L, colluders=cc)
-    need = np.broadcast_to(L, shape)[..., None] * np.sqrt(2.0 * a * (a - 1.0))
-    if np.any(np.broadcast_to(s, shape)[..., None] < need):
-        raise ValueError(f"Expected sigma >= L sqrt(2 alpha (alpha - 1)) for every alpha in orders (Lemma 1), got "
-                         f"sigma={np.min(s)!r} with max(orders)={a.max()!r} (needs sigma >= {need.max()!r}).")
+    _refuse_lemma1(*(np.broadcast_to(x, shape)[..., None] for x in (s, L)), a, "orders")
     return _sgd_rdp_kernel(*_b(shape, s, nn, tu, L, cc), a)
 
 
@@ -207,24 +216,19 @@ def network_sgd_epsilon(*, sigma, n, contributions, delta, lipschitz=1.0, order=
     ``order`` fixes alpha instead (ValueError naming sigma if Lemma 1's constraint fails).
     Returns :class:`SgdEpsilon` (epsilon, order).  This is Lemma 1 alone: for small sigma the admissible
     interval is short and the result can exceed :func:`local_sgd_epsilon` (local DP implies network DP, so
-    the smaller of the two is also a valid network-DP guarantee).  sigma, lipschitz in :data:`SGD_SCALE_RANGE`,
-    sigma / lipschitz in :data:`SGD_NOISE_RANGE`.
+    the smaller of the two is also a valid network-DP guarantee).  The domains are network/_params.py's:
+    sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in :data:`SGD_NOISE_RANGE`, contributions in
+    (0, 10**12], order in (1, 10**6].
     """
     V.one_of("method", method, ("balle2020", "mironov"))
-    s, L = _sgd_noise(sigma, lipschitz)  # SGD_SCALE_RANGE, SGD_NOISE_RANGE
-    nn = _n("n", n)
-    tu = V.positive("contributions", contributions)
-    d = V.unit_open("delta", delta)
+    s, nn, tu, d, L = check_params((P.SGD_SIGMA, P.N, P.CONTRIBUTIONS, P.DELTA, P.SGD_LIPSCHITZ), broadcast=False,
+                                   sigma=sigma, n=n, contributions=contributions, delta=delta, lipschitz=lipschitz)
+    _sgd_noise(s, L)  # sigma / lipschitz in SGD_NOISE_RANGE
     cc = _colluders(nn, colluders)
     if order is not None:
-        o = V.orders("order", order)
-        if np.ndim(order) == 0:
-            o = o.reshape(())
+        (o,) = check_params((P.ORDER,), broadcast=False, order=order)
         shape = V.broadcastable(sigma=s, n=nn, contributions=tu, delta=d, lipschitz=L, colluders=cc, order=o)
-        need = np.broadcast_to(L, shape) * np.sqrt(2.0 * o * (o - 1.0))
-        if np.any(np.broadcast_to(s, shape) < need):
-            raise ValueError(f"Expected sigma >= L sqrt(2 alpha (alpha - 1)) = {np.max(need)!r} at order={np.max(o)!r} "
-                             f"(Lemma 1), got sigma={np.min(s)!r}.")
+        _refuse_lemma1(s, L, o, "order")
         sb, nb, tb, db, lb, cb, ob = _b(shape, s, nn, tu, d, L, cc, o)
         return _network_sgd_fixed_kernel(sb, nb / cb, tb, db, lb, ob, method)
     shape = V.broadcastable(sigma=s, n=nn, contributions=tu, delta=d, lipschitz=L, colluders=cc)
@@ -264,19 +268,20 @@ def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="bal
     lower end (a ValueError naming sigma, lipschitz and contributions otherwise; the RDP route takes it); above
     its top it is lowered to the top (a larger, still valid eps).  ``grid_size``: the PLD's (a power of two,
     or None, the default: ``pld``'s automatic grid; a ValueError with "rdp").
-    sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in :data:`SGD_NOISE_RANGE`.
+    The domains are network/_params.py's: sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in
+    :data:`SGD_NOISE_RANGE`, contributions in (0, 10**12].
     """
-    from ..accounting import pld as P  # lazy: the PLD takes ~0.1 s to import; network loads it on first use
+    from ..accounting import pld  # lazy: the PLD takes ~0.1 s to import; network loads it on first use
 
-    use_pld = P.selects(accountant, grid_size, method=method)
+    use_pld = pld.selects(accountant, grid_size, method=method)
     V.one_of("method", method, ("balle2020", "mironov"))
-    s, L = _sgd_noise(sigma, lipschitz)  # SGD_SCALE_RANGE, SGD_NOISE_RANGE
-    tu = V.positive("contributions", contributions)
-    d = V.unit_open("delta", delta)
+    s, tu, d, L = check_params((P.SGD_SIGMA, P.CONTRIBUTIONS, P.DELTA, P.SGD_LIPSCHITZ), broadcast=False,
+                               sigma=sigma, contributions=contributions, delta=delta, lipschitz=lipschitz)
+    _sgd_noise(s, L)  # sigma / lipschitz in SGD_NOISE_RANGE
     shape = V.broadcastable(sigma=s, contributions=tu, delta=d, lipschitz=L)
     if use_pld:
         sb, tb, db, lb = (np.broadcast_to(np.asarray(x, dtype=np.float64), shape) for x in (s, tu, d, L))
-        return P.epsilon("gaussian", sigma=_local_pld_sigma(sb, tb, lb), steps=1, delta=db, grid_size=grid_size)
+        return pld.epsilon("gaussian", sigma=_local_pld_sigma(sb, tb, lb), steps=1, delta=db, grid_size=grid_size)
     return _local_sgd_kernel(*_b(shape, s, tu, d, L), method)
 
 
@@ -321,12 +326,11 @@ def _central_sgd_kernel(sigma, n, T, delta, L):
 
 
 def _central_inputs(sigma, n, steps, delta, lipschitz):
-    """Validated, broadcast inputs of the central DP-SGD baselines (sigma, lipschitz in :data:`SGD_SCALE_RANGE`,
-    sigma / lipschitz in :data:`SGD_NOISE_RANGE`)."""
-    s, L = _sgd_noise(sigma, lipschitz)
-    nn = _n("n", n)
-    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
-    d = V.unit_open("delta", delta)
+    """Validated, broadcast inputs of the central DP-SGD baselines, through network/_params.py's Params (sigma,
+    lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in :data:`SGD_NOISE_RANGE`, steps in 1..10**12)."""
+    s, nn, tt, d, L = check_params((P.SGD_SIGMA, P.N, P.CENTRAL_STEPS, P.DELTA, P.SGD_LIPSCHITZ), broadcast=False,
+                                   sigma=sigma, n=n, steps=steps, delta=delta, lipschitz=lipschitz)
+    _sgd_noise(s, L)
     shape = V.broadcastable(sigma=s, n=nn, steps=tt, delta=d, lipschitz=L)
     return _b(shape, s, nn, tt, d, L)
 
@@ -363,15 +367,15 @@ def central_sgd_epsilon(*, sigma, n, steps, delta, lipschitz=1.0, accountant="rd
     the add pair in the other), so its ``epsilon_lower`` never exceeds this algorithm's true eps, and both
     routes stay above it (tests/test_pld_routes.py; benchmarks/fig_pld_tightening.py draws the three).
     """
-    from ..accounting import pld as P  # lazy: the PLD takes ~0.1 s to import; network loads it on first use
+    from ..accounting import pld  # lazy: the PLD takes ~0.1 s to import; network loads it on first use
 
-    use_pld = P.selects(accountant, grid_size)
+    use_pld = pld.selects(accountant, grid_size)
     sb, nb, tb, db, lb = _central_inputs(sigma, n, steps, delta, lipschitz)
     if use_pld:
         s, L, nn = np.asarray(sb), np.asarray(lb), np.asarray(nb)
         noise = _pld_noise(s / (2.0 * L), "sigma / (2 lipschitz)", sigma=s, lipschitz=L)
         q = np.minimum(np.nextafter(1.0 / nn, np.inf), 1.0)  # 1/n rounded up: a larger rate, a larger eps
-        return P.epsilon("wor-gaussian", sigma=noise, q=q, steps=np.asarray(tb), delta=np.asarray(db),
+        return pld.epsilon("wor-gaussian", sigma=noise, q=q, steps=np.asarray(tb), delta=np.asarray(db),
                          grid_size=grid_size)
     return _central_sgd_kernel(sb, nb, tb, db, lb)
 
@@ -437,24 +441,23 @@ def sgd_calibrate_sigma(*, target_epsilon, delta, n, steps, setting, contributio
     required for network and local (Sec. 5.2 enforces T_u = c T / n); central uses ``steps`` (T).  Batched
     through :func:`amplify_jax.calibrate.invert_monotone` (bisection on log sigma, feasible endpoint re-checked):
     returns :class:`SgdCalibration` ``(sigma, status, epsilon)`` with epsilon = eps(sigma) <= target_epsilon
-    when status is ok.
+    when status is ok.  sigma is searched over the registry's sigma domain [1e-3, 1e6] (``_params.SIGMA``); the
+    other domains are network/_params.py's (lipschitz the accountants', in :data:`SGD_SCALE_RANGE`).
     """
     V.one_of("setting", setting, ("network", "local", "central", "central_bassily"))
-    e = V.positive("target_epsilon", target_epsilon)
-    d = V.unit_open("delta", delta)
-    nn = _n("n", n)
-    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
-    L = V.positive("lipschitz", lipschitz)
-    V.broadcastable(target_epsilon=e, delta=d, n=nn, steps=tt, lipschitz=L)  # steps too, where unused
+    # steps too, where unused
+    e, d, nn, tt, L = check_params((P.TARGET_EPSILON, P.DELTA, P.N, P.CENTRAL_STEPS, P.SGD_LIPSCHITZ),
+                                   broadcast=False, target_epsilon=target_epsilon, delta=delta, n=n, steps=steps,
+                                   lipschitz=lipschitz)
     if setting in ("central", "central_bassily"):
         fn = _central_eps_for_sigma if setting == "central" else _central_bassily_for_sigma
         args = (nn, tt, d, L)
     else:
         if contributions is None:
             raise ValueError(f"Expected contributions (T_u) for setting={setting!r}, got contributions=None.")
-        tu = V.positive("contributions", contributions)
+        (tu,) = check_params((P.CONTRIBUTIONS,), broadcast=False, contributions=contributions)
         V.broadcastable(target_epsilon=e, delta=d, n=nn, steps=tt, lipschitz=L, contributions=tu)
         fn = _net_eps_for_sigma if setting == "network" else _local_eps_for_sigma
         args = (nn, tu, d, L)
-    inv = invert_monotone(fn, e, args=args, lo=1e-3, hi=1e6, feasible="above", rtol=rtol)
+    inv = invert_monotone(fn, e, args=args, lo=P.SIGMA.domain.lo, hi=P.SIGMA.domain.hi, feasible="above", rtol=rtol)
     return SgdCalibration(inv.value, inv.status, inv.achieved)

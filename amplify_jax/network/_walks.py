@@ -11,11 +11,13 @@ import jax
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
 from ..accounting.approx_dp import analytic_gaussian_log_delta, fmt_closed_form
 from .._core.numerics import float64_jit, x64_scope
 from ._common import _f64
 from ._complete_graph import _KMAX_GROUP, _eq10
 from ._composition import _kov_from_sums, _kov_terms
+from . import _params as P
 
 
 class WalkLosses(NamedTuple):
@@ -36,20 +38,35 @@ class WalkSummary(NamedTuple):
     max: jax.Array
 
 
+def _scalars(params, **values) -> tuple:
+    """One number per name, validated by its Param (:func:`check_params`), as Python floats: the simulation's
+    inputs fix one walk table (or one static size) per call."""
+    out = check_params(params, broadcast=False, **values)
+    for name, a in zip(values, out):
+        if np.ndim(a) != 0:
+            raise ValueError(f"Expected {name} to be a single number, got {name}={np.array2string(a, threshold=6)} "
+                             f"(shape {np.shape(a)}).")
+    return tuple(float(a) for a in out)
+
+
 def sample_walks(seed, *, n, steps, num_walks=10, topology="complete"):
     """Token paths of Algorithm 3: ``num_walks`` independent walks of ``steps`` steps (shape (num_walks, steps),
     int32).
 
     ``topology="complete"``: every step draws the next user uniformly in {0..n-1} (the walk may stay);
     ``"ring"``: the deterministic directed ring t mod n.  ``seed``: an integer in [0, 2^32 - 1] (``jax.random``'s
-    32-bit seeds: larger ones collide) or a ``jax.random`` key; ``n``, ``steps``, ``num_walks``: one integer each.
+    32-bit seeds: larger ones collide) or a ``jax.random`` key; ``n`` (2..2^31 - 1), ``steps``, ``num_walks``
+    (1..2^31 - 1): one integer each (the walks are int32; network/_params.py).
     """
     V.one_of("topology", topology, ("complete", "ring"))
-    nn = V.count("n", n, minimum=2)
-    tt = V.count("steps", steps, minimum=1)
-    w = V.count("num_walks", num_walks, minimum=1)
+    nn, tt, w = (int(x) for x in _scalars((P.WALK_N, P.WALK_STEPS, P.NUM_WALKS), n=n, steps=steps,
+                                          num_walks=num_walks))
     if not isinstance(seed, jax.Array):
-        seed = V.count("seed", seed, minimum=0, maximum=2**32 - 1)  # checked for either topology
+        seed = int(_scalars((P.SEED,), seed=seed)[0])  # checked for either topology
+    return _draw_walks(seed, nn, tt, w, topology)
+
+
+def _draw_walks(seed, nn, tt, w, topology):
     if topology == "ring":
         return jnp.broadcast_to(jnp.arange(tt, dtype=jnp.int32) % nn, (w, tt))
     key = jax.random.PRNGKey(seed) if not isinstance(seed, jax.Array) else seed
@@ -318,13 +335,12 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
     V.one_of("view", view, ("hidden", "receiver_known", "path_known"))
     V.one_of("cycle_delta", cycle_delta, ("paper", "group"))
     V.one_of("shuffle_bound", shuffle_bound, ("fmt", "clones", "blanket"))
-    nn = V.count("n", n, minimum=2)  # scalars: one walk table
-    e = V.scalar("eps0", eps0, V.positive)
-    if mechanism == "gaussian" and e >= 1:
-        raise ValueError(f"Expected eps0 < 1 for mechanism='gaussian' (eps0/sqrt(m) is the classical Gaussian "
-                         f"mechanism's scaling), got eps0={e!r}.")
-    dp = V.scalar("delta_prime", delta_prime, V.unit_open)
-    dc = V.scalar("delta_cycle", delta_cycle, V.unit_open)
+    # scalars (one walk table), network/_params.py's domains; eps0 < 1 for the Gaussian (eps0/sqrt(m) is the
+    # classical Gaussian mechanism's scaling), e^eps0 finite for histograms
+    eps0_param = P.EPS0_GAUSS if mechanism == "gaussian" else P.EPS0_LOCAL
+    nn, e, dp, dc = _scalars((P.WALK_N, eps0_param, P.DELTA_PRIME, P.DELTA_CYCLE), n=n, eps0=eps0,
+                             delta_prime=delta_prime, delta_cycle=delta_cycle)
+    nn = int(nn)
     w = np.asarray(walks)
     if w.ndim == 1:
         w = w[None]
