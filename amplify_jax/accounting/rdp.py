@@ -444,7 +444,8 @@ def without_replacement_rdp(base_rdp, *, q, base_rdp_inf=None):
         lif = np.full(np.shape(qq), np.inf)
     else:
         einf, = check_params((P.BASE_RDP_INF,), broadcast=False, base_rdp_inf=base_rdp_inf)
-        lif = np.where(einf > 0, np.log(np.expm1(np.maximum(einf, 1e-300))), -np.inf)
+        with np.errstate(over="ignore"):  # e^eps(inf) beyond float64: log(inf) = inf, eps(inf) unbounded
+            lif = np.where(einf > 0, np.log(np.expm1(np.maximum(einf, 1e-300))), -np.inf)
     shape = V.broadcastable(base_rdp=base[..., 0], q=qq, base_rdp_inf=lif)
     base_b = np.broadcast_to(base, shape + base.shape[-1:])
     with x64_scope():
