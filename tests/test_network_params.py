@@ -287,3 +287,33 @@ def test_registry_declares_the_functions_params():
                 assert p.domain is fn.domain, (bid, p.name)
             seen += 1
     assert seen == 50
+
+
+def test_every_registry_param_is_declared_in_params_py():
+    """Each Param of every ``network.*`` bound (numeric or not) is an object of network/_params.py: one statement
+    of each domain, which the functions and ``_bounds.py`` share."""
+    declared = [v for v in vars(P).values() if isinstance(v, type(P.N))]
+    ids = [b if isinstance(b, str) else b.id for b in bounds.list()]
+    ids = [i for i in ids if i.startswith("network.")]
+    assert len(ids) == 18
+    for bid in ids:
+        for p in bounds.get(bid).params:
+            assert any(p is d for d in declared), (bid, p.name)
+
+
+_BY_LABEL = {label: (call, base) for label, call, base, _, _ in CASES}
+#: (case label, option, its Param): the options the registry declares, checked by the same Choice
+CHOICES = [("complete_graph_sum_bound", "cycle_delta", P.CYCLE_DELTA),
+           ("complete_graph_histogram_bound", "cycle_delta", P.CYCLE_DELTA),
+           ("walk_privacy_losses", "cycle_delta", P.CYCLE_DELTA),
+           ("spotted_contributions_epsilon", "composition", P.COMPOSITION),
+           ("network_sgd_epsilon", "method", P.METHOD), ("local_sgd_epsilon", "method", P.METHOD)]
+
+
+@pytest.mark.parametrize("label,name,param", CHOICES, ids=[f"{c[0]}:{c[1]}" for c in CHOICES])
+def test_function_options_are_their_params_choices(label, name, param):
+    call, base = _BY_LABEL[label]
+    for v in param.domain.values:
+        assert not _function_refuses(call, base, name, v, answered_is_accepted=False), v
+    for v in ("nope", param.domain.values[0].upper(), None):
+        assert _function_refuses(call, base, name, v) and _param_refuses(param, v), v

@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bounds import DECREASING, INCREASING, Bound, Choice, Integer, Param, Real, register
+from ..bounds import Bound, register
 from .._core.status import Status
-from ._params import (COLLUDERS, CONTRIBUTIONS, DELTA, DELTA0, DELTA_HAT, DELTA_PRIME, DELTA_TILDE, EPS0, EPS0_GAUSS,
-                      LIPSCHITZ, N, N_SAMPLED, ORDERS, SGD_DELTA, SHUFFLE_DELTA, SIGMA, STEPS_K, STEPS_SGD, STEPS_T)
+from ._params import (ACCOUNTANT, ADVANCED_DELTA0, ADVANCED_EPS0, ADVANCED_STEPS, BASSILY_N, COLLUDERS, COMPOSITION,
+                      CONTRIBUTIONS, CYCLE_DELTA, DELTA, DELTA0, DELTA_HAT, DELTA_PRIME, DELTA_TILDE, EPS0, EPS0_GAUSS,
+                      EQ11_EPS0, ERLINGSSON_EPS0, ERLINGSSON_N, KOV_BOUND_EPS0, KOV_BOUND_STEPS, LIPSCHITZ, METHOD, N,
+                      N_SAMPLED, ORDERS, SHUFFLE_DELTA, SIGMA, SPOTTED_N, STEPS_K, STEPS_SGD, STEPS_T, THM4_DELTA,
+                      THM4_EPS0)
 from ._complete_graph import complete_graph_histogram_bound, complete_graph_sum_bound, spotted_contributions_epsilon
 from ._composition import advanced_composition_epsilon, kov_homogeneous_epsilon
 from ._local import local_sum_bound
@@ -44,15 +47,6 @@ BUDGET = ("delta is the total: delta' of the advanced composition is delta minus
 APP_D_FIX = ("Corrected: the second term of the advanced composition is k eps_c (e^{eps_c} - 1) (App. D prints "
              "eps0 for eps_c; docs/errata.md#e-network-thm3-composition).")
 
-CYCLE_DELTA = Param("cycle_delta", Choice(("group", "paper")),
-                    "per-cycle delta: 'group' adds Balle et al. 2018 Thm 10's group terms (sound), 'paper' is "
-                    "App. D/E's delta_A", default="group")
-METHOD = Param("method", Choice(("balle2020", "mironov")), "RDP to DP conversion (Balle et al. 2020 or Mironov 2017)",
-               default="balle2020")
-#: The accountant of the DP-SGD baselines (local, central), declared as the ``dpsgd`` bound declares its own.
-ACCOUNTANT = Param("accountant", Choice(("rdp", "pld")),
-                   "rdp: Rényi DP at the optimal order; pld: the tight privacy-loss distribution (order 0: none)",
-                   default="rdp")
 
 
 def _status(ok):
@@ -87,11 +81,7 @@ register(Bound(
     paper="Dwork, Rothblum, Vadhan 2010, Thm III.3 (as used throughout Cyffers & Bellet 2022)",
     theorem="advanced composition: (sqrt(2 k ln(1/delta')) eps0 + k eps0 (e^eps0 - 1), k delta0 + delta')",
     summary="eps of the adaptive composition of steps (eps0, delta0)-DP mechanisms",
-    params=(Param("eps0", Real(0.0, 30.0, lo_open=True), "guarantee of one mechanism", INCREASING,
-                  search=(1e-6, 30.0)),
-            Param("steps", Integer(1, 10**12), "number of compositions k", INCREASING), DELTA,
-            Param("delta0", Real(0.0, 1.0, hi_open=True), "delta of one mechanism", INCREASING,
-                  search=(1e-300, 0.5), default=0.0)),
+    params=(ADVANCED_EPS0, ADVANCED_STEPS, DELTA, ADVANCED_DELTA0),
     answer="epsilon", kernel=_advanced,
     notes="delta' = delta - steps delta0 (eps = inf, status fallback, where it is not positive)."))
 
@@ -105,8 +95,7 @@ register(Bound(
     paper="Kairouz, Oh, Viswanath 2015 (The composition theorem for differential privacy)",
     theorem="Thm 3.3 (exact optimal homogeneous composition), at the atoms (k - 2i) eps0",
     summary="optimal eps of the composition of steps eps0-DP mechanisms (smallest feasible atom)",
-    params=(Param("eps0", Real(0.0, 30.0, lo_open=True), "pure guarantee of one mechanism"),
-            Param("steps", Integer(1, 4096), "number of compositions k (O(k^2) kernel)"), DELTA),
+    params=(KOV_BOUND_EPS0, KOV_BOUND_STEPS, DELTA),
     answer="epsilon", kernel=_kov,
     notes="Rounded up to an atom (k - 2i) eps0, so not monotone in eps0 or steps (declared 0)."))
 
@@ -165,9 +154,7 @@ register(Bound(
     paper=PAPER, theorem=f"Thm 2 (Erlingsson et al. 2019 Cor. 9: 12 eps0 sqrt(ln(1/delta)/(n - 1)) per visit), "
                          f"{DRV} over K visits",
     summary="network-DP eps of histograms on the ring, Thm 2's closed form (eps0 < 1/2, n > 1000)",
-    params=(Param("n", Integer(1001, 10**12), "number of users (> 1000, Thm 2)"), STEPS_K,
-            Param("eps0", Real(0.0, 0.5, lo_open=True, hi_open=True), "LDP level of RR_gamma (< 1/2, Thm 2)",
-                  INCREASING, search=(1e-6, 0.4999)), DELTA, DELTA_PRIME),
+    params=(ERLINGSSON_N, STEPS_K, ERLINGSSON_EPS0, DELTA, DELTA_PRIME),
     answer="epsilon", kernel=_ring_hist("erlingsson"),
     notes="Per-visit delta (delta - delta') / K, capped at 0.0099 (the theorem needs delta < 1/100).  n - 1 "
           "reports shuffled (the paper writes n)."))
@@ -248,9 +235,7 @@ register(Bound(
                  cycle_delta="paper"),
     paper=PAPER, theorem=f"Thm 6 closed form (Eq. 11): eps_c = 21 sqrt(ln(4/delta)) eps0 / sqrt(n), {DRV}",
     summary="network-DP eps of histograms on the complete graph, Thm 6's closed form (eps0 <= 1)",
-    params=(N, STEPS_T, Param("eps0", Real(0.0, 1.0, lo_open=True), "LDP level of randomized response (<= 1)",
-                              INCREASING, search=(1e-4, 1.0)),
-            SHUFFLE_DELTA, DELTA, DELTA_HAT, COLLUDERS, CYCLE_DELTA), answer="epsilon", kernel=_cg_hist("eq11"),
+    params=(N, STEPS_T, EQ11_EPS0, SHUFFLE_DELTA, DELTA, DELTA_HAT, COLLUDERS, CYCLE_DELTA), answer="epsilon", kernel=_cg_hist("eq11"),
     notes="The constant 21 holds though App. E's printed chain gives 42 (see amplify_jax.network).  Where "
           "n / c < 14^2 ln(4/shuffle_delta) the complete formula is returned with status fallback. " + HIST_NOTES))
 
@@ -292,11 +277,7 @@ register(Bound(
     example=dict(n=1000, contributions=1e5, eps0=0.5, delta=1e-5, delta_tilde=1e-6),
     paper=PAPER, theorem="App. G, Lemma 2 (Chernoff bound on the spotted contributions, composition)",
     summary="eps of the contributions spotted when sender and receiver are known (pure eps0-LDP each)",
-    params=(Param("n", N.domain, "number of users", DECREASING, search=(2, 10**12)), CONTRIBUTIONS,
-            EPS0, DELTA,
-            DELTA_TILDE,
-            Param("composition", Choice(("advanced", "simple")), "advanced (capped by S eps0) or simple S eps0",
-                  default="advanced")),
+    params=(SPOTTED_N, CONTRIBUTIONS, EPS0, DELTA, DELTA_TILDE, COMPOSITION),
     answer="epsilon", kernel=_spotted, outputs=("spotted",),
     notes="Corrected: advanced composition over S spotted contributions has sqrt(2 S ln(1/delta')) (Lemma 2 "
           "prints sqrt(S ln(1/delta')), too small; docs/errata.md#e-network-lemma2-factor).  delta' = delta - "
@@ -320,11 +301,7 @@ register(Bound(
     id="network.sgd-theorem4", example=dict(n=1000, steps=100000, eps0=0.5, delta=1e-5, delta_hat=1e-6),
     paper=PAPER, theorem="Thm 4 (Eq. 7), closed form",
     summary="network-DP eps of private SGD on the complete graph, noise calibrated to (eps0, delta - delta_hat)-LDP",
-    params=(N, STEPS_T,
-            Param("eps0", EPS0_GAUSS.domain, "per-step LDP level of the noise (< 1)", INCREASING,
-                  search=(1e-6, 0.999)),
-            Param("delta", SGD_DELTA.domain, "target delta (total, < 1/2)", DECREASING),
-            DELTA_HAT, COLLUDERS),
+    params=(N, STEPS_T, THM4_EPS0, THM4_DELTA, DELTA_HAT, COLLUDERS),
     answer="epsilon", kernel=_thm4,
     notes="The guarantee is (eps', delta_step + delta_hat) with the per-step noise calibrated to (eps0, delta_step): "
           "delta_step = delta - delta_hat (eps = inf, status fallback, where not positive).  Status fallback where "
@@ -406,7 +383,7 @@ register(Bound(
     paper=PAPER, theorem="Sec. 5.2 centralized DP-SGD baseline along Bassily, Smith, Thakurta 2014: analytic "
                          "Gaussian per step (Balle & Wang 2018), subsampling (Balle et al. 2018), " + DRV,
     summary="central DP-SGD eps accounted by amplification and advanced composition (the paper's comparison)",
-    params=(SIGMA, Param("n", N.domain, N_SAMPLED.doc), STEPS_SGD, DELTA,
+    params=(SIGMA, BASSILY_N, STEPS_SGD, DELTA,
             LIPSCHITZ),
     answer="epsilon", kernel=_bassily,
     notes="Our derivation along Bassily et al.'s route (the authors' script uses a closed form).  Where "

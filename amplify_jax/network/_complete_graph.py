@@ -103,7 +103,7 @@ def complete_graph_sum_bound(*, n, steps, eps0, delta0, delta_prime, delta_hat, 
     Thm 10's group terms for a user drawn several times in one cycle (:func:`_closed_group_delta`), which the
     paper omits (module docstring).  The epsilon is the same either way.
     """
-    V.one_of("cycle_delta", cycle_delta, ("group", "paper"))
+    P.CYCLE_DELTA.domain.check("cycle_delta", cycle_delta)
     nn, tt, e, dp, dh = _thm3_inputs(n, steps, eps0, delta_prime, delta_hat)
     d0, = check_params((P.DELTA0_PURE,), broadcast=False, delta0=delta0)
     cc = _colluders(nn, colluders)
@@ -233,7 +233,7 @@ def complete_graph_histogram_bound(*, n, steps, eps0, delta, delta_prime, delta_
     docs/errata.md#e-network-cycle-delta).  ``colluders``: Sec. 4.3, evaluated at n / c.
     """
     V.one_of("form", form, ("fmt", "eq11"))
-    V.one_of("cycle_delta", cycle_delta, ("group", "paper"))
+    P.CYCLE_DELTA.domain.check("cycle_delta", cycle_delta)
     nn, tt, e, d, dp, dh = check_params((P.N, P.STEPS_T, P.EPS0_LOCAL, P.VISIT_DELTA, P.DELTA_PRIME, P.DELTA_HAT),
                                         broadcast=False, n=n, steps=steps, eps0=eps0, delta=delta,
                                         delta_prime=delta_prime, delta_hat=delta_hat)
@@ -271,7 +271,7 @@ def spotted_contributions_epsilon(*, n, contributions, eps0, delta_prime, delta_
 
     To be added (with delta_tilde and S delta0 + delta') to the hidden-path bound.
     """
-    V.one_of("composition", composition, ("advanced", "simple"))
+    P.COMPOSITION.domain.check("composition", composition)
     nn, nu, e, dp, dt = check_params((P.N, P.SPOTTED_CONTRIBUTIONS, P.EPS0_LOCAL, P.DELTA_PRIME, P.DELTA_TILDE),
                                      broadcast=False, n=n, contributions=contributions, eps0=eps0,
                                      delta_prime=delta_prime, delta_tilde=delta_tilde)

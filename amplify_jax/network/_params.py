@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.domains import Integer, Orders, Real
+from .._core.domains import Choice, Integer, Orders, Real
 from .._core.registry import DECREASING, INCREASING, Param
 from ..accounting.rdp import MAX_ORDER
 
@@ -148,3 +148,33 @@ NUM_WALKS = Param("num_walks", Integer(1, _INT32), "number of independent walks"
 SEED = Param("seed", Integer(0, 2**32 - 1), "jax.random's 32-bit seed (larger ones collide)")
 DELTA_CYCLE = Param("delta_cycle", _OPEN_UNIT, "delta of one cycle's aggregate (the Gaussian's delta0 or the "
                     "shuffling delta)")
+
+# the registry's own (its bounds' other parameters; every Param of a network.* bound is declared in this module)
+ADVANCED_EPS0 = Param("eps0", Real(0.0, 30.0, lo_open=True), "guarantee of one mechanism", INCREASING,
+                      search=(1e-6, 30.0))
+ADVANCED_STEPS = Param("steps", Integer(1, 10**12), "number of compositions k", INCREASING)
+ADVANCED_DELTA0 = Param("delta0", Real(0.0, 1.0, hi_open=True), "delta of one mechanism", INCREASING,
+                        search=(1e-300, 0.5), default=0.0)
+KOV_BOUND_EPS0 = Param("eps0", Real(0.0, 30.0, lo_open=True), "pure guarantee of one mechanism")
+KOV_BOUND_STEPS = Param("steps", Integer(1, 4096), "number of compositions k (O(k^2) kernel)")
+ERLINGSSON_N = Param("n", Integer(1001, 10**12), "number of users (> 1000, Thm 2)")
+ERLINGSSON_EPS0 = Param("eps0", Real(0.0, 0.5, lo_open=True, hi_open=True), "LDP level of RR_gamma (< 1/2, Thm 2)",
+                        INCREASING, search=(1e-6, 0.4999))
+EQ11_EPS0 = Param("eps0", Real(0.0, 1.0, lo_open=True), "LDP level of randomized response (<= 1)", INCREASING,
+                  search=(1e-4, 1.0))
+SPOTTED_N = Param("n", N.domain, "number of users", DECREASING, search=(2, 10**12))
+THM4_EPS0 = Param("eps0", EPS0_GAUSS.domain, "per-step LDP level of the noise (< 1)", INCREASING,
+                  search=(1e-6, 0.999))
+THM4_DELTA = Param("delta", SGD_DELTA.domain, "target delta (total, < 1/2)", DECREASING)
+BASSILY_N = Param("n", N.domain, N_SAMPLED.doc)
+CYCLE_DELTA = Param("cycle_delta", Choice(("group", "paper")),
+                    "per-cycle delta: 'group' adds Balle et al. 2018 Thm 10's group terms (sound), 'paper' is "
+                    "App. D/E's delta_A", default="group")
+METHOD = Param("method", Choice(("balle2020", "mironov")), "RDP to DP conversion (Balle et al. 2020 or Mironov 2017)",
+               default="balle2020")
+#: The accountant of the DP-SGD baselines (local, central), declared as the ``dpsgd`` bound declares its own.
+ACCOUNTANT = Param("accountant", Choice(("rdp", "pld")),
+                   "rdp: Rényi DP at the optimal order; pld: the tight privacy-loss distribution (order 0: none)",
+                   default="rdp")
+COMPOSITION = Param("composition", Choice(("advanced", "simple")), "advanced (capped by S eps0) or simple S eps0",
+                    default="advanced")

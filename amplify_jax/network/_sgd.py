@@ -220,7 +220,7 @@ def network_sgd_epsilon(*, sigma, n, contributions, delta, lipschitz=1.0, order=
     sigma, lipschitz in :data:`SGD_SCALE_RANGE`, sigma / lipschitz in :data:`SGD_NOISE_RANGE`, contributions in
     (0, 10**12], order in (1, 10**6].
     """
-    V.one_of("method", method, ("balle2020", "mironov"))
+    P.METHOD.domain.check("method", method)
     s, nn, tu, d, L = check_params((P.SGD_SIGMA, P.N, P.CONTRIBUTIONS, P.DELTA, P.SGD_LIPSCHITZ), broadcast=False,
                                    sigma=sigma, n=n, contributions=contributions, delta=delta, lipschitz=lipschitz)
     _sgd_noise(s, L)  # sigma / lipschitz in SGD_NOISE_RANGE
@@ -274,7 +274,7 @@ def local_sgd_epsilon(*, sigma, contributions, delta, lipschitz=1.0, method="bal
     from ..accounting import pld  # lazy: the PLD takes ~0.1 s to import; network loads it on first use
 
     use_pld = pld.selects(accountant, grid_size, method=method)
-    V.one_of("method", method, ("balle2020", "mironov"))
+    P.METHOD.domain.check("method", method)
     s, tu, d, L = check_params((P.SGD_SIGMA, P.CONTRIBUTIONS, P.DELTA, P.SGD_LIPSCHITZ), broadcast=False,
                                sigma=sigma, contributions=contributions, delta=delta, lipschitz=lipschitz)
     _sgd_noise(s, L)  # sigma / lipschitz in SGD_NOISE_RANGE

@@ -333,7 +333,7 @@ def walk_privacy_losses(walks, *, n, eps0, delta_prime, delta_cycle, mechanism="
     """
     V.one_of("mechanism", mechanism, ("gaussian", "histogram"))
     V.one_of("view", view, ("hidden", "receiver_known", "path_known"))
-    V.one_of("cycle_delta", cycle_delta, ("paper", "group"))
+    P.CYCLE_DELTA.domain.check("cycle_delta", cycle_delta)
     V.one_of("shuffle_bound", shuffle_bound, ("fmt", "clones", "blanket"))
     # scalars (one walk table), network/_params.py's domains; eps0 < 1 for the Gaussian (eps0/sqrt(m) is the
     # classical Gaussian mechanism's scaling), e^eps0 finite for histograms
