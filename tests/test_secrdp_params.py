@@ -179,6 +179,16 @@ def _closed_form_mp(eps1, steps, delta):
         return x + 2 * mpmath.sqrt(x * mpmath.log(1 / mpmath.mpf(delta)))
 
 
+@settings(max_examples=300, deadline=None)
+@given(eps1=st.floats(1e-300, 1e6), steps=st.integers(1, 2**53), delta=st.floats(1e-300, 1.0, exclude_max=True))
+def test_closed_form_epsilon_never_below_mpmath(eps1, steps, delta):
+    """Rounded to the safe side: at or above the formula's exact value (mpmath, 40 digits), within 1e-14 of it
+    (delta near 1 included, where ln(1/delta) is tiny and 1/delta's rounding used to dominate)."""
+    got = float(S.closed_form_epsilon(eps1, steps=steps, delta=delta))
+    ref = _closed_form_mp(eps1, steps, delta)
+    assert got >= ref and got <= ref * (1 + 1e-14)
+
+
 def _closed_form_eps1_mp(eps, steps, delta):
     """(sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))^2 / T as written (App. D.1): 400 digits outlast the
     cancellation at eps = 1e-140."""

@@ -21,16 +21,23 @@ from . import _params as P
 from ._rounding import _dev
 from ._step import step_account
 
+#: Factor (1 + 8 ulps) on the closed form's float64 value: covers the rounding of its evaluation (each term >= 0).
+CLOSED_FORM_MARGIN = 1.0 + 8.0 * 2.0 ** -52
+
 
 def closed_form_epsilon(eps1, *, steps, delta):
     """eps = T eps1 + 2 sqrt(T eps1 ln(1/delta)) (Decor Cor. 12 proof, docs/errata.md#e-secrdp-closed-form): the
     exact minimum over continuous alpha > 1 of Mironov's conversion alpha T eps1 + ln(1/delta)/(alpha - 1) of
     the T-fold composition of (alpha, alpha eps1)-SecRDP.  Broadcasts over eps1 (>= 0), steps (>= 1), delta
-    (in (0, 1))."""
+    (in (0, 1)).
+
+    Rounded up (safe side) by :data:`CLOSED_FORM_MARGIN`: ln(1/delta) is taken as -log(delta) (no rounding of
+    1/delta, which costs a relative ~1e-16 / ln(1/delta) as delta -> 1), and the five remaining roundings
+    (T eps1, the log, the product, the sqrt, the sum) leave the float64 value within ~4 ulps of the formula's."""
     e, t, d = check_params((P.ANY_EPS1, P.ANY_STEPS, P.DELTA), broadcast=False, eps1=eps1, steps=steps, delta=delta)
     x = t * e
     with x64_scope():
-        return _dev(x + 2.0 * np.sqrt(x * np.log(1.0 / d)))
+        return _dev((x + 2.0 * np.sqrt(x * -np.log(d))) * CLOSED_FORM_MARGIN)
 
 
 def closed_form_eps1(target_epsilon, *, steps, delta):
