@@ -17,7 +17,7 @@ from hypothesis import given, strategies as st
 
 from amplify_jax import bounds
 from amplify_jax._core.domains import Real
-from amplify_jax.accounting import _bounds as B, _params as P, conversions as C, rdp as R
+from amplify_jax.accounting import _bounds as B, _params as P, calibrate as K, conversions as C, rdp as R
 from _params_probe import Accepted, param_refuses as _param_refuses, probes as _probes, stub as _stub
 from _params_probe import function_refuses as _function_refuses
 
@@ -30,7 +30,8 @@ def no_kernels(monkeypatch):
     for mod, name in [(R, "_gaussian_curve"), (R, "_laplace_curve"), (R, "_randomized_response_curve"),
                       (R, "_poisson_subsampled_gaussian_curve"), (R, "_subsampled_gaussian_wor_curve"),
                       (R, "_wor_kernel"), (R, "_interpolate_integer_host"), (C, "_epsilon_from_rdp"),
-                      (C, "_grid_delta"), (C, "_optimal_epsilon"), (C, "_randomized_response_curve")]:
+                      (C, "_grid_delta"), (C, "_optimal_epsilon"), (C, "_randomized_response_curve"),
+                      (K, "_invert_jit"), (K, "_host_start"), (K, "_invert_implicit_jit")]:
         monkeypatch.setattr(mod, name, _stub)
 
 
@@ -86,6 +87,16 @@ CASES = [
      {}),
     ("dp_to_rdp", lambda eps, delta: C.dp_to_rdp(O, eps=eps, delta=delta), dict(eps=1.0, delta=1e-6),
      dict(eps=P.DP_EPS, delta=P.DP_DELTA), {}),
+    # the inversions: lo < hi is the joint check
+    ("invert_monotone", lambda target, lo, hi, rtol: K.invert_monotone(_stub, target, lo=lo, hi=hi, rtol=rtol),
+     dict(target=1.0, lo=0.5, hi=2.0, rtol=1e-6), dict(target=P.TARGET, lo=P.LO, hi=P.HI, rtol=P.RTOL),
+     dict(lo=lambda v: v >= 2.0, hi=lambda v: v <= 0.5)),
+    ("invert_monotone:integer", lambda lo, hi: K.invert_monotone(_stub, 1.0, lo=lo, hi=hi, integer=True),
+     dict(lo=1, hi=100), dict(lo=P.INTEGER_LO, hi=P.INTEGER_HI), dict(lo=lambda v: v >= 100, hi=lambda v: v <= 1)),
+    ("invert_monotone_host", lambda target, rtol: K.invert_monotone_host(_stub, target, lo=1.0, hi=2.0, rtol=rtol),
+     dict(target=1.0, rtol=1e-6), dict(target=P.TARGET, rtol=P.RTOL), {}),
+    ("invert_monotone_differentiable", lambda lo: K.invert_monotone_differentiable(_stub, 1.0, lo=lo, hi=2.0),
+     dict(lo=0.5), dict(lo=P.LO), dict(lo=lambda v: v >= 2.0)),
 ]
 
 
@@ -106,7 +117,7 @@ def test_function_refuses_exactly_what_its_param_refuses(call, base, name, param
         assert _function_refuses(call, base, name, v, answered_is_accepted=False) == _expected(param, joint, v), \
             (name, v)
     # an array: refused as a whole where one element is (the message giving the element), accepted where none is
-    assert _function_refuses(call, base, name, np.array([base[name], -1.0]))
+    assert _function_refuses(call, base, name, np.array([base[name], math.nan]))
     assert not _function_refuses(call, base, name, np.array([base[name], base[name]]), answered_is_accepted=False)
 
 
@@ -169,6 +180,15 @@ def test_compose_checks_curves_and_steps_by_their_params():
         assert _param_refuses(P.CURVES, v)
         with pytest.raises(ValueError, match=r"curves\[1\]="):
             R.compose([c, np.full((2, 2), v)], steps=1)
+
+
+def test_max_iter_refused_by_its_param():
+    for v in (1, 200, 10**6, 0, 10**6 + 1, 1.5, math.nan):
+        refused = _param_refuses(P.MAX_ITER, v)
+        assert _function_refuses(lambda max_iter: K.invert_monotone(_stub, 1.0, lo=1.0, hi=2.0, max_iter=max_iter),
+                                 {}, "max_iter", v, answered_is_accepted=False) == refused, v
+    with pytest.raises(ValueError, match="Expected max_iter to be a single number"):
+        K.invert_monotone(_stub, 1.0, lo=1.0, hi=2.0, max_iter=[3, 4])
 
 
 def test_method_refused_by_its_param():

@@ -38,6 +38,9 @@ float64's and the kernels', refused rather than answered unverified):
   registry; a DP pair's delta in [0, 1) (:data:`DP_DELTA`: delta = 1 is no guarantee); eps of a DP pair and the
   epsilon a delta is computed at: >= 0 and finite (:data:`DP_EPS`, :data:`EPSILON`); RDP values >= 0 and finite
   (:data:`RDP`, :data:`BASE_RDP`, :data:`BASE_RDP_INF`).
+* the inversions' brackets (``calibrate``): lo, hi > 0 and finite (the search is on log x), integers 1..2**53 for
+  an integer search (:data:`INTEGER_LO`, :data:`INTEGER_HI`); target finite; rtol > 0; max_iter 1..10**6.  They
+  are no registry parameters (``bounds.invert`` checks its targets and brackets against the bound's Params).
 """
 
 from __future__ import annotations
@@ -107,6 +110,17 @@ EPSILON = Param("epsilon", _NONNEGATIVE, "eps at which delta is computed (>= 0, 
 DP_EPS = Param("eps", _NONNEGATIVE, "eps of an (eps, delta)-DP mechanism (>= 0, finite)", INCREASING)
 DP_DELTA = Param("delta", Real(0.0, 1.0, hi_open=True), "delta of an (eps, delta)-DP mechanism (delta = 1 is no "
                  "guarantee)", INCREASING)
+
+# ---- the inversions of calibrate (invert_monotone and its host / differentiable forms): a search in log space
+# between lo > 0 and hi, for any finite target; integer searches between integers >= 1 (float64 holds every
+# integer up to 2**53; the old check took up to 2**62); at most 10**6 iterations (max_iter: one number)
+TARGET = Param("target", Real(-FLOAT_MAX, FLOAT_MAX), "the bound's value to meet (finite)")
+LO = Param("lo", _POSITIVE, "lower end of the search bracket (> 0: the search is in log space)")
+HI = Param("hi", _POSITIVE, "upper end of the search bracket (> lo)")
+INTEGER_LO = Param("lo", Integer(1, 2**53), "lower end of an integer search's bracket")
+INTEGER_HI = Param("hi", Integer(1, 2**53), "upper end of an integer search's bracket")
+RTOL = Param("rtol", _POSITIVE, "relative width at which the search stops (> 0)")
+MAX_ITER = Param("max_iter", Integer(1, 10**6), "most evaluations of the bound")
 
 # ---- the registry's (and, where the same object, the functions')
 SIGMA = Param("sigma", Real(1e-3, 1e4), "noise multiplier (std / sensitivity)", DECREASING,

@@ -36,7 +36,9 @@ import jax
 import jax.numpy as jnp
 
 from .._core import validate as V
+from .._core.domains import check_params
 from .._core.numerics import float64_jit, x64_scope
+from . import _params as P
 from .._core.status import Status
 
 # importable, not in __all__: the result type Inversion (named by the functions' docstrings), the kernels
@@ -215,18 +217,13 @@ def _check_options(feasible, method):
 
 def _check_inputs(target, args, lo, hi, rtol, integer, max_iter=200):
     """Boundary checks of the inversions: (target, lo, hi, rtol, broadcast shape) as numpy arrays."""
-    it = V.integer("max_iter", max_iter, minimum=1)
-    if np.ndim(it) or it > 10**6:
-        raise ValueError(f"Expected max_iter to be one integer in 1..1e6, got max_iter={max_iter!r}.")
-    t = V.finite("target", target)
-    lo_ = V.positive("lo", lo)
-    hi_ = V.positive("hi", hi)
+    V.scalar("max_iter", max_iter, P.MAX_ITER.domain.check)  # one integer in 1..1e6
+    t, lo_, hi_ = check_params((P.TARGET, P.LO, P.HI), broadcast=False, target=target, lo=lo, hi=hi)
     if np.any(np.asarray(lo_) >= np.asarray(hi_)):
         raise ValueError(f"Expected lo < hi, got lo={np.min(lo_)!r}, hi={np.max(hi_)!r}.")
-    r = V.positive("rtol", rtol)
+    r, = check_params((P.RTOL,), broadcast=False, rtol=rtol)
     if integer:
-        lo_ = V.integer("lo", lo_, minimum=1).astype(np.float64)
-        hi_ = V.integer("hi", hi_, minimum=1).astype(np.float64)
+        lo_, hi_ = check_params((P.INTEGER_LO, P.INTEGER_HI), broadcast=False, lo=lo_, hi=hi_)
     shape = V.broadcastable(target=t, lo=lo_, hi=hi_, rtol=r,
                             **{f"args[{i}]": np.asarray(a) for i, a in enumerate(args)})
     return t, lo_, hi_, r, shape
