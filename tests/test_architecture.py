@@ -129,12 +129,8 @@ def test_no_private_names_across_packages():
 
 #: Import edges resolved on first use, not at import (PEP 562), left out of the cycle check: rdp.Accountant is
 #: built by accounting._rdp_accountant when first asked for (so that importing amplify_jax does not import
-#: dp_accounting), and that module reads rdp's curves.  The PLD's DP-SGD answers take the RDP accountant's eps
-#: where it is smaller (issue 26: never looser than the library's own RDP), while accountants routes
-#: accountant="pld" to the PLD: both imports sit in functions (one DP-SGD front would remove the edge).
-LAZY_EDGES = {("amplify_jax.accounting.rdp", "amplify_jax.accounting._rdp_accountant"),
-              ("amplify_jax.accounting.pld._results", "amplify_jax.accounting.accountants"),
-              ("amplify_jax.accounting.pld._dpsgd", "amplify_jax.accounting.accountants")}
+#: dp_accounting), and that module reads rdp's curves.
+LAZY_EDGES = {("amplify_jax.accounting.rdp", "amplify_jax.accounting._rdp_accountant")}
 
 
 def _cycles():

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..._core import validate as V
 from ..._core.status import Status
+from .._dpsgd_rdp import rdp_calibrate_door  # the RDP accountant (below the front that routes to the PLD)
 from ._grid import DEFAULT_GRID_SIZE, check_grid_size, flatten, unpad
 from ._queries import eps_batch
 from ._search import bisect_log
@@ -137,7 +138,8 @@ def dpsgd_calibrate_sigma(*, target_epsilon, q, steps, delta, rtol=1e-6, sigma_r
 
 def _rdp_where_loose_calibration(sig, ach, st, flat, idle, n, lo, hi, rtol):
     """Issue 26 for the calibration: where the PLD's answer at the sigma found is loose (its upper / lower gap
-    above ``LOOSE_RTOL``, ``_results``), the RDP accountant's calibration (``amplify_jax.dpsgd_calibrate_sigma``,
+    above ``RDP_RTOL_CALIBRATION``, ``_results``), the RDP accountant's calibration
+    (``amplify_jax.dpsgd_calibrate_sigma``'s, ``_dpsgd_rdp.rdp_calibrate_sigma`` behind its own host-path door;
     same target, range and rtol); where it finds a smaller sigma (status ok, its eps re-checked <= target),
     that sigma answers, with source ``SOURCE_RDP``: its eps is a sound bound, so the target holds there."""
     be, bq, bt, bd = flat
@@ -150,10 +152,8 @@ def _rdp_where_loose_calibration(sig, ach, st, flat, idle, n, lo, hi, rtol):
     idx = live[_loose(up, low, RDP_RTOL_CALIBRATION, 0.0)]
     if idx.size == 0:
         return sig, ach, st, source
-    from .. import accountants  # lazy: a cycle, accountants imports the PLD (LAZY_EDGES)
-
-    r = accountants.dpsgd_calibrate_sigma(target_epsilon=be[idx], q=bq[idx], steps=bt[idx], delta=bd[idx],
-                                          rtol=rtol, sigma_range=(lo, hi))
+    r = rdp_calibrate_door(target_epsilon=be[idx], q=bq[idx], steps=bt[idx], delta=bd[idx], rtol=rtol,
+                           sigma_range=(lo, hi))
     rs, re_, rst = (np.asarray(v) for v in (r.sigma, r.epsilon, r.status))
     better = (rst == int(Status.OK)) & (rs < sig[idx]) & (re_ <= be[idx])
     sig, ach, source = sig.copy(), ach.copy(), source.copy()

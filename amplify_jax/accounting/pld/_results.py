@@ -15,6 +15,7 @@ import numpy as np
 from ..._core import validate as V
 from ..._core.numerics import x64_scope
 from ..._core.status import Status
+from .._dpsgd_rdp import rdp_epsilon_door  # the RDP accountant (below the front that routes to the PLD)
 from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, auto_refined_size, check_grid_size, flatten, unpad
 from ._queries import delta_batch, eps_batch
 
@@ -144,15 +145,15 @@ def _loose(up, lo, rtol=LOOSE_RTOL, atol=LOOSE_ATOL):
 
 def _rdp_where_loose(up, lo, source, flat):
     """Where a DP-SGD eps query's gap exceeds ``RDP_RTOL`` (every finite answer) or the PLD refused (+inf) (flat arrays sigma, q,
-    steps, delta): the RDP accountant's eps (``amplify_jax.dpsgd_epsilon``, sound) where it is smaller, with
-    source ``SOURCE_RDP``.  Both are upper bounds of the same true eps, so their minimum is one."""
+    steps, delta): the RDP accountant's eps (``amplify_jax.dpsgd_epsilon``'s, ``_dpsgd_rdp.rdp_epsilon`` behind
+    its own host-path door, sound) where it is smaller, with source ``SOURCE_RDP``.  Both are upper bounds of the
+    same true eps, so their minimum is one.  The one home of the PLD's DP-SGD eps against the RDP accountant's
+    (every front door that answers a PLD DP-SGD eps comes here)."""
     idx = np.flatnonzero(_loose(up, lo, RDP_RTOL, 0.0) | ~np.isfinite(up))
     if idx.size == 0:
         return up, source
-    from .. import accountants  # lazy: a cycle, accountants imports the PLD (LAZY_EDGES)
-
     s, q, t, d = (v[idx] for v in flat)
-    rdp = np.asarray(accountants.dpsgd_epsilon(sigma=s, q=q, steps=t, delta=d).epsilon, dtype=np.float64)
+    rdp = np.asarray(rdp_epsilon_door(sigma=s, q=q, steps=t, delta=d).epsilon, dtype=np.float64)
     better = np.isfinite(rdp) & (rdp < up[idx])
     up, source = up.copy(), source.copy()
     up[idx[better]], source[idx[better]] = rdp[better], SOURCE_RDP
