@@ -40,7 +40,7 @@ import numpy as np
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Param, register
 from ..accounting.calibrate import invert_monotone_host
 from .._core.status import Status
-from ._closed_forms import erlingsson_delta, erlingsson_epsilon, fmt_closed_form_epsilon
+from ._closed_forms import CLOSED_FORM_MARGIN, erlingsson_delta, erlingsson_epsilon, fmt_closed_form_epsilon
 from ._clones import clones_delta, clones_epsilon
 from ._params import BLANKET_DELTA, BLANKET_N, DELTA, DUMMIES, EPS0_POSITIVE, EPSILON, K, N, N_CLOSED
 from .blanket import (
@@ -65,9 +65,11 @@ def _status(valid):
 
 def _local_delta(epsilon, eps0):
     """delta(eps) implied by the local guarantee alone: an eps0-DP mechanism is (eps, (e^eps0 - e^eps) /
-    (e^eps0 + 1))-DP (Kairouz, Oh, Viswanath 2015; the A1 = D_0 of the clone pair), 0 for eps >= eps0."""
+    (e^eps0 + 1))-DP (Kairouz, Oh, Viswanath 2015; the A1 = D_0 of the clone pair), 0 for eps >= eps0.  Rounded
+    up by CLOSED_FORM_MARGIN (1 + 8 ulps; its float64 value was up to ~1 ulp below the exact one)."""
     e = np.minimum(epsilon, eps0)
-    return -np.expm1(e - eps0) / (1.0 + np.exp(-eps0)) + 0.0  # + 0: -expm1(0) is -0.0, printed "-0"
+    # + 0: -expm1(0) is -0.0, printed "-0"
+    return -np.expm1(e - eps0) / (1.0 + np.exp(-eps0)) * CLOSED_FORM_MARGIN + 0.0
 
 
 # ---------------------------------------------------------------------------------------------------------

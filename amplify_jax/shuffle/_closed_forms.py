@@ -39,6 +39,12 @@ ERLINGSSON_MAX_EPS0 = 0.5
 ERLINGSSON_MIN_N = 1000
 ERLINGSSON_MAX_DELTA = 0.01
 
+#: Factor (1 + 8 ulps) that rounds the closed forms' float64 values up (safe side): each is a handful of correctly
+#: rounded operations on positive terms, within ~5 ulps of the formula's exact value (measured: up to 1.5 ulps below
+#: it at about half of random points before this factor; tests/test_shuffle_rounding.py checks against mpmath).
+CLOSED_FORM_MARGIN = 1.0 + 8.0 * 2.0 ** -52
+_TINY = float(np.finfo(np.float64).tiny)  # the smallest normal float64, ~2.2e-308
+
 
 def _check(eps0, n, delta):
     return check_params((EPS0, N_CLOSED, DELTA), broadcast=False, eps0=eps0, n=n, delta=delta)
@@ -46,7 +52,8 @@ def _check(eps0, n, delta):
 
 @float64_jit
 def _erlingsson_kernel(eps0, n, delta):
-    eps = 12.0 * eps0 * jnp.sqrt(jnp.log(1.0 / delta) / n)
+    # ln(1/delta) as -log(delta): no rounding of 1/delta; then rounded up by CLOSED_FORM_MARGIN
+    eps = 12.0 * eps0 * jnp.sqrt(-jnp.log(delta) / n) * CLOSED_FORM_MARGIN
     valid = (eps0 < ERLINGSSON_MAX_EPS0) & (n >= ERLINGSSON_MIN_N) & (delta < ERLINGSSON_MAX_DELTA)
     return ClosedForm(jnp.where(valid, jnp.minimum(eps, eps0), eps0), valid)
 
@@ -56,6 +63,8 @@ def erlingsson_epsilon(eps0, *, n, delta) -> ClosedForm:
 
     eps = 12 eps0 sqrt(ln(1/delta) / n), valid for eps0 < 1/2, n >= 1000, delta < 1/100 (Corollary 9).
     Broadcasts over eps0, n, delta.  Outside the conditions: epsilon = eps0, valid = False.
+    Rounded up (safe side): ln(1/delta) is taken as -log(delta), and the value is multiplied by
+    :data:`CLOSED_FORM_MARGIN` (1 + 8 ulps) for the rounding of the remaining operations.
     The formula is pinned by Balle et al.'s notebook values (tested); the three conditions are transcribed
     from the paper as we read it and no public value tests their boundaries -- the FMT closed form and the
     clones bound supersede this bound wherever both apply.
@@ -65,7 +74,12 @@ def erlingsson_epsilon(eps0, *, n, delta) -> ClosedForm:
 
 @float64_jit
 def _erlingsson_delta_kernel(eps, eps0, n):
-    delta = jnp.exp(-n * (eps / (12.0 * eps0)) ** 2)
+    # exponent rounded down by 8 ulps (its five roundings leave it within ~3 ulps; a relative error r of it is a
+    # relative error ~r n (eps / (12 eps0))^2, up to ~745 r, of delta), then delta rounded up by CLOSED_FORM_MARGIN
+    x = n * (eps / (12.0 * eps0)) ** 2 * (1.0 - 8.0 * 2.0 ** -52)
+    # e^-x > 0 always: where it falls below the smallest normal float64 (XLA flushes subnormals to 0) that is the
+    # answer, not 0
+    delta = jnp.clip(jnp.exp(-x) * CLOSED_FORM_MARGIN, _TINY, 1.0)
     valid = (eps0 < ERLINGSSON_MAX_EPS0) & (n >= ERLINGSSON_MIN_N) & (delta < ERLINGSSON_MAX_DELTA)
     return delta, valid
 
@@ -73,7 +87,10 @@ def _erlingsson_delta_kernel(eps, eps0, n):
 def erlingsson_delta(epsilon, *, eps0, n):
     """The delta of Erlingsson et al. 2019 at a given eps: exp(-n (epsilon / (12 eps0))^2) (the inverse form).
 
-    Returns (delta, valid); valid as in :func:`erlingsson_epsilon` (delta < 1/100 included).
+    Returns (delta, valid); valid as in :func:`erlingsson_epsilon` (delta < 1/100 included).  Rounded up (safe
+    side): the exponent n (epsilon / (12 eps0))^2 is rounded down by 8 ulps (as delta -> 1e-300 its rounding, a
+    relative ~1e-16, becomes a relative ~1e-13 of delta), and delta is multiplied by :data:`CLOSED_FORM_MARGIN`; never below the smallest
+    normal float64 (~2.2e-308; it was 0 below, where the exact delta is positive).
     """
     epsilon, eps0, n = check_params((EPSILON, EPS0_POSITIVE, N_CLOSED), broadcast=False,
                                    epsilon=epsilon, eps0=eps0, n=n)
@@ -82,7 +99,9 @@ def erlingsson_delta(epsilon, *, eps0, n):
 
 @float64_jit
 def _fmt_kernel(eps0, n, delta):
-    return ClosedForm(*fmt_closed_form(eps0, n, delta))  # the formula's one home: amplify_jax.approx_dp
+    eps, valid = fmt_closed_form(eps0, n, delta)  # the formula's one home: amplify_jax.approx_dp
+    # rounded up where the formula is the answer (eps0, exact, is kept where it caps or the condition fails)
+    return ClosedForm(jnp.where(valid & (eps < eps0), jnp.minimum(eps * CLOSED_FORM_MARGIN, eps0), eps), valid)
 
 
 def fmt_validity_bound(*, n, delta):
@@ -105,6 +124,7 @@ def fmt_closed_form_epsilon(eps0, *, n, delta) -> ClosedForm:
     The factor is the one of the authors' public code (it reproduces their 0.5378040242374512 at n = 1e5,
     eps0 = 4, delta = 1e-6); it is >= the printed (e^eps0 - 1)/(e^eps0 + 1), so of the two it is the
     safe one (docs/errata.md#e-ref-fmt-factor).  Outside the condition: epsilon = eps0 and valid = False.
-    Broadcasts over eps0, n, delta.
+    Broadcasts over eps0, n, delta.  Rounded up (safe side): below eps0 the formula's float64 value (within ~5
+    ulps of its exact value; it was up to ~2 ulps below it) is multiplied by :data:`CLOSED_FORM_MARGIN`.
     """
     return _fmt_kernel(*_check(eps0, n, delta))
