@@ -191,6 +191,15 @@ def test_max_iter_refused_by_its_param():
         K.invert_monotone(_stub, 1.0, lo=1.0, hi=2.0, max_iter=[3, 4])
 
 
+def test_search_options_refused_by_their_params():
+    for name, param, good in (("feasible", P.FEASIBLE, "below"), ("method", P.SEARCH_METHOD, "illinois")):
+        with pytest.raises(ValueError, match=f"{name}='sideways'"):
+            K.invert_monotone(_stub, 1.0, lo=1.0, hi=2.0, **{name: "sideways"})
+        with pytest.raises(Accepted):
+            K.invert_monotone(_stub, 1.0, lo=1.0, hi=2.0, **{name: good})
+        assert _param_refuses(param, "sideways") and not _param_refuses(param, good)
+
+
 def test_method_refused_by_its_param():
     for call in (lambda m: C.epsilon_from_rdp(O, np.ones(2), delta=1e-5, method=m),
                  lambda m: C.delta_from_rdp(O, np.ones(2), epsilon=1.0, method=m),

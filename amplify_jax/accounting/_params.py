@@ -121,6 +121,10 @@ INTEGER_LO = Param("lo", Integer(1, 2**53), "lower end of an integer search's br
 INTEGER_HI = Param("hi", Integer(1, 2**53), "upper end of an integer search's bracket")
 RTOL = Param("rtol", _POSITIVE, "relative width at which the search stops (> 0)")
 MAX_ITER = Param("max_iter", Integer(1, 10**6), "most evaluations of the bound")
+FEASIBLE = Param("feasible", Choice(("above", "below")), "where the bound meets the target: above the returned "
+                 "value (a decreasing bound) or below it (an increasing one)", default="above")
+SEARCH_METHOD = Param("method", Choice(("bisection", "illinois")), "the search's steps (illinois: safeguarded "
+                      "regula falsi, for continuous parameters)", default="bisection")
 
 # ---- the registry's (and, where the same object, the functions')
 SIGMA = Param("sigma", Real(1e-3, 1e4), "noise multiplier (std / sensitivity)", DECREASING,

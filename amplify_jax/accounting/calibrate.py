@@ -211,8 +211,8 @@ def _search_result(s, target, far, near, near_first=False):
 
 def _check_options(feasible, method):
     """The static options every inversion takes (checked even when its inputs are traced)."""
-    V.one_of("feasible", feasible, ("above", "below"))
-    V.one_of("method", method, ("bisection", "illinois"))
+    P.FEASIBLE.domain.check("feasible", feasible)
+    P.SEARCH_METHOD.domain.check("method", method)
 
 
 def _check_inputs(target, args, lo, hi, rtol, integer, max_iter=200):

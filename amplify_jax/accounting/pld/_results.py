@@ -16,7 +16,7 @@ from ..._core import validate as V
 from ..._core.numerics import x64_scope
 from ..._core.status import Status
 from .._dpsgd_rdp import rdp_epsilon_door  # the RDP accountant (below the front that routes to the PLD)
-from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, auto_refined_size, check_grid_size, flatten, unpad
+from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, auto_refined_size, check_grid_size, flatten, ladder, unpad
 from ._queries import delta_batch, eps_batch
 
 __all__ = ["PldEpsilon", "PldDelta", "SOURCE_PLD", "SOURCE_RDP", "SOURCES", "LOOSE_RTOL", "LOOSE_ATOL", "RDP_RTOL", "RDP_RTOL_CALIBRATION", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE", "check_parameter", "status_of",
@@ -60,20 +60,25 @@ LOOSE_ATOL = 1e-3
 class PldEpsilon(NamedTuple):
     """eps (sound: an upper bound), eps_lower (a lower bound of the true eps, same pass), status, and
     source: which bound gave eps (``SOURCE_PLD`` = 0, the PLD; ``SOURCE_RDP`` = 1, the RDP accountant, where
-    it is smaller than a loose PLD answer; None where the caller built the tuple without it)."""
+    it is smaller than a loose PLD answer; None where the caller built the tuple without it), and grid: the
+    number of grid points of the pass that gave eps (the finest of those tied; 0 where the RDP accountant
+    answered or nothing was computed, q = 0 or no step; None where the caller built the tuple without it)."""
 
     epsilon: jax.Array
     epsilon_lower: jax.Array
     status: jax.Array
     source: jax.Array = None
+    grid: jax.Array = None
 
 
 class PldDelta(NamedTuple):
-    """delta (sound: an upper bound), delta_lower (a lower bound of the true delta), status."""
+    """delta (sound: an upper bound), delta_lower (a lower bound of the true delta), status, and grid (as
+    :class:`PldEpsilon`'s)."""
 
     delta: jax.Array
     delta_lower: jax.Array
     status: jax.Array
+    grid: jax.Array = None
 
 
 def check_parameter(kind, value, name=None):
@@ -99,41 +104,51 @@ def answer(query: str, kind: str, shape: tuple, grid_size, a, q, steps, x):
     parameter ``a``, rate q, composed ``steps`` times, for checked arrays broadcast to ``shape``: a
     :class:`PldEpsilon` or :class:`PldDelta` of that shape.
 
-    ``grid_size``: a power of two (every point on that grid, ``check_grid_size``), or None, the automatic
-    grid (issue 13's tightness, ``_grid.AUTO_RTOL``): every point on DEFAULT_GRID_SIZE points at its window's
-    step h and at 2h (``auto_check``), then the points whose estimated error exceeds AUTO_RTOL again on
-    AUTO_MAX_GRID_SIZE points.  Each point answers the least of its upper values and the largest of its
-    lower values: each is a bound of the truth, so their intersection is too."""
+    ``grid_size``: a power of two N (``check_grid_size``): every point on the grids of N's ladder, N, N / 4,
+    N / 16, ... down to 2^8 points (``_grid.ladder``: a grid 4^k times finer never answers a larger upper
+    value, issue 26); or None, the automatic grid (issue 13's tightness, ``_grid.AUTO_RTOL``): every point on
+    DEFAULT_GRID_SIZE points at its window's step h and at 2h (``auto_check``), then the points whose
+    estimated error exceeds AUTO_RTOL again on AUTO_MAX_GRID_SIZE points.  Each point answers the least of its
+    upper values and the largest of its lower values: each is a bound of the truth, so their intersection is
+    too; ``grid`` says which grid gave the upper value."""
     batch, result = (eps_batch, PldEpsilon) if query == "epsilon" else (delta_batch, PldDelta)
     # q = 0 (the mechanism never looks at the data) or no step: both output laws are the same, so eps = 0 at
     # every delta and delta = 0 at every eps >= 0, exactly (the grid answered +inf, status error, or 1)
     idle = never_looks(shape, q, steps)
     if idle.all():  # nothing to compute (no kernel runs)
         zero = np.zeros(shape)
-        extra = (np.full(shape, SOURCE_PLD, dtype=np.int32),) if query == "epsilon" else ()
-        return result(zero, zero, status_of(zero), *extra)
+        none = np.zeros(shape, dtype=np.int64)
+        if query == "delta":
+            return result(zero, zero, status_of(zero), none)
+        return result(zero, zero, status_of(zero), np.full(shape, SOURCE_PLD, dtype=np.int32), none)
     n = check_grid_size(grid_size, shape)
     with x64_scope():
         flat, m = flatten(shape, a, q, steps, x)
         first = [np.array(v, dtype=np.float64) for v in batch(*flat, kind, n)]
         up, lo = first[:2]
+        grid = np.full(up.shape, n, dtype=np.int64)  # the grid whose pass gave each upper value
         if grid_size is None:
             rtol = AUTO_RTOL if query == "epsilon" else AUTO_RTOL_DELTA
             sizes, up, lo = auto_check(batch, kind, flat, first, m, shape, rtol)
             if query == "epsilon":  # a loose answer gets the finer grid too (issue 26)
                 sizes = np.where((sizes == 0) & _loose(up, lo), auto_refined_size(np.inf, up, shape), sizes)
-            for size in np.unique(sizes[sizes > 0]):
-                idx = np.flatnonzero(sizes == size)
-                u, l = (np.asarray(v, dtype=np.float64) for v in batch(*(v[idx] for v in flat), kind, int(size))[:2])
-                up[idx], lo[idx] = np.minimum(up[idx], u), np.maximum(lo[idx], l)
+            passes = [(int(size), np.flatnonzero(sizes == size)) for size in np.unique(sizes[sizes > 0])]
+        else:
+            passes = [(size, np.arange(up.size)) for size in ladder(n)[1:]]
+        for size, idx in passes:
+            u, l = (np.asarray(v, dtype=np.float64) for v in batch(*(v[idx] for v in flat), kind, size)[:2])
+            grid[idx[u < up[idx]]] = size
+            up[idx], lo[idx] = np.minimum(up[idx], u), np.maximum(lo[idx], l)
         up, lo = np.where(idle.reshape(-1), 0.0, up), np.where(idle.reshape(-1), 0.0, lo)
+        grid[idle.reshape(-1)] = 0
         if query == "delta":
-            return result(unpad(up, m, shape), unpad(lo, m, shape), unpad(status_of(up), m, shape))
+            return result(*(unpad(v, m, shape) for v in (up, lo, status_of(up), grid)))
         source = np.full(up.shape, SOURCE_PLD, dtype=np.int32)
         if kind == "gaussian":
             up, source = _rdp_where_loose(up, lo, source, flat)
+            grid[source == SOURCE_RDP] = 0
         status = np.where(np.isfinite(up) & _loose(up, lo), int(Status.LOOSE), status_of(up)).astype(np.int32)
-        return result(*(unpad(v, m, shape) for v in (up, lo, status, source)))
+        return result(*(unpad(v, m, shape) for v in (up, lo, status, source, grid)))
 
 
 def _loose(up, lo, rtol=LOOSE_RTOL, atol=LOOSE_ATOL):
