@@ -41,6 +41,10 @@ float64's and the kernels', refused rather than answered unverified):
 * the inversions' brackets (``calibrate``): lo, hi > 0 and finite (the search is on log x), integers 1..2**53 for
   an integer search (:data:`INTEGER_LO`, :data:`INTEGER_HI`); target finite; rtol > 0; max_iter 1..10**6.  They
   are no registry parameters (``bounds.invert`` checks its targets and brackets against the bound's Params).
+
+Not here: ``rdp.Accountant``'s event and query parameters (``_rdp_accountant``): dp_accounting's interface takes
+values these finite domains cannot state (target_epsilon = inf, the orders 1 and inf) and keeps its own checks
+and messages; the DP-SGD accountants and the PLD (``accountants``, ``pld/``) have theirs.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from .._core import validate as V
 from .._core.domains import check_params
 from . import _params as P
-from ._params import LAPLACE_RANGE, MAX_ORDER, SIGMA_RANGE, WOR_MAX_ORDER
+from ._params import LAPLACE_RANGE, MAX_ORDER, SIGMA_RANGE, WOR_MAX_ORDER  # noqa: F401  (rdp.MAX_ORDER, ... as before)
 from ._subsampled_gaussian import AUTO, log_a_minus_one_fractional, log_a_minus_one_integer_grid
 from .._core.numerics import float64_jit, log_binom_pmf, log_comb_table, log_expm1, logsumexp, run_in_slabs, x64_scope
 
