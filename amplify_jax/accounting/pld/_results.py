@@ -181,7 +181,7 @@ def grid_error(u1, b1, u2, b2):
     the grid's own error, (b2 - b1) / 3 (Richardson at second order: connect-the-dots' error is O(h^2),
     4 times as large at 2h; measured ratios 3.1-4.1 on DP-SGD at 10^4 steps), plus the part of the round-off
     term that a grid 8 times finer removes, 1 - 8^-1/2 of it (it shrinks about as sqrt(h): with ||p||_2, the
-    one step's masses' l2 norm).  Checked (2026-11-28, python of issue 29's helper "pld", 2^14 -> 2^17 points,
+    one step's masses' l2 norm).  Checked (2026-11-28: ``eps_batch`` at 2^14 and 2^17 points, h and 2h,
     48 random DP-SGD points of tests/test_pld_discretize.py's POINTS and 48 of FEW_STEPS): the term shrinks to
     0.37-0.48 of itself over long compositions (h^0.35-0.47; the assumption's 0.354), but only to 0.41-0.86 for
     few steps at a small delta (h^0.07-0.43: the coefficient bound grows with log n), so there this part
