@@ -8,7 +8,6 @@ and no program is compiled (the values themselves are tests/test_network.py's bu
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -33,14 +32,9 @@ def no_kernels(monkeypatch):
                       (_sgd, "_sgd_rdp_kernel"), (_sgd, "_network_sgd_kernel"), (_sgd, "_network_sgd_fixed_kernel"),
                       (_sgd, "_local_sgd_kernel"), (_sgd, "_central_sgd_kernel"), (_sgd, "_bassily_kernel"),
                       (_sgd, "invert_monotone"), (pld, "epsilon"), (_walks, "_draw_walks"),
-                      (_walks, "_walk_kernel")]:
+                      (_walks, "_walk_kernel"), (_composition, "_contrib_kernel"), (_composition, "_f64"),
+                      (_complete_graph, "_eq10_kernel"), (_ring, "_ring_noise_kernel"), (_ring, "_f64")]:
         monkeypatch.setattr(mod, name, _stub)
-
-
-def _erlingsson_extra(name, value, base):
-    """Thm 2's closed form (Erlingsson et al. Cor. 9) also refuses eps0 >= 1/2, delta >= 1/100, n <= 1000."""
-    return math.isfinite(value) and ((name == "eps0" and value >= 0.5) or (name == "delta" and value >= 0.01)
-                                     or (name == "n" and value <= 1000))
 
 
 def _group_extra(name, value, base):
@@ -107,8 +101,8 @@ CASES = [
      dict(n=P.N, steps=P.STEPS_K, eps0=P.EPS0_LOCAL, delta=P.VISIT_DELTA, delta_prime=P.DELTA_PRIME), None),
     ("ring_histogram_bound_erlingsson", NW.ring_histogram_bound,
      dict(n=2000, steps=10, eps0=0.4, delta=1e-6, delta_prime=1e-6),
-     dict(n=P.N, steps=P.STEPS_K, eps0=P.EPS0_LOCAL, delta=P.VISIT_DELTA, delta_prime=P.DELTA_PRIME),
-     _erlingsson_extra),
+     dict(n=P.ERLINGSSON_N, steps=P.STEPS_K, eps0=P.ERLINGSSON_EPS0, delta=P.ERLINGSSON_DELTA,
+          delta_prime=P.DELTA_PRIME), None),
     ("local_sum_bound", NW.local_sum_bound,
      dict(n=1000, steps=10, eps0=0.5, delta0=1e-8, delta_prime=1e-6, delta_hat=1e-6),
      dict(n=P.N, steps=P.STEPS_T, eps0=P.EPS0_LOCAL, delta0=P.DELTA0_PURE, delta_prime=P.DELTA_PRIME,
@@ -182,6 +176,17 @@ CASES = [
      lambda **kw: NW.walk_privacy_losses(np.zeros((1, 5), int), mechanism="histogram", **kw),
      dict(n=10, eps0=0.5, delta_prime=1e-6, delta_cycle=1e-6),
      dict(n=P.WALK_N, eps0=P.EPS0_LOCAL, delta_prime=P.DELTA_PRIME, delta_cycle=P.DELTA_CYCLE), None),
+    # importable and documented, not in __all__: the intermediate quantities, Thm 2's gamma, the ring's noise
+    ("contribution_bound", NW.contribution_bound, dict(n=1000, steps=10**5, delta_hat=1e-6),
+     dict(n=P.N, steps=P.STEPS_T, delta_hat=P.DELTA_HAT), None),
+    ("kov_composition_delta", lambda deltas, **kw: NW.kov_composition_delta(deltas, **kw),
+     dict(deltas=1e-6, delta_tilde=1e-6), dict(deltas=P.KOV_DELTAS, delta_tilde=P.KOV_DELTA_TILDE), None),
+    ("subsampled_cycle_epsilon", NW.subsampled_cycle_epsilon, dict(n=1000, m=10, eps_aggregate=0.5),
+     dict(n=P.N, m=P.CYCLE_LENGTH, eps_aggregate=P.EPS_AGGREGATE), None),
+    ("ring_noise", NW.ring_noise, dict(n=100, steps=10, sigma_loc=1.0),
+     dict(n=P.N, steps=P.STEPS_K, sigma_loc=P.SIGMA_LOC), None),
+    ("ring_histogram_gamma", NW.ring_histogram_gamma, dict(n=2000, L=10, target_epsilon=0.3, delta=1e-6),
+     dict(n=P.ERLINGSSON_N, L=P.RR_VALUES, target_epsilon=P.GAMMA_TARGET, delta=P.ERLINGSSON_DELTA), None),
 ]
 
 
@@ -253,6 +258,7 @@ def test_registry_declares_the_functions_params():
     and the DP-SGD accountants' delta is the total); ``colluders`` is the registry's narrowing of the functions'
     (checked jointly with n, colluders < n)."""
     funcs = {"network.ring-sum": "ring_sum_bound", "network.ring-histogram": "ring_histogram_bound",
+             "network.ring-histogram-erlingsson": "ring_histogram_bound_erlingsson",
              "network.complete-graph-sum": "complete_graph_sum_bound",
              "network.complete-graph-histogram": "complete_graph_histogram_bound",
              "network.spotted-contributions": "spotted_contributions_epsilon",
@@ -275,6 +281,7 @@ def test_registry_declares_the_functions_params():
             if not p.domain.numeric:
                 continue
             if p.name == "delta" and bid in ("network.ring-sum", "network.ring-histogram",
+                                             "network.ring-histogram-erlingsson",
                                              "network.complete-graph-sum", "network.complete-graph-histogram",
                                              "network.spotted-contributions"):
                 continue
@@ -286,7 +293,7 @@ def test_registry_declares_the_functions_params():
             else:
                 assert p.domain is fn.domain, (bid, p.name)
             seen += 1
-    assert seen == 50
+    assert seen == 54
 
 
 def test_every_registry_param_is_declared_in_params_py():

@@ -1,4 +1,4 @@
-"""What the sections of the network-DP package share: the result types and the validation of n and colluders."""
+"""What the sections of the network-DP package share: the result types and the joint check of colluders < n."""
 
 from __future__ import annotations
 
@@ -63,11 +63,6 @@ def _b(shape, *arrays):
     """float64 NumPy arrays broadcast to ``shape``, for a kernel's arguments (issue 25: an eager
     ``jnp.broadcast_to`` or ``jnp.asarray`` is a small compiled program per shape; NumPy's are none)."""
     return tuple(np.broadcast_to(np.asarray(a, dtype=np.float64), shape) for a in arrays)
-
-
-def _n(name, n):
-    """A number of users: an integer >= 2 (as float64)."""
-    return V.integer(name, n, minimum=2).astype(np.float64)
 
 
 def _colluders(n, c):

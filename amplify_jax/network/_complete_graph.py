@@ -11,7 +11,7 @@ from .._core import validate as V
 from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition, fmt_closed_form, subsampled_epsilon
 from .._core.numerics import float64_jit, log_ndtr, log_sub
-from ._common import NetworkBound, SpottedBound, _b, _colluders, _n
+from ._common import NetworkBound, SpottedBound, _b, _colluders
 from ._composition import _chernoff_count
 from . import _params as P
 
@@ -39,9 +39,9 @@ def subsampled_cycle_epsilon(*, n, m, eps_aggregate):
     repeated draws (module docstring).  Gaussian aggregation of m contributions: eps_aggregate =
     eps0 / sqrt(m) (classical Gaussian mechanism, eps0 < 1).
     """
-    nn = _n("n", n)
-    mm = V.integer("m", m, minimum=0).astype(np.float64)  # a cycle length: 1.5 users is refused
-    e = V.nonnegative("eps_aggregate", eps_aggregate)
+    # a cycle length: 1.5 users is refused
+    nn, mm, e = check_params((P.N, P.CYCLE_LENGTH, P.EPS_AGGREGATE), broadcast=False, n=n, m=m,
+                             eps_aggregate=eps_aggregate)
     shape = V.broadcastable(n=nn, m=mm, eps_aggregate=e)
     return _eq10_kernel(*_b(shape, nn, mm, e))
 

@@ -12,7 +12,7 @@ from .._core import validate as V
 from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition_overflows, advanced_composition
 from .._core.numerics import float64_jit, log_comb, x64_scope
-from ._common import _b, _f64, _n
+from ._common import _b, _f64
 from . import _params as P
 
 
@@ -109,8 +109,8 @@ def kov_composition_epsilon(eps, *, delta_tilde, axis=-1):
 
 def kov_composition_delta(deltas, *, delta_tilde, axis=-1):
     """The delta of KOV Thm 3.5: 1 - (1 - delta_tilde) prod_l (1 - delta_l), computed with log1p/expm1."""
-    d = V.probability("deltas", deltas)
-    dt = V.unit_open("delta_tilde", delta_tilde)
+    (d,) = check_params((P.KOV_DELTAS,), broadcast=False, deltas=deltas)  # deltas carries the composed axis
+    (dt,) = check_params((P.KOV_DELTA_TILDE,), broadcast=False, delta_tilde=delta_tilde)
     if d.ndim:
         axis = _axis(axis, d.ndim)
     with x64_scope():
@@ -191,8 +191,6 @@ def contribution_bound(*, n, steps, delta_hat):
     T/n + sqrt(3T/2 ln(1/delta)) instead; the paper's form is used here (docs/errata.md#e-network-authors-code).
     Returns (N, paper_form_valid).
     """
-    nn = _n("n", n)
-    tt = V.integer("steps", steps, minimum=1).astype(np.float64)
-    dh = V.unit_open("delta_hat", delta_hat)
+    nn, tt, dh = check_params((P.N, P.STEPS_T, P.DELTA_HAT), broadcast=False, n=n, steps=steps, delta_hat=delta_hat)
     shape = V.broadcastable(n=nn, steps=tt, delta_hat=dh)
     return _contrib_kernel(*_b(shape, nn, tt, dh))

@@ -60,6 +60,17 @@ T_u >= 0, T >= 1, n >= 2, delta in (0, 1), orders alpha > 1):
   ``rdp.MAX_ORDER``, the accounting layer's end.
 * the calibration's target_epsilon in (0, max float64] (:data:`TARGET_EPSILON`).
 
+The intermediate quantities and Thm 2's gamma: contribution_bound takes :data:`N`, :data:`STEPS_T`,
+:data:`DELTA_HAT`; kov_composition_delta each delta_l in [0, 1] (:data:`KOV_DELTAS`) and
+:data:`KOV_DELTA_TILDE`; subsampled_cycle_epsilon a cycle length m in 0..10**12 (:data:`CYCLE_LENGTH`, at most
+the walk's T) and eps_aggregate >= 0 finite (:data:`EPS_AGGREGATE`: beyond e^eps's range Eq. 10 is evaluated
+as eps + ln(q + (1 - q) e^-eps), finite); ring_noise sigma_loc in
+(0, 1e300] (:data:`SIGMA_LOC`: the total std, at most ~4.5e4 sigma_loc for K <= 10**9, stays finite).  Thm 2's
+closed form (Erlingsson et al. Cor. 9; ``ring_histogram_bound(form="erlingsson")``, ``ring_histogram_gamma``)
+states n > 1000 (:data:`ERLINGSSON_N`), eps0 < 1/2 (:data:`ERLINGSSON_EPS0`; gamma's target_epsilon,
+:data:`GAMMA_TARGET`) and delta < 1/100 (:data:`ERLINGSSON_DELTA`); gamma's L (randomized response's values) in
+2..2**53 (:data:`RR_VALUES`).
+
 The walk simulation (Sec. 5.1): the walks are int32 arrays of shape (num_walks, T), so n, T and num_walks are
 one integer each in ..2**31 - 1 (:data:`WALK_N` from 2, :data:`WALK_STEPS`, :data:`NUM_WALKS` from 1); the
 seed one of ``jax.random``'s 32-bit seeds (:data:`SEED`, 0..2**32 - 1: larger ones collide); eps0 as the closed
@@ -77,6 +88,8 @@ from ..accounting.rdp import MAX_ORDER
 
 #: Largest eps0 of a function (e^eps0 finite in float64 up to 709.78)
 MAX_EPS0 = 700.0
+#: The largest finite float64 (the end of a domain that takes any finite value)
+FLOAT_MAX = float(np.finfo(np.float64).max)
 
 _OPEN_UNIT = Real(0.0, 1.0, lo_open=True, hi_open=True)
 
@@ -137,7 +150,7 @@ STEPS_SGD = Param("steps", Integer(1, 10**9), "T: number of steps", INCREASING)
 N_SAMPLED = Param("n", N.domain, "number of users (sampling rate 1/n)", DECREASING)
 ORDER = Param("order", Real(1.0, MAX_ORDER, lo_open=True), "a fixed Rényi order alpha > 1")
 ORDERS = Param("orders", Orders(hi=MAX_ORDER), "Rényi orders alpha > 1")
-TARGET_EPSILON = Param("target_epsilon", Real(0.0, float(np.finfo(np.float64).max), lo_open=True),
+TARGET_EPSILON = Param("target_epsilon", Real(0.0, FLOAT_MAX, lo_open=True),
                        "eps to meet (> 0, finite)")
 
 # the walk simulation
@@ -178,3 +191,14 @@ ACCOUNTANT = Param("accountant", Choice(("rdp", "pld")),
                    default="rdp")
 COMPOSITION = Param("composition", Choice(("advanced", "simple")), "advanced (capped by S eps0) or simple S eps0",
                     default="advanced")
+
+# the intermediate quantities and Thm 2's closed form
+KOV_DELTAS = Param("deltas", Real(0.0, 1.0), "delta_l of each composed mechanism")
+CYCLE_LENGTH = Param("m", Integer(0, 10**12), "cycle length m: contributions aggregated in one cycle (0: none)")
+EPS_AGGREGATE = Param("eps_aggregate", Real(0.0, FLOAT_MAX), "eps of the aggregate of one cycle (>= 0, finite)")
+SIGMA_LOC = Param("sigma_loc", Real(0.0, 1e300, lo_open=True), "std of the local noise sigma_loc")
+ERLINGSSON_DELTA = Param("delta", Real(0.0, 0.01, lo_open=True, hi_open=True),
+                         "delta of one shuffling step (< 1/100, Thm 2 / Erlingsson et al. Cor. 9)")
+GAMMA_TARGET = Param("target_epsilon", ERLINGSSON_EPS0.domain,
+                     "per-visit eps Thm 2's gamma is calibrated for (< 1/2)")
+RR_VALUES = Param("L", Integer(2, 2**53), "number of values of randomized response")

@@ -11,7 +11,7 @@ from .._core import validate as V
 from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition, fmt_closed_form
 from .._core.numerics import float64_jit, x64_scope
-from ._common import NetworkBound, RingNoise, _b, _f64, _n
+from ._common import NetworkBound, RingNoise, _b, _f64
 from ._composition import _refuse_advanced_overflow
 from . import _params as P
 
@@ -56,9 +56,7 @@ def ring_noise(*, n, steps, sigma_loc, distributed=False):
     n - 1 contributions with only (n - 1)/n sigma_loc^2 of variance (docs/errata.md#e-network-remark1-noise)
     -- total std sigma_loc sqrt(1 + (K n - 1)/(n - 1)).
     """
-    nn = _n("n", n)
-    k = V.integer("steps", steps, minimum=1).astype(np.float64)
-    s = V.positive("sigma_loc", sigma_loc)
+    nn, k, s = check_params((P.N, P.STEPS_K, P.SIGMA_LOC), broadcast=False, n=n, steps=steps, sigma_loc=sigma_loc)
     shape = V.broadcastable(n=nn, steps=k, sigma_loc=s)
     nb, kb, sb = _b(shape, nn, k, s)
     return _ring_noise_kernel(nb, kb, sb, np.asarray(bool(distributed)))
@@ -81,17 +79,9 @@ def ring_histogram_gamma(*, n, L, target_epsilon, delta):
     eps sqrt((n - 1)/ln(1/delta)) / 12 Cor. 9 maps to eps per visit on the n - 1 shuffled reports (as
     :func:`ring_histogram_bound` counts them): the larger, safe gamma.  Elsewhere it is the printed gamma.
     """
-    nn = _n("n", n)
-    ll = V.integer("L", L, minimum=2).astype(np.float64)
-    e = V.positive("target_epsilon", target_epsilon)
-    d = V.unit_open("delta", delta)
-    V.broadcastable(n=nn, L=ll, target_epsilon=e, delta=d)
-    if np.any(e >= 0.5):
-        raise ValueError(f"Theorem 2 requires eps < 1/2, got target_epsilon={np.max(e)!r}.")
-    if np.any(d >= 0.01):
-        raise ValueError(f"Theorem 2 requires delta < 1/100, got delta={np.max(d)!r}.")
-    if np.any(nn <= 1000):
-        raise ValueError(f"Theorem 2 requires n > 1000, got n={np.min(nn)!r}.")
+    # Thm 2's conditions are the Params' domains (n > 1000, eps < 1/2, delta < 1/100)
+    nn, ll, e, d = check_params((P.ERLINGSSON_N, P.RR_VALUES, P.GAMMA_TARGET, P.ERLINGSSON_DELTA), broadcast=False,
+                                n=n, L=L, target_epsilon=target_epsilon, delta=delta)
     with x64_scope():
         log_inv = jnp.log(1.0 / _f64(d))
         printed = 12.0 * _f64(e) * jnp.sqrt(log_inv / _f64(nn))  # eps_l of the printed gamma
@@ -133,16 +123,17 @@ def ring_histogram_bound(*, n, steps, eps0, delta, delta_prime, form="erlingsson
     Advanced composition over K = ``steps`` visits: (sqrt(2K ln(1/delta')) e + K e (e^e - 1), K delta + delta').
     """
     V.one_of("form", form, ("erlingsson", "fmt"))
-    nn, k, e, d, dp = check_params((P.N, P.STEPS_K, P.EPS0_LOCAL, P.VISIT_DELTA, P.DELTA_PRIME), broadcast=False,
-                                   n=n, steps=steps, eps0=eps0, delta=delta, delta_prime=delta_prime)
-    if form == "erlingsson":
-        if np.any(e >= 0.5):
-            raise ValueError(f"Theorem 2 (Erlingsson et al.) requires eps0 < 1/2, got eps0={np.max(e)!r}; "
-                             "use form='fmt'.")
-        if np.any(d >= 0.01):
-            raise ValueError(f"Theorem 2 requires delta < 1/100, got delta={np.max(d)!r}; use form='fmt'.")
-        if np.any(nn <= 1000):
-            raise ValueError(f"Theorem 2 requires n > 1000, got n={np.min(nn)!r}; use form='fmt'.")
+    if form == "erlingsson":  # Thm 2's conditions are its Params' domains (n > 1000, eps0 < 1/2, delta < 1/100)
+        params = (P.ERLINGSSON_N, P.STEPS_K, P.ERLINGSSON_EPS0, P.ERLINGSSON_DELTA, P.DELTA_PRIME)
+    else:
+        params = (P.N, P.STEPS_K, P.EPS0_LOCAL, P.VISIT_DELTA, P.DELTA_PRIME)
+    try:
+        nn, k, e, d, dp = check_params(params, broadcast=False, n=n, steps=steps, eps0=eps0, delta=delta,
+                                       delta_prime=delta_prime)
+    except ValueError as exc:
+        if form != "erlingsson":
+            raise
+        raise ValueError(f"{exc} (Theorem 2, Erlingsson et al.; form='fmt' takes more)") from None
     shape = V.broadcastable(n=nn, steps=k, eps0=e, delta=d, delta_prime=dp)
     eps, delta_t, valid = _ring_hist_kernel(*_b(shape, nn, k, e, d, dp), np.asarray(form == "fmt"))
     return NetworkBound(eps, delta_t, valid)
