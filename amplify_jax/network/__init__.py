@@ -44,7 +44,8 @@ docs/errata.md, section "Cyffers & Bellet", gives the test that shows it):
 
 Where each section lives (private files; this ``__init__`` is the one list of what the subpackage offers):
 
-- ``_common.py``: the result types and the validation shared by the sections;
+- ``_params.py``: each parameter's domain, stated once (the Params the functions and the registry share);
+- ``_common.py``: the result types and the joint check of colluders < n shared by the sections;
 - ``_composition.py``: advanced composition, Kairouz-Oh-Viswanath (Thms 3.3, 3.5), the Chernoff bound on the
   number of contributions (App. D);
 - ``_ring.py``: Section 3, the ring (Thm 1, Remark 1, Thm 2, Remark 2);

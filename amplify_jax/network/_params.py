@@ -3,6 +3,9 @@
 The public functions validate their numeric inputs through these :class:`Param` objects
 (:func:`amplify_jax._core.domains.check_params`) and ``_bounds.py`` declares the registry's bounds with the same
 objects, so ``bounds.evaluate`` and the functions refuse the same values with the same one-line message.
+Every Param of a ``network.*`` bound is declared here (the registry's own ones, options included, at the end);
+a joint condition (sigma / lipschitz, colluders < n, Lemma 1's sigma >= L sqrt(2 alpha (alpha - 1))) is checked
+by the function after its Params.
 
 The functions take the slack ``delta_prime`` (the paper's delta') of the advanced composition, where the
 registry's bounds take the total ``delta`` and derive delta' from it: :data:`DELTA_PRIME` is its own Param.
@@ -64,8 +67,8 @@ The intermediate quantities and Thm 2's gamma: contribution_bound takes :data:`N
 :data:`DELTA_HAT`; kov_composition_delta each delta_l in [0, 1] (:data:`KOV_DELTAS`) and
 :data:`KOV_DELTA_TILDE`; subsampled_cycle_epsilon a cycle length m in 0..10**12 (:data:`CYCLE_LENGTH`, at most
 the walk's T) and eps_aggregate >= 0 finite (:data:`EPS_AGGREGATE`: beyond e^eps's range Eq. 10 is evaluated
-as eps + ln(q + (1 - q) e^-eps), finite); ring_noise sigma_loc in
-(0, 1e300] (:data:`SIGMA_LOC`: the total std, at most ~4.5e4 sigma_loc for K <= 10**9, stays finite).  Thm 2's
+as eps + ln(q + (1 - q) e^-eps), finite); ring_noise sigma_loc in (0, 1e300] (:data:`SIGMA_LOC`: the total
+std, at most ~4.5e4 sigma_loc for K <= 10**9, stays finite).  Thm 2's
 closed form (Erlingsson et al. Cor. 9; ``ring_histogram_bound(form="erlingsson")``, ``ring_histogram_gamma``)
 states n > 1000 (:data:`ERLINGSSON_N`), eps0 < 1/2 (:data:`ERLINGSSON_EPS0`; gamma's target_epsilon,
 :data:`GAMMA_TARGET`) and delta < 1/100 (:data:`ERLINGSSON_DELTA`); gamma's L (randomized response's values) in
