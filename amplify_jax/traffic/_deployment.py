@@ -15,7 +15,7 @@ from .._core.domains import check_params
 from ..accounting.calibrate import invert_monotone
 from .._core.status import Status
 from ..shuffle.blanket import rr_delta_traced
-from ._common import DUMMIES_CAP, N_CAP, _warn_cap
+from ._common import CLOSED_FORM_MARGIN, DUMMIES_CAP, N_CAP, _warn_cap
 from ._params import DUMMIES, MIN_SEARCH_DELTA, N, SAMPLING, TARGET_DELTA, TARGET_EPSILON, TARGETS
 from ._costs import scrambler_costs
 from ._scrambler_delta import scrambler_delta
@@ -71,7 +71,8 @@ def _delta_traced(eps, T, n, sigma, d, method):
     """scrambler_delta as a pure jnp function of traced parameters (shuffle's fixed-window engine)."""
     delta = rr_delta_traced(method, eps, n, d, T, sigma)
     e0 = jnp.log1p((1.0 - sigma) * T / jnp.where(sigma > 0, sigma, 1.0))
-    local = (sigma > 0) & (eps >= e0)
+    # eps at or above the local guarantee rounded up (CLOSED_FORM_MARGIN): delta = 0 only where the exact e0 <= eps
+    local = (sigma > 0) & (eps >= e0 * CLOSED_FORM_MARGIN)
     return jnp.where(local, 0.0, jnp.minimum(delta, 1.0))
 
 

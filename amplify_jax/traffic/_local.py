@@ -12,7 +12,7 @@ import numpy as np
 
 from .._core.domains import check_params
 from .._core.numerics import float64_jit
-from ._common import _f64
+from ._common import CLOSED_FORM_MARGIN, _f64
 from ._params import DUMMIES, SAMPLING, TARGETS
 
 
@@ -31,10 +31,11 @@ class PureEpsilon(NamedTuple):
 
 @float64_jit
 def _local_epsilon_kernel(T, sigma, d):
-    # eps = ln((1 - sigma) T / (sigma (d + 1)) + 1), evaluated as log1p; d = T - 1 is a broadcast (eps = 0).
+    # eps = ln((1 - sigma) T / (sigma (d + 1)) + 1), evaluated as log1p (its argument's four roundings and log1p's
+    # own leave it within ~5 ulps), rounded up by CLOSED_FORM_MARGIN; d = T - 1 is a broadcast (eps = 0).
     broadcast = d >= T - 1
     safe_sigma = jnp.where(sigma > 0, sigma, 1.0)
-    eps = jnp.log1p((1.0 - sigma) * T / (safe_sigma * (d + 1.0)))
+    eps = jnp.log1p((1.0 - sigma) * T / (safe_sigma * (d + 1.0))) * CLOSED_FORM_MARGIN
     eps = jnp.where(sigma > 0, eps, jnp.inf)
     eps = jnp.where(broadcast, 0.0, eps)
     return eps
@@ -47,7 +48,8 @@ def local_epsilon(*, targets, sampling, dummies=0) -> PureEpsilon:
     a sampled message goes to a target drawn uniformly among all T targets, then the d dummies go to d other
     targets drawn without replacement.  The paper states d in {1, ..., T - 2}; the proof (App. B) holds
     unchanged for d = 0 (sampling only, Figure 3(a)).  With sigma = 0 and d < T - 1 no finite eps exists:
-    ``eps = +inf`` and ``valid = False``.
+    ``eps = +inf`` and ``valid = False``.  Rounded up (safe side) by ``CLOSED_FORM_MARGIN`` (1 + 8 ulps): its
+    float64 value was up to ~1 ulp below the formula's exact value.
 
     Args broadcast: targets T in 2..10**6 (integer), sampling sigma in [0, 1], dummies d in {0, ..., T - 1}
     (the family's Params, ``_params.py``).

@@ -18,7 +18,7 @@ from .._core.domains import check_params
 from .._core.numerics import float64_jit
 from ..shuffle.blanket import rr_delta, rr_epsilon
 from .._core.status import Status
-from ._common import _f64
+from ._common import CLOSED_FORM_MARGIN, _f64
 from ._params import DELTA, DUMMIES, EPSILON, MAX_EPSILON, N, SAMPLING, TARGETS
 
 METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")
@@ -201,8 +201,8 @@ def scrambler_epsilon(
     ``rtol``).
 
     Where no eps below the local guarantee ``ln(1 + (1 - sigma) T / sigma)`` reaches delta, that guarantee is
-    returned with ``status = Status.FALLBACK`` (+inf for sigma = 0, where no finite eps exists; then ``achieved`` is the
-    bound at eps = 50).  For Monte Carlo the draws are shared by every eps tried (common random numbers; the
+    returned with ``status = Status.FALLBACK``, rounded up by 8 ulps (safe side; +inf for sigma = 0, where no finite
+    eps exists; then ``achieved`` is the bound at eps = 50).  For Monte Carlo the draws are shared by every eps tried (common random numbers; the
     upper confidence bound is monotone in eps, so the returned eps holds with probability >= ``confidence``;
     see ``shuffle.blanket.rr_epsilon``).
     """
@@ -216,6 +216,9 @@ def scrambler_epsilon(
     eps, fallback, achieved = rr_epsilon(method, dl, n_, d, T, sigma, eps0, rtol=r, **kw)
     eps = np.where(fallback, np.broadcast_to(eps0, eps.shape), eps)
     amplified = ~fallback & (eps < eps0)
+    # where the answer is the local guarantee (fallback, or the search ended at it), it is rounded up (its float64
+    # value is within ~5 ulps of the exact one, and was up to ~1 ulp below it)
+    eps = np.where(amplified, eps, np.maximum(eps, eps0 * CLOSED_FORM_MARGIN))
     achieved = np.where(fallback & np.isfinite(np.broadcast_to(eps0, eps.shape)), 0.0, achieved)
     status = np.where(amplified, Status.OK, Status.FALLBACK).astype(np.int32)
     return EpsilonInversion(*_to_jax(eps, status, achieved))

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from .._core import validate as V
 from .._core.domains import check_params
 from .._core.numerics import float64_jit, log_comb, logsumexp
-from ._common import _f64
+from ._common import CLOSED_FORM_MARGIN, _f64
 from ._params import (EXACT_DUMMIES, EXACT_N, EXACT_SAMPLING, EXACT_SAMPLING_ANY, EXACT_TARGETS, N,
                       PURE_DUMMIES, SAMPLING, TARGETS, THM3_MAX_DUMMIES)
 
@@ -53,8 +53,19 @@ def _pure_epsilon_kernel(T, n, sigma, d):
     T1, n1, s1, d1 = (x[..., 0] for x in (T, n, sigma, d))
     sbar1 = 1.0 - s1
     r1 = s1 / (T1 - 1.0)
-    # Local guarantee of the T - 1 convention randomizer: |ln(sbar (T - 1) / sigma)| (post-processing bound).
-    eps_local = jnp.abs(jnp.log(jnp.where(sbar1 > 0, sbar1, 1.0)) - jnp.log(jnp.where(r1 > 0, r1, 1.0)))
+    # Local guarantee of the T - 1 convention randomizer: |ln(sbar (T - 1) / sigma)| (post-processing bound),
+    # rounded up (CLOSED_FORM_MARGIN).  Near ratio 1 (|z| < 1/4) as |log1p(z)|, z = ratio - 1 = ((T - 1) - T sigma)
+    # / sigma with the numerator free of cancellation error (sigma > 1/2 there is split at 2^-26 so that both
+    # products with T < 2^20 are exact): within ~3 ulps (XLA's CPU log1p is within ~1.3 ulps on [-1/4, 1/4], but
+    # ~120 ulps low in magnitude on (-1/2, -0.3), hence 1/4).  Elsewhere |ln(ratio)| of the rounded ratio (two
+    # roundings: absolute error ~1 ulp of 1, eps >= ln 1.25): within ~5 ulps; the difference of the logs where
+    # the ratio overflows (eps > 700).
+    s_hi = jnp.floor(s1 * 2.0 ** 26) * 2.0 ** -26
+    z = (((T1 - 1.0) - s_hi * T1) - (s1 - s_hi) * T1) / jnp.where(s1 > 0, s1, 1.0)
+    ratio = sbar1 * (T1 - 1.0) / jnp.where(s1 > 0, s1, 1.0)
+    log_diff = jnp.log(jnp.where(sbar1 > 0, sbar1, 1.0)) - jnp.log(jnp.where(r1 > 0, r1, 1.0))
+    log_ratio = jnp.where(jnp.isfinite(ratio), jnp.log(jnp.where(ratio > 0, ratio, 1.0)), log_diff)
+    eps_local = jnp.abs(jnp.where(jnp.abs(z) < 0.25, jnp.log1p(z), log_ratio)) * CLOSED_FORM_MARGIN
     eps_local = jnp.where((r1 > 0) & (sbar1 > 0), eps_local, jnp.inf)
     valid = (d1 >= 1) & (d1 <= n1 - 1) & (sbar1 >= r1) & (s1 > 0)
     printed = jnp.where(valid, jnp.minimum(jnp.maximum(eps_thm3, 0.0), eps_local), eps_local)
@@ -90,7 +101,9 @@ def scrambler_pure_epsilon(*, targets, n, sampling, dummies) -> ScramblerPureEps
     (1/T before t is capped, 1/(T - 1) after), which differ between its k terms, and counts 2 R^3 instead of
     R^3.  So ``epsilon`` reports the sound local guarantee ``ln((1 - sigma)(T - 1) / sigma)`` (the scrambler
     post-processes the locally randomized messages), and ``printed`` keeps the formula for Figure 5.  +inf where
-    the local guarantee is infinite (sigma = 0 or 1).
+    the local guarantee is infinite (sigma = 0 or 1).  Rounded up (safe side): evaluated as log1p of the ratio
+    minus 1 near ratio 1 (it was up to ~2e-15 relative below the exact value there), then multiplied by
+    ``CLOSED_FORM_MARGIN`` (1 + 8 ulps).
     """
     T, n_, sigma, d = check_params((TARGETS, N, SAMPLING, PURE_DUMMIES), broadcast=False,
                                    targets=targets, n=n, sampling=sampling, dummies=dummies)
