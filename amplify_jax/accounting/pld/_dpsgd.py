@@ -77,10 +77,11 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, grid_size=None) -> PldEpsilon:
     (:func:`amplify_jax.dpsgd_epsilon`) at the same point, and the smaller answers (both are sound; ``source`` says which: ``SOURCE_PLD`` 0 or
     ``SOURCE_RDP`` 1); an answer still that loose has status ``loose`` (issue 26).
 
-    Returns (epsilon, epsilon_lower, status, source, grid): epsilon is the sound value, epsilon_lower a lower bound of the
-    true eps from the same pass, never +inf or nan: where the grid cannot place it, a value certainly below
-    (the window's top minus the optimistic rounding's drift, or 0 where the composition is not finite;
-    ``_compose.epsilon_at``).  Where the error terms alone exceed delta (a grid too coarse for the request)
+    Returns (epsilon, epsilon_lower, status, source, grid): epsilon is the sound value, epsilon_lower a lower
+    bound of the true eps from the same pass, never +inf or nan: where the grid cannot place it, a value
+    certainly below (the window's top minus the optimistic rounding's drift, or 0 where the composition is not
+    finite; ``_compose.epsilon_at``); grid the grid size whose pass gave epsilon (0 where the RDP accountant
+    did).  Where the error terms alone exceed delta (a grid too coarse for the request)
     epsilon is +inf with status ``error``: raise ``grid_size``."""
     s, qq, t = _check(sigma, q, steps)
     d = V.unit_open("delta", delta)

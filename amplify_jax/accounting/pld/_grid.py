@@ -103,7 +103,8 @@ def check_grid_size(grid_size, shape) -> int:
     (:func:`points_at_once` points side by side, a single point padded to them) would exceed
     :func:`memory_limit`, before allocating, with a message naming it."""
     n = DEFAULT_GRID_SIZE if grid_size is None else grid_size
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < MIN_GRID_SIZE or n > MAX_GRID_SIZE or n & (n - 1):
+    if (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < MIN_GRID_SIZE or n > MAX_GRID_SIZE
+            or n & (n - 1)):
         raise ValueError(f"grid_size must be a power of two in [{MIN_GRID_SIZE}, {MAX_GRID_SIZE}], got {grid_size!r}")
     need = bytes_per_point(n) * points_at_once(n)
     limit = memory_limit()

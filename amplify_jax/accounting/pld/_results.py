@@ -16,7 +16,8 @@ from ..._core import validate as V
 from ..._core.numerics import x64_scope
 from ..._core.status import Status
 from .._dpsgd_rdp import rdp_epsilon_door  # the RDP accountant (below the front that routes to the PLD)
-from ._grid import AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, auto_refined_size, check_grid_size, flatten, ladder, unpad
+from ._grid import (AUTO_RTOL, AUTO_RTOL_DELTA, DEFAULT_GRID_SIZE, auto_refined_size, check_grid_size, flatten, ladder,
+                    unpad)
 from ._queries import delta_batch, eps_batch
 
 __all__ = ["PldEpsilon", "PldDelta", "SOURCE_PLD", "SOURCE_RDP", "SOURCES", "LOOSE_RTOL", "LOOSE_ATOL", "RDP_RTOL", "RDP_RTOL_CALIBRATION", "SIGMA_RANGE", "SCALE_RANGE", "EPS0_RANGE", "check_parameter", "status_of",
