@@ -25,15 +25,30 @@ def _count_bounds(mu, log_d1, log_d2):
 
     P(k <= (1 - D1) mu) <= e^{-D1^2 mu / 2}, P(k >= (1 + D2) mu) <= e^{-D2^2 mu / (2 + D2)}.
     l1 = floor((1 - D1) mu) + 1 (0 when D1 > 1 would be needed: then l1 = 0 and d1 is not spent),
-    l2 = ceil((1 + D2) mu) - 1.
+    l2 = ceil((1 + D2) mu) - 1.  Rounded to the safe side by _ROUND (4 ulps): D1, D2 up (their tails only
+    shrink), then (1 - D1) mu down and (1 + D2) mu up before floor / ceil, so that rounding never moves l1 up or
+    l2 down across an integer (at mu ~ 1e15 one ulp of mu is ~0.1).
     """
-    d1 = jnp.sqrt(2.0 * (-log_d1) / mu)
-    l1 = jnp.where(d1 < 1.0, jnp.floor((1.0 - d1) * mu) + 1.0, 0.0)
+    d1 = jnp.sqrt(2.0 * (-log_d1) / mu) * (1.0 + _ROUND)
+    l1 = jnp.where(d1 < 1.0, jnp.floor((1.0 - d1) * mu * (1.0 - _ROUND)) + 1.0, 0.0)
     L = -log_d2
-    d2 = (L + jnp.sqrt(L * L + 8.0 * L * mu)) / (2.0 * mu)
-    l2 = jnp.ceil((1.0 + d2) * mu) - 1.0
+    d2 = (L + jnp.sqrt(L * L + 8.0 * L * mu)) / (2.0 * mu) * (1.0 + _ROUND)
+    l2 = jnp.ceil((1.0 + d2) * mu * (1.0 + _ROUND)) - 1.0
     return l1, l2
 
+
+#: Relative rounding margin (4 ulps) of the Chernoff window's float64 steps (:func:`_count_bounds`), the rate
+#: bound q = l2 / n (rounded up) and the per-round shuffled eps (rounded up before the composition, whose own margin
+#: covers only its own evaluation).
+_ROUND = 4.0 * 2.0 ** -52
+#: The delta budget is split in log space (ln delta' = ln f1 + ln delta, ln delta_r = ln(1 - f1) + ln delta - ln T,
+#: ...): each share's log is within ~4 ulps of |ln delta| + ln T + 5 of the exact one, so a share could exceed its
+#: exact part of delta by a relative ~1e-14 (the sum of the parts then a little above delta).  ln delta is
+#: lowered by _LOG_SLACK (|ln delta| + ln T + 8) first: every share at or below its exact part, a relative change
+#: of at most ~3e-12 of each share (values change by ~1e-13 relative or less).  The same slack keeps the FMT
+#: closed form's ln(4 / delta_s) at or above its exact value where delta_s = delta_m / q nears 4 (its
+#: cancellation made the value up to ~3e-14 relative below mpmath's there).
+_LOG_SLACK = 2.0 ** -48
 
 #: Splits of the delta budget searched by the strong-composition baselines: the fraction that goes to
 #: delta' of the composition, and the fraction of the per-round rest that goes to the two Chernoff events.
@@ -47,12 +62,13 @@ def _baseline_eps(per_round, n, gamma, steps, log_delta):
     f2 = jnp.asarray(np.tile(_SPLIT_F2, _SPLIT_F1.size))
     ex = lambda x: x[..., None]  # noqa: E731
     mu = ex(n * gamma)
+    log_delta = log_delta - _LOG_SLACK * (jnp.abs(log_delta) + jnp.log(steps) + 8.0)  # every share rounded down
     log_dp = jnp.log(f1) + ex(log_delta)
     log_round = jnp.log1p(-f1) + ex(log_delta) - ex(jnp.log(steps))
     log_d12 = jnp.log(f2 / 2.0) + log_round
     log_dm = jnp.log1p(-f2) + log_round
     l1, l2 = _count_bounds(mu, log_d12, log_d12)
-    q = jnp.minimum(l2 / ex(n), 1.0)
+    q = jnp.minimum(l2 / ex(n) * (1.0 + _ROUND), 1.0)  # the rate bound rounded up
     e_round = per_round(l1, q, log_dm)
     return jnp.min(advanced_composition(e_round, ex(steps), -log_dp), axis=-1)
 
@@ -63,7 +79,9 @@ def _shuffle_round(eps0):
     def per_round(l1, q, log_dm):
         # the shuffle's delta is spent before subsampling: q * delta_s = delta_m
         eps_s, _ = fmt_closed_form(e0, l1, jnp.exp(log_dm - jnp.log(q)))
-        return subsampled_epsilon(jnp.where(l1 >= 1, eps_s, e0), q)
+        # rounded up (fmt's and the subsampling's evaluations are each within a few ulps of their exact values);
+        # the Gaussian route's analytic eps carries its own 1e-10 margin
+        return subsampled_epsilon(jnp.where(l1 >= 1, eps_s, e0), q) * (1.0 + 2.0 * _ROUND)
     return per_round
 
 
@@ -106,7 +124,8 @@ def shuffled_checkin_strong_composition_epsilon(*, n, gamma, eps0, steps, delta)
     is in the round with probability k/n <= l2/n (Balle et al. 2018 Thm 9 subsampling); the T rounds compose by
     Dwork-Rothblum-Vadhan strong composition: eps = sqrt(2 T ln(1/delta')) eps_r + T eps_r (e^eps_r - 1), and
     delta = T (q delta_s + d1 + d2) + delta', T = ``steps``.  The split of ``delta`` is optimised over a small
-    grid.  Inputs where the strong composition of eps0
+    grid.  Rounded to the safe side: each share of delta at or below its exact part, the Chernoff window and the
+    rate bound widened by 4 ulps, the per-round eps rounded up by 8 ulps (``_LOG_SLACK``, ``_ROUND``).  Inputs where the strong composition of eps0
     itself over T rounds leaves float64 (eps0 ~ 700 and beyond: +inf) are refused.
     """
     (e0,) = check_params((EPS0,), broadcast=False, eps0=eps0)
@@ -164,9 +183,10 @@ def _one_participant(n, gamma, steps, log_delta):
     """Whether some split of :func:`_baseline_eps` has l1 >= 1 (d1 < 1 in :func:`_count_bounds`), per point."""
     f1 = np.repeat(_SPLIT_F1, _SPLIT_F2.size)
     f2 = np.tile(_SPLIT_F2, _SPLIT_F1.size)
+    log_delta = log_delta - _LOG_SLACK * (np.abs(log_delta) + np.log(steps) + 8.0)  # as the kernel
     log_d12 = np.log(f2 / 2.0) + np.log1p(-f1) + (log_delta - np.log(steps))[..., None]
     with np.errstate(divide="ignore", over="ignore"):
-        d1 = np.sqrt(2.0 * (-log_d12) / (n * gamma)[..., None])
+        d1 = np.sqrt(2.0 * (-log_d12) / (n * gamma)[..., None]) * (1.0 + _ROUND)
     return np.any(d1 < 1.0, axis=-1)
 
 
