@@ -143,3 +143,17 @@ def test_log_binom_pmf_large_n(k, n, p):
     """Loader's form keeps ~1e-13 relative accuracy of the pmf at n = 1e9 (lgamma differences lose 1e-6)."""
     ref = mp.log(mp.binomial(n, k)) + k * mp.log(p) + (n - k) * mp.log(1 - mp.mpf(p))
     assert abs(float(N.float64_jit(N.log_binom_pmf)(k, n, p)) - float(ref)) <= 1e-12 * max(1.0, abs(float(ref)))
+
+
+def test_log1p_within_a_few_ulps_where_xla_cpu_is_not():
+    """N.log1p against mpmath, compiled: <= 3 ulps on (-1, 10], including (-0.5, -0.3) where jnp.log1p on XLA's CPU
+    was up to 128 ulps off (both directions: a sound bound built on it could come out low)."""
+    import mpmath
+
+    x = np.concatenate([np.linspace(-0.999, -0.51, 200), np.linspace(-0.5, -0.25, 801), np.linspace(-0.2499, 10, 300),
+                        [-0.5, -0.25, np.nextafter(-0.25, 0), np.nextafter(-0.5, -1), 0.0, -1e-300, 1e-17]])
+    got = np.asarray(N.float64_jit(N.log1p)(x))
+    with mpmath.workdps(40):
+        ref = np.array([float(mpmath.log1p(mpmath.mpf(float(v)))) for v in x])
+    ulps = np.abs(got - ref) / np.spacing(np.maximum(np.abs(ref), 1e-300))
+    assert ulps.max() <= 3, (x[np.argmax(ulps)], ulps.max())
