@@ -89,8 +89,8 @@ def erlingsson_delta(epsilon, *, eps0, n):
 
     Returns (delta, valid); valid as in :func:`erlingsson_epsilon` (delta < 1/100 included).  Rounded up (safe
     side): the exponent n (epsilon / (12 eps0))^2 is rounded down by 8 ulps (as delta -> 1e-300 its rounding, a
-    relative ~1e-16, becomes a relative ~1e-13 of delta), and delta is multiplied by :data:`CLOSED_FORM_MARGIN`; never below the smallest
-    normal float64 (~2.2e-308; it was 0 below, where the exact delta is positive).
+    relative ~1e-16, becomes a relative ~1e-13 of delta), and delta is multiplied by :data:`CLOSED_FORM_MARGIN`;
+    never below the smallest normal float64 (~2.2e-308; it was 0 below, where the exact delta is positive).
     """
     epsilon, eps0, n = check_params((EPSILON, EPS0_POSITIVE, N_CLOSED), broadcast=False,
                                    epsilon=epsilon, eps0=eps0, n=n)
