@@ -33,6 +33,7 @@ from ._params import (ACCOUNTANT, ADVANCED_DELTA0, ADVANCED_EPS0, ADVANCED_STEPS
                       EQ11_EPS0, ERLINGSSON_EPS0, ERLINGSSON_N, KOV_BOUND_EPS0, KOV_BOUND_STEPS, LIPSCHITZ, METHOD, N,
                       N_SAMPLED, ORDERS, SHUFFLE_DELTA, SIGMA, SPOTTED_N, STEPS_K, STEPS_SGD, STEPS_T, THM4_DELTA,
                       THM4_EPS0)
+from ._common import _slack, _times_up
 from ._complete_graph import complete_graph_histogram_bound, complete_graph_sum_bound, spotted_contributions_epsilon
 from ._composition import advanced_composition_epsilon, kov_homogeneous_epsilon
 from ._local import local_sum_bound
@@ -58,7 +59,7 @@ def _with_budget(fn, delta, **params):
     tiny = 1e-300
     probe = fn(**params, delta_prime=tiny)
     other = np.asarray(probe.delta, np.float64) - tiny
-    dp = np.asarray(delta, np.float64) - other
+    dp = _slack(delta, other)  # rounded down (other is rounded up by fn): never more than the total leaves
     left = (dp > 0) & (other < 1.0)
     res = fn(**params, delta_prime=np.where(left, dp, 0.5))
     eps = np.where(left, np.asarray(res.epsilon, np.float64), np.inf)
@@ -70,7 +71,7 @@ def _with_budget(fn, delta, **params):
 
 
 def _advanced(eps0, steps, delta, delta0):
-    dp = delta - steps * delta0
+    dp = _slack(delta, _times_up(steps, delta0))
     left = dp > 0
     eps = np.asarray(advanced_composition_epsilon(eps0, steps=steps, delta_prime=np.where(left, dp, 0.5)))
     return {"epsilon": np.where(left, eps, np.inf), "status": _status(left)}
@@ -106,7 +107,7 @@ register(Bound(
 
 
 def _ring_sum(steps, eps0, delta0, delta):
-    dp = delta - steps * delta0
+    dp = _slack(delta, _times_up(steps, delta0))
     left = dp > 0
     r = ring_sum_bound(steps=steps, eps0=eps0, delta0=delta0, delta_prime=np.where(left, dp, 0.5))
     return {"epsilon": np.where(left, np.asarray(r.epsilon), np.inf), "status": _status(left)}
@@ -124,7 +125,7 @@ register(Bound(
 
 def _ring_hist(form):
     def kernel(n, steps, eps0, delta, delta_prime):
-        ds = (delta - delta_prime) / steps
+        ds = _slack(delta, delta_prime) / steps * (1.0 - 2.0 ** -51)  # rounded down
         left = ds > 0
         if form == "erlingsson":
             # Erlingsson et al.'s Cor. 9 needs delta < 1/100: a larger per-visit delta is spent as 0.0099
@@ -263,7 +264,7 @@ register(Bound(
 
 
 def _spotted(n, contributions, eps0, delta, delta_tilde, composition):
-    dp = delta - delta_tilde
+    dp = _slack(delta, delta_tilde)
     left = dp > 0
     r = spotted_contributions_epsilon(n=n, contributions=contributions, eps0=eps0,
                                       delta_prime=np.where(left, dp, 0.5), delta_tilde=delta_tilde,

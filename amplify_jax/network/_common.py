@@ -55,6 +55,34 @@ class SgdCalibration(NamedTuple):
     epsilon: jax.Array  #: eps at that sigma, re-computed (<= target_epsilon where status is ok or at_limit)
 
 
+#: Factor (1 + 8 ulps) on a closed form's float64 value (and on the intermediate quantities a bound grows with:
+#: the Chernoff count, ln(1/delta), a per-visit or per-cycle eps, a reported delta): round-to-nearest leaves such
+#: a value up to a few ulps below the formula's exact value at the same inputs (soundness standard 1, "round
+#: toward the safe side"; tests/test_network_rounding.py compares each with mpmath).  The value of
+#: ``accounting.approx_dp.ADVANCED_COMPOSITION_MARGIN``, whose formula is rounded up the same way.
+CLOSED_FORM_MARGIN = 1.0 + 8.0 * 2.0 ** -52
+
+
+def _up(x):
+    """x rounded up (x >= 0) by :data:`CLOSED_FORM_MARGIN`: a closed form's few roundings, to the safe side."""
+    return x * CLOSED_FORM_MARGIN
+
+
+def _slack(total, used):
+    """total - used rounded down (NumPy, float64): what a budget ``total`` leaves after ``used`` (an upper value
+    of what the other terms spend: the caller rounds it up).  The difference of two floats is exact where they
+    are within a factor 2 (Sterbenz) and within half an ulp of itself elsewhere, so the factor 1 - 2 ulps puts
+    it below the exact slack: a delta' never larger than what the total leaves."""
+    with np.errstate(invalid="ignore"):
+        d = np.asarray(total, np.float64) - np.asarray(used, np.float64)
+        return np.where(d > 0, d * (1.0 - 2.0 ** -51), d)
+
+
+def _times_up(a, b):
+    """a * b (NumPy, a, b >= 0) rounded up: the product's rounding (half an ulp) covered by two ulps."""
+    return np.asarray(a, np.float64) * np.asarray(b, np.float64) * (1.0 + 2.0 ** -51)
+
+
 def _f64(x):
     return jnp.asarray(x, dtype=jnp.float64)
 

@@ -11,7 +11,7 @@ from .._core import validate as V
 from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition, fmt_closed_form, subsampled_epsilon
 from .._core.numerics import float64_jit, log_ndtr, log_sub
-from ._common import NetworkBound, SpottedBound, _b, _colluders
+from ._common import NetworkBound, SpottedBound, _b, _colluders, _up
 from ._composition import _chernoff_count
 from . import _params as P
 
@@ -20,9 +20,12 @@ _KMAX_GROUP = 24
 
 
 def _eq10(n, m, eps_a):
-    """Eq. 10 (Balle, Barthe, Gaboardi 2018 Thm 10 as used in App. D): log(1 + (1 - (1 - 1/n)^m)(e^eps_A - 1))."""
-    q = -jnp.expm1(m * jnp.log1p(-1.0 / n))
-    return subsampled_epsilon(eps_a, q)
+    """Eq. 10 (Balle, Barthe, Gaboardi 2018 Thm 10 as used in App. D): log(1 + (1 - (1 - 1/n)^m)(e^eps_A - 1)),
+    rounded up by ``CLOSED_FORM_MARGIN`` (1 + 8 ulps: it grows with q, never faster in relative terms, and q's
+    and the log1p's roundings are a few ulps).  ln(1 - 1/n) is ln((n - 1)/n) below n = 4: XLA's CPU log1p is up
+    to ~90 ulps low in magnitude on (-0.41, -0.36), which n / c (colluders) reaches."""
+    q = -jnp.expm1(m * jnp.where(n < 4.0, jnp.log((n - 1.0) / n), jnp.log1p(-1.0 / n)))
+    return _up(subsampled_epsilon(eps_a, q))
 
 
 @float64_jit
@@ -49,8 +52,8 @@ def subsampled_cycle_epsilon(*, n, m, eps_aggregate):
 @float64_jit
 def _thm3_kernel(n, T, eps0, dp, dh):
     nv, ok = _chernoff_count(T / n, -jnp.log(dh))
-    k = nv + T / n  # real visits (Chernoff) + at most T/n fictive observations
-    ec = 3.0 * eps0 / jnp.sqrt(n)
+    k = _up(nv + T / n)  # real visits (Chernoff) + at most T/n fictive observations, rounded up
+    ec = _up(3.0 * eps0 / jnp.sqrt(n))
     return advanced_composition(ec, k, -jnp.log(dp)), k, ok
 
 
@@ -158,12 +161,12 @@ def _closed_group_delta(n, eps0, d_base, gaussian):
 @float64_jit
 def _sum_bound_kernel(n, T, eps0, d0, dp, dh, fixed, group):
     eps_r, k_r, ok = _thm3_kernel.jitted(n, T, eps0, dp, dh)
-    k_f = 2.0 * T / n
-    ec = 3.0 * eps0 / jnp.sqrt(n)
+    k_f = _up(2.0 * T / n)
+    ec = _up(3.0 * eps0 / jnp.sqrt(n))
     eps_f = advanced_composition(ec, k_f, -jnp.log(dp))
     eps = jnp.where(fixed, eps_f, eps_r)
     dc = jnp.where(group, _closed_group_delta(n, eps0, d0, True), d0)
-    delta = jnp.where(fixed, k_f * dc + dp, k_r * dc + dp + dh)
+    delta = _up(jnp.where(fixed, k_f * dc + dp, k_r * dc + dp + dh))
     return NetworkBound(eps, jnp.minimum(delta, 1.0), jnp.where(fixed, True, ok))
 
 
@@ -198,11 +201,12 @@ def _hist_cycle_sup(n, eps0, delta):
 @float64_jit
 def _hist_kernel(n, T, eps0, delta, dp, dh, use_fmt, group):
     nv, ok = _chernoff_count(T / n, -jnp.log(dh))
-    k = nv + T / n
+    k = _up(nv + T / n)
     closed = 21.0 * jnp.sqrt(jnp.log(4.0 / delta)) * eps0 / jnp.sqrt(n)
-    ec = jnp.where(use_fmt, _hist_cycle_sup(n, eps0, delta), closed)
+    # each rounded up (the sup's Eq. 10 is, its FMT eps_A not: a second margin)
+    ec = _up(jnp.where(use_fmt, _hist_cycle_sup(n, eps0, delta), closed))
     dc = jnp.where(group, _closed_group_delta(n, eps0, delta, False), delta)
-    return NetworkBound(advanced_composition(ec, k, -jnp.log(dp)), jnp.minimum(k * dc + dp + dh, 1.0), ok)
+    return NetworkBound(advanced_composition(ec, k, -jnp.log(dp)), jnp.minimum(_up(k * dc + dp + dh), 1.0), ok)
 
 
 def complete_graph_histogram_bound(*, n, steps, eps0, delta, delta_prime, delta_hat, form="fmt", colluders=1,
@@ -254,7 +258,7 @@ def complete_graph_histogram_bound(*, n, steps, eps0, delta, delta_prime, delta_
 def _spotted_kernel(n, nu, eps0, dp, dt, advanced):
     s, ok = _chernoff_count(2.0 * nu / n, -jnp.log(dt))
     adv = advanced_composition(eps0, s, -jnp.log(dp))
-    return SpottedBound(jnp.where(advanced, jnp.minimum(adv, s * eps0), s * eps0), s, ok)
+    return SpottedBound(jnp.where(advanced, jnp.minimum(adv, _up(s * eps0)), _up(s * eps0)), s, ok)
 
 
 def spotted_contributions_epsilon(*, n, contributions, eps0, delta_prime, delta_tilde, composition="advanced"):

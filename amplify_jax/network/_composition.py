@@ -12,7 +12,7 @@ from .._core import validate as V
 from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition_overflows, advanced_composition
 from .._core.numerics import float64_jit, log_comb, x64_scope
-from ._common import _b, _f64
+from ._common import _b, _f64, _up
 from . import _params as P
 
 
@@ -64,10 +64,19 @@ def _kov_terms(eps):
     return eps, eps * eps, eps * jnp.tanh(0.5 * eps)  # (e^x - 1)/(e^x + 1) = tanh(x / 2)
 
 
+def _sum_up(x, axis):
+    """The sum of nonnegative terms along ``axis``, rounded up: float64 summation of k terms, each within ~2 ulps
+    of its exact value, is within (k + 2) ulps of the exact sum (relative; no cancellation), so the factor
+    1 + (k + 8) ulps (k the static length of the axis) puts it above."""
+    k = x.shape[axis]
+    return x.sum(axis) * (1.0 + (k + 8.0) * 2.0 ** -52)
+
+
 @float64_jit(static_argnames=("axis",))
 def _kov_kernel(eps, dt, axis):
     t1, t2, t3 = _kov_terms(eps)
-    return _kov_from_sums(t1.sum(axis), t2.sum(axis), t3.sum(axis), -jnp.log(dt))
+    # the three sums and ln(1/delta_tilde) rounded up, then the formula (increasing in each) by the margin
+    return _up(_kov_from_sums(_sum_up(t1, axis), _sum_up(t2, axis), _sum_up(t3, axis), _up(-jnp.log(dt))))
 
 
 def _axis(axis, ndim):
@@ -93,6 +102,8 @@ def kov_composition_epsilon(eps, *, delta_tilde, axis=-1):
     :func:`kov_composition_delta`.  For equal epsilons this is never larger than advanced composition or the
     sum (tests check the ordering); :func:`kov_homogeneous_epsilon` gives the exact optimum (Thm 3.3).
     Each eps_l in [0, 700] (e^eps finite, as for :func:`advanced_composition_epsilon`), delta_tilde in (0, 1).
+    Rounded up: each sum by 1 + (k + 8) ulps (k terms summed), ln(1/delta_tilde) and the result by
+    ``CLOSED_FORM_MARGIN`` (1 + 8 ulps).
     """
     (e,) = check_params((P.COMPOSED_EPS,), broadcast=False, eps=eps)  # eps carries the composed axis
     (d,) = check_params((P.KOV_DELTA_TILDE,), broadcast=False, delta_tilde=delta_tilde)
@@ -108,14 +119,21 @@ def kov_composition_epsilon(eps, *, delta_tilde, axis=-1):
 
 
 def kov_composition_delta(deltas, *, delta_tilde, axis=-1):
-    """The delta of KOV Thm 3.5: 1 - (1 - delta_tilde) prod_l (1 - delta_l), computed with log1p/expm1."""
+    """The delta of KOV Thm 3.5: 1 - (1 - delta_tilde) prod_l (1 - delta_l), computed with log1p/expm1 and
+    rounded up (a factor 1 + (k + 8) ulps for the k + 1 logarithms summed, capped at 1)."""
     (d,) = check_params((P.KOV_DELTAS,), broadcast=False, deltas=deltas)  # deltas carries the composed axis
     (dt,) = check_params((P.KOV_DELTA_TILDE,), broadcast=False, delta_tilde=delta_tilde)
     if d.ndim:
         axis = _axis(axis, d.ndim)
+    # in NumPy (no compiled program; XLA's CPU log1p is up to ~90 ulps low in magnitude on (-0.41, -0.36)),
+    # rounded up: k + 1 log1p's summed (each within an ulp, no cancellation) and an expm1 (the delta grows with
+    # the sum's magnitude, at most as fast in relative terms) are within (k + 4) ulps; a delta is at most 1
+    with np.errstate(divide="ignore"):  # a delta_l = 1: log1p(-1) = -inf, the delta is 1
+        s = np.sum(np.log1p(-d), axis=axis) if d.ndim else np.log1p(-d)
+    k = d.shape[axis] if d.ndim else 1
+    r = -np.expm1(np.log1p(-dt) + s)
     with x64_scope():
-        s = jnp.sum(jnp.log1p(-_f64(d)), axis=axis) if d.ndim else jnp.log1p(-_f64(d))
-        return -jnp.expm1(jnp.log1p(-_f64(dt)) + s)
+        return _f64(np.minimum(r * (1.0 + (k + 8.0) * 2.0 ** -52), 1.0))
 
 
 @float64_jit(static_argnames=("kmax",))
@@ -145,7 +163,7 @@ def _kov_homog_kernel(eps0, k, log_delta, kmax):
     best = jnp.min(jnp.where(ok, eps_c, jnp.inf), axis=-1)
     d0 = jnp.sum(jnp.exp(logpmf) * jnp.where(loss > 0, -jnp.expm1(-jnp.maximum(loss, 0.0)), 0.0), axis=-1)
     best = jnp.where(d0 <= jnp.exp(log_delta), 0.0, best)
-    return jnp.minimum(best, k * eps0)
+    return _up(jnp.minimum(best, k * eps0))  # the atom's product rounded up (CLOSED_FORM_MARGIN)
 
 
 def kov_homogeneous_epsilon(*, eps0, steps, delta):
@@ -153,7 +171,8 @@ def kov_homogeneous_epsilon(*, eps0, steps, delta):
 
     Returns the smallest eps in {(k - 2i) eps0 : i = 0..floor(k/2)} (and 0), k = ``steps``, such that the
     composition is (eps, delta)-DP; no composition theorem can give a smaller eps at these atoms.  ``steps`` is
-    an integer (at most 4096 here: the kernel is O(k^2)).
+    an integer (at most 4096 here: the kernel is O(k^2)).  The atom is rounded up by ``CLOSED_FORM_MARGIN``
+    (1 + 8 ulps: its float64 product (k - 2i) eps0 could be half an ulp below it).
     """
     e, kk, d = check_params((P.EPS0_LOCAL, P.KOV_STEPS, P.KOV_DELTA), broadcast=False, eps0=eps0, steps=steps,
                             delta=delta)
@@ -173,7 +192,8 @@ def _chernoff_count(mu, log_inv):
     paper = 3.0 * log_inv <= mu
     n_paper = mu + jnp.sqrt(3.0 * mu * log_inv)
     n_gen = mu + 0.5 * (log_inv + jnp.sqrt(log_inv * log_inv + 8.0 * mu * log_inv))
-    return jnp.where(paper, n_paper, n_gen), paper
+    # rounded up (an upper bound on a count: a few roundings of mu, l and a sqrt; CLOSED_FORM_MARGIN)
+    return _up(jnp.where(paper, n_paper, n_gen)), paper
 
 
 @float64_jit
@@ -189,7 +209,7 @@ def contribution_bound(*, n, steps, delta_hat):
     otherwise the general multiplicative bound is used (see :func:`_chernoff_count`): the paper uses the printed
     form for every T and n (docs/errata.md#e-network-chernoff).  The authors' scripts count
     T/n + sqrt(3T/2 ln(1/delta)) instead; the paper's form is used here (docs/errata.md#e-network-authors-code).
-    Returns (N, paper_form_valid).
+    Returns (N, paper_form_valid); N is rounded up by ``CLOSED_FORM_MARGIN`` (1 + 8 ulps).
     """
     nn, tt, dh = check_params((P.N, P.STEPS_T, P.DELTA_HAT), broadcast=False, n=n, steps=steps, delta_hat=delta_hat)
     shape = V.broadcastable(n=nn, steps=tt, delta_hat=dh)

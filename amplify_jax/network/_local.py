@@ -9,7 +9,7 @@ from .._core import validate as V
 from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition
 from .._core.numerics import float64_jit
-from ._common import NetworkBound, _b
+from ._common import NetworkBound, _b, _up
 from ._composition import _chernoff_count
 from . import _params as P
 
@@ -17,9 +17,9 @@ from . import _params as P
 @float64_jit
 def _local_sum_kernel(n, T, eps0, d0, dp, dh, fixed):
     nu, ok = _chernoff_count(T / n, -jnp.log(dh))
-    k = jnp.where(fixed, T / n, nu)
+    k = jnp.where(fixed, _up(T / n), nu)  # rounded up, as the Chernoff count is
     eps = advanced_composition(eps0, k, -jnp.log(dp))
-    return NetworkBound(eps, jnp.where(fixed, k * d0 + dp, k * d0 + dp + dh), jnp.where(fixed, True, ok))
+    return NetworkBound(eps, _up(jnp.where(fixed, k * d0 + dp, k * d0 + dp + dh)), jnp.where(fixed, True, ok))
 
 
 def local_sum_bound(*, n, steps, eps0, delta0, delta_prime, delta_hat, fixed_contributions=False):

@@ -11,14 +11,14 @@ from .._core import validate as V
 from .._core.domains import check_params
 from ..accounting.approx_dp import advanced_composition, fmt_closed_form
 from .._core.numerics import float64_jit, x64_scope
-from ._common import NetworkBound, RingNoise, _b, _f64
+from ._common import NetworkBound, RingNoise, _b, _f64, _up
 from ._composition import _refuse_advanced_overflow
 from . import _params as P
 
 
 @float64_jit
 def _ring_sum_kernel(K, eps0, delta0, dp):
-    return advanced_composition(eps0, K, -jnp.log(dp)), K * delta0 + dp
+    return advanced_composition(eps0, K, -jnp.log(dp)), _up(K * delta0 + dp)
 
 
 def ring_sum_bound(*, steps, eps0, delta0, delta_prime):
@@ -103,9 +103,9 @@ def _ring_hist_kernel(n, K, eps_l, delta, dp, use_fmt):
     m = n - 1.0  # v knows its own report: n - 1 unknown reports are shuffled between two visits
     erl = 12.0 * eps_l * jnp.sqrt(jnp.log(1.0 / delta) / m)
     fmt, fmt_ok = fmt_closed_form(eps_l, m, delta)
-    per = jnp.where(use_fmt, fmt, erl)
+    per = _up(jnp.where(use_fmt, fmt, erl))  # the per-visit closed form rounded up (CLOSED_FORM_MARGIN)
     valid = jnp.where(use_fmt, fmt_ok, True)
-    return advanced_composition(per, K, -jnp.log(dp)), K * delta + dp, valid
+    return advanced_composition(per, K, -jnp.log(dp)), _up(K * delta + dp), valid
 
 
 def ring_histogram_bound(*, n, steps, eps0, delta, delta_prime, form="erlingsson"):

@@ -19,7 +19,7 @@ from .._core.numerics import float64_jit
 from ..accounting.calibrate import invert_monotone
 from ..accounting.conversions import rdp_epsilon_terms
 from ..accounting.rdp import without_replacement_rdp_kernel
-from ._common import NetworkBound, SgdCalibration, SgdEpsilon, _b, _colluders
+from ._common import NetworkBound, SgdCalibration, SgdEpsilon, _b, _colluders, _up
 from ._composition import _chernoff_count
 from . import _params as P
 
@@ -61,7 +61,7 @@ def _thm4_kernel(n, T, eps, delta, dh):
     s_over_l = jnp.sqrt(8.0 * jnp.log(1.25 / delta)) / eps
     alpha = s_over_l * jnp.sqrt(l / q)
     cond = (alpha >= 2.0) & (s_over_l >= jnp.sqrt(2.0 * alpha * (alpha - 1.0)))
-    return NetworkBound(out, delta + dh, ok & cond)
+    return NetworkBound(_up(out), _up(delta + dh), ok & cond)  # rounded up (CLOSED_FORM_MARGIN)
 
 
 def sgd_theorem4_bound(*, n, steps, eps0, delta, delta_hat, colluders=1):
@@ -96,8 +96,9 @@ def _refuse_lemma1(s, L, alpha, alpha_name):
 
 
 def _lemma1_coef(sigma, n, tu, L):
-    """Lemma 1: network RDP (alpha, c alpha) with c = 4 T_u L^2 ln n / (sigma^2 n)."""
-    return 4.0 * tu * L * L * jnp.log(n) / (sigma * sigma * n)
+    """Lemma 1: network RDP (alpha, c alpha) with c = 4 T_u L^2 ln n / (sigma^2 n), rounded up by
+    ``CLOSED_FORM_MARGIN`` (1 + 8 ulps: its six roundings and a log, and the product c alpha after)."""
+    return _up(4.0 * tu * L * L * jnp.log(n) / (sigma * sigma * n))
 
 
 def _alpha_max(sigma, L):
