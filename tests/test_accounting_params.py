@@ -18,6 +18,7 @@ from hypothesis import given, strategies as st
 from amplify_jax import bounds
 from amplify_jax._core.domains import Real
 from amplify_jax.accounting import _bounds as B, _params as P, calibrate as K, conversions as C, rdp as R
+from amplify_jax.accounting import _rdp_curves as RC  # where rdp's computations live (stubbed below)
 from _params_probe import Accepted, param_refuses as _param_refuses, probes as _probes, stub as _stub
 from _params_probe import function_refuses as _function_refuses
 
@@ -27,9 +28,9 @@ pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in nextafte
 
 @pytest.fixture(autouse=True)
 def no_kernels(monkeypatch):
-    for mod, name in [(R, "_gaussian_curve"), (R, "_laplace_curve"), (R, "_randomized_response_curve"),
-                      (R, "_poisson_subsampled_gaussian_curve"), (R, "_subsampled_gaussian_wor_curve"),
-                      (R, "_wor_kernel"), (R, "_interpolate_integer_host"), (C, "_epsilon_from_rdp"),
+    for mod, name in [(RC, "_gaussian_curve"), (RC, "_laplace_curve"), (RC, "_randomized_response_curve"),
+                      (RC, "_poisson_subsampled_gaussian_curve"), (RC, "_subsampled_gaussian_wor_curve"),
+                      (RC, "_wor_kernel"), (RC, "_interpolate_integer_host"), (C, "_epsilon_from_rdp"),
                       (C, "_grid_delta"), (C, "_optimal_epsilon"), (C, "_randomized_response_curve"),
                       (K, "_invert_jit"), (K, "_host_start"), (K, "_invert_implicit_jit")]:
         monkeypatch.setattr(mod, name, _stub)
@@ -254,7 +255,7 @@ def test_registry_kernels_do_not_check_again(monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("checked again")
 
-    for mod in (R, C):
+    for mod in (RC, C):
         monkeypatch.setattr(mod, "check_params", fail)
     monkeypatch.setattr(P, "check_orders", fail)
     for bid in FUNCTION_PARAMS:

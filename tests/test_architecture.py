@@ -127,19 +127,11 @@ def test_no_private_names_across_packages():
     assert not found, f"private names taken across packages: {sorted(found)}"
 
 
-#: Import edges resolved on first use, not at import (PEP 562), left out of the cycle check: rdp.Accountant is
-#: built by accounting._rdp_accountant when first asked for (so that importing amplify_jax does not import
-#: dp_accounting), and that module reads rdp's curves.
-LAZY_EDGES = {("amplify_jax.accounting.rdp", "amplify_jax.accounting._rdp_accountant")}
-
-
 def _cycles():
     graph = {}
     for importer, target, _ in _imports():
         if target == "amplify_jax" or importer == "amplify_jax":
             continue  # the package root imports everything by design; nothing imports it
-        if (importer, target) in LAZY_EDGES:
-            continue
         mod = target
         while mod not in MODULES and "." in mod:
             mod = mod.rsplit(".", 1)[0]

@@ -74,7 +74,7 @@ def test_front_door_program_exported_once_and_reused(tmp_path):
 
     first = run()
     files = list((tmp_path / "c" / "export").iterdir())
-    assert len(files) == 1 and files[0].name.startswith("amplify_jax.accounting.rdp._sgm_curve_kernel-")
+    assert len(files) == 1 and files[0].name.startswith("amplify_jax.accounting._rdp_curves._sgm_curve_kernel-")
     second = run()
     assert second["rdp"] == first["rdp"]
     assert second["traces"] < first["traces"]  # the kernel was not traced again

@@ -96,7 +96,7 @@ def test_published_values():
     assert acc.rdp[0] == pytest.approx(0.0773696849, rel=1e-8)
     # sampling without replacement (q = 0.01, sigma = 2.5, 50 steps): TF Privacy's values use WBK 2019's
     # Gaussian-specific bound; rdp.subsampled_gaussian_wor_rdp is WBK's general Thm 9, looser (1% at order
-    # 2.5, 56% at 50): both are upper bounds, ours the larger (a gap for rdp.py, not an under-report)
+    # 2.5, 56% at 50): both are upper bounds, ours the larger (a gap for _rdp_curves.py, not an under-report)
     acc = Accountant(orders=[2.5, 5, 50, 100], neighboring_relation=E.NeighboringRelation.REPLACE_ONE)
     acc.compose(E.SelfComposedDpEvent(E.SampledWithoutReplacementDpEvent(1000, 10, E.GaussianDpEvent(2.5)), 50))
     tf = np.array([0.004638, 0.0087633, 0.098474, 167.766388])

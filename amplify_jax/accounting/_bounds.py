@@ -11,7 +11,7 @@ import numpy as np
 from . import accountants as A
 from . import conversions as C
 from . import pld as P
-from . import rdp as R
+from . import _rdp_curves as R
 from ._mechanism_table import MECHANISMS as M
 from ._params import DELTA, EPS0, K, METHOD, ORDERS, Q, SCALE, SIGMA, STEPS, STEPS_1, WOR_ORDERS
 from .._core.domains import Choice, Real

@@ -31,7 +31,8 @@ import math
 import numpy as np
 
 from . import _rdp_conversions as C
-from . import dp_events, rdp
+from . import _rdp_curves as rdp  # the curves' module, not the public rdp (which loads this one lazily)
+from . import dp_events
 
 _U = float(np.finfo(np.float64).eps)
 

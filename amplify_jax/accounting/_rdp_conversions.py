@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import conversions, rdp
+from . import _rdp_curves as rdp  # the curves' module, not the public rdp (which loads this one lazily)
+from . import conversions
 
 _U = float(np.finfo(np.float64).eps)
 #: Stand-in for +inf handed to the conversions (they take finite curves): any eps it yields is >= _BIG / 2.

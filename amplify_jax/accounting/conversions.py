@@ -35,7 +35,7 @@ from .._core import validate as V
 from .._core.domains import check_params
 from .._core.numerics import float64_jit, log1mexp, x64_scope
 from . import _params as P
-from .rdp import DEFAULT_ORDERS, _randomized_response_curve
+from ._rdp_curves import DEFAULT_ORDERS, _randomized_response_curve
 
 # importable, not in __all__: the result types (EpsilonResult, DeltaResult, ApproxRDP), the kernels rdp_epsilon_terms
 # and refine_order (public from amplify_jax.internal), METHODS (the values of ``method``) and the search's tunables
