@@ -14,7 +14,7 @@ from .._core import validate as V
 from .._core.domains import check_params
 from ._params import DELTA0, EPS0, GAMMA, N, SHUFFLE_DELTA
 from ..accounting.approx_dp import fmt_closed_form, subsampled_epsilon
-from .._core.numerics import float64_jit
+from .._core.numerics import float64_jit, log1p
 from ..accounting.rdp import randomized_response_log_excess
 from ._weighted import DEFAULT_TAIL_TOL, _binomial_log_excess, _finish_rdp, _map_batch, _sum_plan
 
@@ -46,14 +46,9 @@ def _conversion_log_excess(k_lo, k_hi, n, eps0, delta0, shuffle_delta, alpha):
 
 
 #: Factor (1 + 8 ulps) rounding the round's -ln(1 - delta) / (alpha - 1) term up: it is added after the sum's own
-#: margin (``_finish_rdp``), so its evaluation (within ~3 ulps, :func:`_log1m`) and the sum's are covered here.
+#: margin (``_finish_rdp``), so its evaluation (within ~3 ulps by the core's ``log1p``; XLA's CPU log1p is up to
+#: ~120 ulps low in magnitude on (-1/2, -0.3)) and the sum's are covered here.
 _LOG1M_MARGIN = 1.0 + 8.0 * 2.0 ** -52
-
-
-def _log1m(x):
-    """ln(1 - x) for x in [0, 1), within ~2 ulps: log1p(-x) below 1/4, log(1 - x) above (XLA's CPU log1p is ~120
-    ulps low in magnitude on (-1/2, -0.3); 1 - x there is exact or within half an ulp of 1/2)."""
-    return jnp.where(x < 0.25, jnp.log1p(-x), jnp.log(1.0 - x))
 
 
 @float64_jit(static_argnames=("width",))
@@ -68,7 +63,7 @@ def _conversion_kernel(n, gamma, eps0, delta0, shuffle_delta, alpha, width):
     # delta of the round: sum_k Bin(k) (k/n) delta_k <= gamma max(delta_s, delta0); the decomposition of each
     # conditional pair reweights the k-marginal by at most 1/(1 - delta), hence the extra log term.
     dbar = gamma * jnp.where(delta0 > 0, delta0, shuffle_delta)
-    rdp = _finish_rdp(lex, alpha) - _log1m(dbar)[..., None] / (alpha - 1.0) * _LOG1M_MARGIN
+    rdp = _finish_rdp(lex, alpha) - log1p(-dbar)[..., None] / (alpha - 1.0) * _LOG1M_MARGIN
     kc = jnp.maximum(jnp.round(n * gamma), 1.0)
     _, ok = fmt_closed_form(eps0, kc, shuffle_delta)
     return ApproxCheckinRDP(rdp, dbar, ~(ok & (delta0 <= 0.0)))
