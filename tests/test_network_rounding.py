@@ -244,3 +244,26 @@ def test_kov_composition_never_below_mpmath(eps, dt, deltas):
         ref = min(s1, s3 + mp.sqrt(2 * s2 * mp.log(mp.e + mp.sqrt(s2) / t)), s3 + mp.sqrt(2 * s2 * -mp.log(t)))
         check(got, ref)
         check(got_d, -mp.expm1(mp.log1p(-t) + mp.fsum(mp.log1p(-mp.mpf(x)) for x in deltas)))
+
+
+def _balle2020(a, rdp, delta):
+    """Balle et al. 2020's RDP -> DP conversion at one order (conversions.rdp_epsilon_terms), clipped at 0."""
+    a = mp.mpf(a)
+    return max(rdp + mp.log1p(-1 / a) - (mp.log(mp.mpf(delta)) + mp.log(a)) / (a - 1), 0)
+
+
+@SETTINGS
+@given(sigma=lu(1e-3, 1e6), lipschitz=lu(1e-6, 1e3), contributions=lu(1.0, 1e12), n=lu_int(2, 10**12),
+       delta=lu(1e-300, 0.99))
+def test_sgd_epsilons_never_below_mpmath_at_their_order(sigma, lipschitz, contributions, n, delta):
+    """Lemma 1's (network) and the Gaussian's (local) linear RDP curves, converted at the order each answer
+    names: never below the conversion of the exact curve there."""
+    net = NW.network_sgd_epsilon(sigma=sigma, n=n, contributions=contributions, delta=delta, lipschitz=lipschitz)
+    loc = NW.local_sgd_epsilon(sigma=sigma, contributions=contributions, delta=delta, lipschitz=lipschitz)
+    with mp.workdps(DPS):
+        l2, s2, t = mp.mpf(lipschitz) ** 2, mp.mpf(sigma) ** 2, mp.mpf(contributions)
+        a = float(net.order)
+        if math.isfinite(float(net.epsilon)):
+            assert float(net.epsilon) >= _balle2020(a, 4 * t * l2 * mp.log(n) / (s2 * n) * a, delta)
+        a = float(loc.order)
+        assert float(loc.epsilon) >= _balle2020(a, 2 * t * l2 / s2 * a, delta)

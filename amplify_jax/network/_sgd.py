@@ -238,7 +238,7 @@ def network_sgd_epsilon(*, sigma, n, contributions, delta, lipschitz=1.0, order=
 
 
 def _local_sgd_eps(sigma, tu, delta, L, method):
-    c = 2.0 * tu * L * L / (sigma * sigma)  # T_u alpha (2L)^2 / (2 sigma^2)
+    c = _up(2.0 * tu * L * L / (sigma * sigma))  # T_u alpha (2L)^2 / (2 sigma^2), rounded up
     amax = 2.0 + 8.0 * jnp.sqrt(-jnp.log(delta) / c) + 8.0
     return _best_linear_rdp_epsilon(c, jnp.log(delta), amax, method)
 
@@ -314,9 +314,10 @@ _CENTRAL_MAX_ORDER = 128
 
 def _central_sgd_eps(sigma, n, T, delta, L):
     j = jnp.arange(2, _CENTRAL_MAX_ORDER + 1, dtype=jnp.float64)
-    base = j * (2.0 * L[..., None]) ** 2 / (2.0 * sigma[..., None] ** 2)
-    curve = without_replacement_rdp_kernel(base, 1.0 / n)
-    e = rdp_epsilon_terms(j, T[..., None] * curve, jnp.log(delta)[..., None], "balle2020")
+    # the Gaussian's RDP, the rate 1/n and the T-fold curve rounded up (CLOSED_FORM_MARGIN; 1/n to the next float)
+    base = _up(j * (2.0 * L[..., None]) ** 2 / (2.0 * sigma[..., None] ** 2))
+    curve = without_replacement_rdp_kernel(base, jnp.nextafter(1.0 / n, jnp.inf))
+    e = rdp_epsilon_terms(j, _up(T[..., None] * curve), jnp.log(delta)[..., None], "balle2020")
     i = jnp.argmin(e, axis=-1)
     return jnp.take_along_axis(e, i[..., None], -1)[..., 0], j[i]
 
