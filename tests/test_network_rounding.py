@@ -184,28 +184,39 @@ def test_spotted_contributions_never_below_mpmath(n, contributions, eps0, delta,
         check(got, ref, tight=share < 0.99)
 
 
+#: colluders c (Sec. 4.3: the bounds at n / c users), and n = c + extra: n / c anywhere from just above 1
+COLLUDERS = st.one_of(st.just(1), lu_int(1, 10**6))
+EXTRA = lu_int(1, 10**12)
+
+
 @SETTINGS
-@given(n=lu_int(2, 10**12), steps=lu_int(1, 10**12), eps0=lu(1e-4, 0.999), delta=lu(1e-300, 0.4999),
+@given(c=COLLUDERS, extra=EXTRA, steps=lu_int(1, 10**12), eps0=lu(1e-4, 0.999), delta=lu(1e-300, 0.4999),
        share=st.floats(0.01, 0.99))
-def test_sgd_theorem4_never_below_mpmath(n, steps, eps0, delta, share):
+def test_sgd_theorem4_never_below_mpmath(c, extra, steps, eps0, delta, share):
+    """Thm 4 at n / c users; ln(n / c) near n / c = 1 is where the float64 quotient lost ~1e-11."""
+    n = min(c + extra, 10**12)
     dh = delta * share
-    got, _ = evaluate("network.sgd-theorem4", n=n, steps=steps, eps0=eps0, delta=delta, delta_hat=dh)
+    got, _ = evaluate("network.sgd-theorem4", n=n, steps=steps, eps0=eps0, delta=delta, delta_hat=dh, colluders=c)
     with mp.workdps(DPS):
         ds = mp.mpf(delta) - mp.mpf(dh)
         l = -mp.log(ds)
-        q = max(2 * cher(mp.mpf(steps) / n, dh) * mp.log(n) / n, 2 * l)
+        x = mp.mpf(n) / c
+        q = max(2 * cher(mp.mpf(steps) / x, dh) * mp.log(x) / x, 2 * l)
         check(got, mp.sqrt(2 * q * l) * mp.mpf(eps0) / mp.sqrt(mp.log(mp.mpf(1.25) / ds)))
 
 
 @SETTINGS
-@given(sigma=lu(1e-3, 1e6), lipschitz=lu(1e-6, 1e3), contributions=lu(1.0, 1e12), n=lu_int(2, 10**12))
-def test_sgd_rdp_never_below_mpmath(sigma, lipschitz, contributions, n):
+@given(sigma=lu(1e-3, 1e6), lipschitz=lu(1e-6, 1e3), contributions=lu(1.0, 1e12), c=COLLUDERS, extra=EXTRA)
+def test_sgd_rdp_never_below_mpmath(sigma, lipschitz, contributions, c, extra):
+    """Lemma 1's curve at n / c users (before: ~1e-11 below where n / c is near 1)."""
+    n = min(c + extra, 10**12)
     orders = [1.5, 2.0, 8.0, 64.0]
     with host.off():
         r = bounds.evaluate("network.sgd-rdp", orders=orders, sigma=sigma, n=n, contributions=contributions,
-                            lipschitz=lipschitz)
+                            lipschitz=lipschitz, colluders=c)
     with mp.workdps(DPS):
-        c = 4 * mp.mpf(contributions) * mp.mpf(lipschitz) ** 2 * mp.log(n) / (mp.mpf(sigma) ** 2 * n)
+        x = mp.mpf(n) / c
+        c = 4 * mp.mpf(contributions) * mp.mpf(lipschitz) ** 2 * mp.log(x) / (mp.mpf(sigma) ** 2 * x)
         for a, got in zip(orders, np.asarray(r.rdp).reshape(-1)):
             if math.isfinite(got):
                 check(float(got), c * mp.mpf(a))

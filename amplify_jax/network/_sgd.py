@@ -51,10 +51,11 @@ def _sgd_noise(s, L):
 
 
 @float64_jit
-def _thm4_kernel(n, T, eps, delta, dh):
+def _thm4_kernel(n_users, T, eps, delta, dh, c):
+    n = n_users / c
     nu, ok = _chernoff_count(T / n, -jnp.log(dh))
     l = -jnp.log(delta)
-    q = jnp.maximum(2.0 * nu * jnp.log(n) / n, 2.0 * l)
+    q = jnp.maximum(2.0 * nu * _log_ratio(n_users, c) / n, 2.0 * l)
     out = jnp.sqrt(2.0 * q * l) * eps / jnp.sqrt(jnp.log(1.25 / delta))
     # App. F's order alpha = sigma sqrt(ln(1/delta)) / (L sqrt q) must satisfy alpha >= 2 and
     # sigma >= L sqrt(2 alpha (alpha - 1)), with sigma / L = sqrt(8 ln(1.25/delta)) / eps.
@@ -79,7 +80,7 @@ def sgd_theorem4_bound(*, n, steps, eps0, delta, delta_hat, colluders=1):
     cc = _colluders(nn, colluders)
     shape = V.broadcastable(n=nn, steps=tt, eps0=e, delta=d, delta_hat=dh, colluders=cc)
     nb, tb, eb, db, dhb, cb = _b(shape, nn, tt, e, d, dh, cc)
-    return _thm4_kernel(nb / cb, tb, eb, db, dhb)
+    return _thm4_kernel(nb, tb, eb, db, dhb, cb)
 
 
 def _refuse_lemma1(s, L, alpha, alpha_name):
@@ -95,10 +96,17 @@ def _refuse_lemma1(s, L, alpha, alpha_name):
                          f"(needs sigma >= {need[i].item()!r}).")
 
 
-def _lemma1_coef(sigma, n, tu, L):
-    """Lemma 1: network RDP (alpha, c alpha) with c = 4 T_u L^2 ln n / (sigma^2 n), rounded up by
-    ``CLOSED_FORM_MARGIN`` (1 + 8 ulps: its six roundings and a log, and the product c alpha after)."""
-    return _up(4.0 * tu * L * L * jnp.log(n) / (sigma * sigma * n))
+def _log_ratio(n, c):
+    """ln(n / c) as log1p((n - c) / c): n - c is exact (integers), so no half ulp of n / c is lost where n / c is
+    near 1 (colluders; ln(n / c) lost up to ~2e-11 relative there)."""
+    return jnp.log1p((n - c) / c)
+
+
+def _lemma1_coef(sigma, n, tu, L, c=1.0):
+    """Lemma 1 at n / c users (c colluders, Sec. 4.3): network RDP (alpha, k alpha) with
+    k = 4 T_u L^2 ln(n/c) / (sigma^2 n/c), rounded up by ``CLOSED_FORM_MARGIN`` (1 + 8 ulps: its seven roundings
+    and a log1p, and the product k alpha after)."""
+    return _up(4.0 * tu * L * L * _log_ratio(n, c) / (sigma * sigma * (n / c)))
 
 
 def _alpha_max(sigma, L):
@@ -187,22 +195,22 @@ def network_sgd_rdp(orders, *, sigma, n, contributions, lipschitz=1.0, colluders
 def _sgd_rdp_kernel(sigma, n, tu, L, c, alpha):
     """Lemma 1's curve c alpha at n / c users, one program per shape (issue 25; its eager operations were a
     small program each)."""
-    return _lemma1_coef(sigma, n / c, tu, L)[..., None] * alpha
+    return _lemma1_coef(sigma, n, tu, L, c)[..., None] * alpha
 
 
-def _network_sgd_eps(sigma, n, tu, delta, L, method):
-    c = _lemma1_coef(sigma, n, tu, L)
+def _network_sgd_eps(sigma, n, tu, delta, L, method, colluders=1.0):
+    c = _lemma1_coef(sigma, n, tu, L, colluders)
     return _best_linear_rdp_epsilon(c, jnp.log(delta), _alpha_max(sigma, L), method)
 
 
 @float64_jit(static_argnames=("method",))
-def _network_sgd_kernel(sigma, n, tu, delta, L, method):
-    return SgdEpsilon(*_network_sgd_eps(sigma, n, tu, delta, L, method))
+def _network_sgd_kernel(sigma, n, tu, delta, L, colluders, method):
+    return SgdEpsilon(*_network_sgd_eps(sigma, n, tu, delta, L, method, colluders))
 
 
 @float64_jit(static_argnames=("method",))
-def _network_sgd_fixed_kernel(sigma, n, tu, delta, L, order, method):
-    c = _lemma1_coef(sigma, n, tu, L)
+def _network_sgd_fixed_kernel(sigma, n, tu, delta, L, colluders, order, method):
+    c = _lemma1_coef(sigma, n, tu, L, colluders)
     return SgdEpsilon(rdp_epsilon_terms(order, c * order, jnp.log(delta), method), order)
 
 
@@ -231,10 +239,10 @@ def network_sgd_epsilon(*, sigma, n, contributions, delta, lipschitz=1.0, order=
         shape = V.broadcastable(sigma=s, n=nn, contributions=tu, delta=d, lipschitz=L, colluders=cc, order=o)
         _refuse_lemma1(s, L, o, "order")
         sb, nb, tb, db, lb, cb, ob = _b(shape, s, nn, tu, d, L, cc, o)
-        return _network_sgd_fixed_kernel(sb, nb / cb, tb, db, lb, ob, method)
+        return _network_sgd_fixed_kernel(sb, nb, tb, db, lb, cb, ob, method)
     shape = V.broadcastable(sigma=s, n=nn, contributions=tu, delta=d, lipschitz=L, colluders=cc)
     sb, nb, tb, db, lb, cb = _b(shape, s, nn, tu, d, L, cc)
-    return _network_sgd_kernel(sb, nb / cb, tb, db, lb, method)
+    return _network_sgd_kernel(sb, nb, tb, db, lb, cb, method)
 
 
 def _local_sgd_eps(sigma, tu, delta, L, method):
