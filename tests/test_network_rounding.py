@@ -278,3 +278,23 @@ def test_sgd_epsilons_never_below_mpmath_at_their_order(sigma, lipschitz, contri
             assert float(net.epsilon) >= _balle2020(a, 4 * t * l2 * mp.log(n) / (s2 * n) * a, delta)
         a = float(loc.order)
         assert float(loc.epsilon) >= _balle2020(a, 2 * t * l2 / s2 * a, delta)
+
+
+def _rr_delta(eps, e0, k):
+    """delta(eps) of k eps0-DP randomized responses (KOV 2015 Thm 3.3), in mpmath."""
+    p = 1 / (1 + mp.exp(e0))
+    return mp.fsum(mp.binomial(k, l) * p ** l * (1 - p) ** (k - l) * (1 - mp.exp(eps - (k - 2 * l) * e0))
+                   for l in range(k + 1) if (k - 2 * l) * e0 > eps)
+
+
+@settings(max_examples=60, deadline=None)
+@given(eps0=lu(1e-3, 5.0), k=st.integers(1, 40), delta=lu(1e-12, 0.9))
+def test_kov_homogeneous_never_below_its_exact_atom(eps0, k, delta):
+    """The smallest atom (k - 2i) eps0 meeting delta, in mpmath: ours is never below it (its float64 product was
+    half an ulp below at ~1/3 of random points).  steps=[k, 40]: one static length, one program."""
+    got = float(np.asarray(NW.kov_homogeneous_epsilon(eps0=eps0, steps=np.array([k, 40]), delta=delta))[0])
+    with mp.workdps(30):
+        e = mp.mpf(eps0)
+        atoms = [(k - 2 * i) * e for i in range(k // 2, -1, -1)]
+        ref = 0 if _rr_delta(0, e, k) <= delta else next(a for a in atoms if _rr_delta(a, e, k) <= delta)
+        check(got, ref, tight=False)  # the float64 delta test may pick the next atom up where delta(atom) ~ delta
