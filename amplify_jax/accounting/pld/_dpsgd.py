@@ -67,10 +67,11 @@ def dpsgd_epsilon(*, sigma, q, steps, delta, grid_size=None) -> PldEpsilon:
     ``AUTO_RTOL`` (7e-4 relative) the point again on ``AUTO_MAX_GRID_SIZE`` points (issue 13: within 1e-3 of
     dp_accounting's PLD at 167 of 168 random points with eps >= 0.01, against 143 on the default grid
     alone; benchmarks/pld_vs_dp_accounting.py); or a power of two N, every point on that grid and on the
-    coarser grids of its ladder, N / 4, N / 16, ... down to 2^8 points, the least upper value answering
-    (``_grid.ladder``: a grid 4^k times finer never answers a larger eps at the same point; ``grid`` says
-    which grid gave it; ~1.5x faster than the automatic grid, within ~0.06% of the truth at 10^4 steps, ~1%
-    at 10^5 steps or delta ~1e-10 for N = 2^14).
+    coarser grids of its ladder, N / 2, N / 4, ... down to 2^8 points, the least upper value answering
+    (``_grid.ladder``: a finer grid never answers a larger eps at the same point; ``grid`` says
+    which grid gave it; for N = 2^14 ~1.25x the automatic grid's CPU time (its rungs 2^13 ... 2^8 cost about
+    as much as N's pass; 200 sigmas, q 0.01, 1000 steps), within ~0.06% of the truth at 10^4 steps, ~1% at 10^5
+    steps or delta ~1e-10).
 
     Where the answer's own gap exceeds ``LOOSE_RTOL`` (epsilon - epsilon_lower > 0.25 epsilon) it is refined
     on the finer grid; every answer is compared with the RDP accountant's eps (``RDP_RTOL`` = 0)

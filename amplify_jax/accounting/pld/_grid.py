@@ -32,13 +32,13 @@ MAX_GRID_SIZE = 1 << 24
 #: The smallest grid a caller may ask for (``check_grid_size``), and the foot of every ladder.
 MIN_GRID_SIZE = 1 << 8
 #: A grid asked for by size (``grid_size=N``) answers the least upper value of the grids of its ladder, N,
-#: N / 4, N / 16, ... down to MIN_GRID_SIZE (:func:`ladder`; issue 26): each is a sound upper bound, so their
-#: minimum is one, and a grid 4^k times finer has every rung of the coarser one's ladder, so it never answers
-#: a larger upper value at the same point.  Without it a 4x finer grid could be ~0.8% looser where the FFT
-#: round-off estimate, which grows ~1.3x per 4x grid, is a large part of delta (delta ~1e-11, a few hundred
-#: steps at q ~2e-4).  4, not 2: the rungs below N cost a third of N's pass, not as much again (and a
-#: compilation each, once).
-LADDER_RATIO = 4
+#: N / 2, N / 4, ... down to MIN_GRID_SIZE (:func:`ladder`; issue 26): each is a sound upper bound, so their
+#: minimum is one, and any finer grid (a power of two, as every grid_size is) has every rung of the coarser one's
+#: ladder, so it never answers a larger upper value at the same point.  Without it a finer grid could be ~0.8%
+#: looser where the FFT round-off estimate, which grows ~1.3x per 4x grid, is a large part of delta (delta
+#: ~1e-11, a few hundred steps at q ~2e-4).  Ratio 2, not 4: with 4 only grids 4^k apart nested (2^21 could still
+#: answer above 2^20); the rungs below N cost as much as N's pass again (4: a third), and a compilation each, once.
+LADDER_RATIO = 2
 #: Refuse a request whose working memory would exceed this (bytes), or half the memory available now.
 MEMORY_LIMIT = 8 * 1024**3
 #: Points of one compiled call on a CPU (the chunk, ``_queries._run``), composed side by side (vmapped):
@@ -132,7 +132,7 @@ def auto_refined_size(err, value, shape, rtol=AUTO_RTOL) -> np.ndarray:
 
 def ladder(n: int) -> list:
     """The grids a ``grid_size=n`` answer is the least of: n, n / LADDER_RATIO, n / LADDER_RATIO^2, ... while
-    at least ``MIN_GRID_SIZE`` (finest first).  ladder(4^k n) contains ladder(n)."""
+    at least ``MIN_GRID_SIZE`` (finest first).  ladder(2^k n) contains ladder(n)."""
     out = [int(n)]
     while out[-1] // LADDER_RATIO >= MIN_GRID_SIZE:
         out.append(out[-1] // LADDER_RATIO)

@@ -105,8 +105,8 @@ def answer(query: str, kind: str, shape: tuple, grid_size, a, q, steps, x):
     parameter ``a``, rate q, composed ``steps`` times, for checked arrays broadcast to ``shape``: a
     :class:`PldEpsilon` or :class:`PldDelta` of that shape.
 
-    ``grid_size``: a power of two N (``check_grid_size``): every point on the grids of N's ladder, N, N / 4,
-    N / 16, ... down to 2^8 points (``_grid.ladder``: a grid 4^k times finer never answers a larger upper
+    ``grid_size``: a power of two N (``check_grid_size``): every point on the grids of N's ladder, N, N / 2,
+    N / 4, ... down to 2^8 points (``_grid.ladder``: a finer grid never answers a larger upper
     value, issue 26); or None, the automatic grid (issue 13's tightness, ``_grid.AUTO_RTOL``): every point on
     DEFAULT_GRID_SIZE points at its window's step h and at 2h (``auto_check``), then the points whose
     estimated error exceeds AUTO_RTOL again on AUTO_MAX_GRID_SIZE points.  Each point answers the least of its
