@@ -55,3 +55,47 @@ def test_analytic_gaussian_log_delta_is_an_upper_bound(log_r, z):
     # much); measured <= 35 times at 600 random points
     cond = float(mp.ncdf(mp.mpf(r) / 2 - mp.mpf(e) / mp.mpf(r)) / d)
     assert float(got - ref) <= 256 * 2.0**-52 * (z * z / 2 + z + 1) * cond
+
+
+_fmt = float64_jit(A.fmt_closed_form)
+
+
+def _mp_fmt_end(n, delta):
+    mp.mp.dps = 50
+    return mp.log(mp.mpf(n) / (16 * mp.log(4 / mp.mpf(delta))))
+
+
+@given(log_n=st.floats(math.log(10.0), math.log(1e12)), log_delta=st.floats(-700.0, math.log(3.999)),
+       step=st.integers(-2, 2))
+@example(log_n=math.log(1e5), log_delta=math.log(3.9999999), step=0)  # ln(4/delta) cancels near delta = 4
+@settings(max_examples=60, deadline=None)
+def test_fmt_closed_form_valid_only_where_the_exact_condition_holds(log_n, log_delta, step):
+    n, delta = math.exp(log_n), math.exp(log_delta)
+    end = _mp_fmt_end(n, delta)
+    eps0 = float(end)  # the float64 end (nearest), and its neighbours up and down
+    for _ in range(abs(step)):
+        eps0 = math.nextafter(eps0, math.inf if step > 0 else -math.inf)
+    if not eps0 > 0:
+        return
+    eps, valid = _fmt(np.float64(eps0), np.float64(n), np.float64(delta))
+    if bool(valid):
+        assert mp.mpf(eps0) <= end  # said valid only where Thm 3.1 applies
+    else:  # and only just below the end (the end's own float64 conditioning)
+        assert float(eps) == eps0 and mp.mpf(eps0) > end - 64 * 2.0**-52 * (abs(end) + 1)
+
+
+@given(eps0=st.floats(1e-3, 10.0), log_n=st.floats(math.log(10.0), math.log(1e12)),
+       log_delta=st.floats(-700.0, math.log(3.9)))
+@settings(max_examples=60, deadline=None)
+def test_fmt_closed_form_never_below_mpmath(eps0, log_n, log_delta):
+    n, delta = math.exp(log_n), math.exp(log_delta)
+    eps, valid = _fmt(np.float64(eps0), np.float64(n), np.float64(delta))
+    if not bool(valid) or float(eps) == eps0:
+        return
+    mp.mp.dps = 50
+    e0, nn, L = mp.mpf(eps0), mp.mpf(n), mp.log(4 / mp.mpf(delta))
+    a = 8 * mp.sqrt(mp.exp(e0) * L / nn)
+    c = 8 * mp.exp(e0) / nn
+    ref = mp.log1p(-mp.expm1(-e0) / (1 + mp.exp(-e0 - mp.log1p(a + c))) * (a + c))
+    assert mp.mpf(float(eps)) >= ref
+    assert float(eps) <= float(ref) * (1 + 32 * 2.0**-52)

@@ -17,7 +17,7 @@ import jax.scipy.special
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.numerics import log1mexp
+from .._core.numerics import log1mexp, log1p
 
 # every block here is a traceable kernel without validation: public from amplify_jax.internal (their one public
 # home); advanced_composition_overflows (the public functions' input check) and the margins are importable here
@@ -27,6 +27,8 @@ __all__ = []
 ANALYTIC_GAUSSIAN_MARGIN = 1e-10
 #: Factor (1 + 8 ulps) on advanced composition's float64 value: covers the rounding of its evaluation.
 ADVANCED_COMPOSITION_MARGIN = 1.0 + 8.0 * 2.0 ** -52
+#: Factor (1 + 8 ulps) on the Feldman-McMillan-Talwar closed form's float64 value (below its eps0 cap).
+FMT_CLOSED_FORM_MARGIN = 1.0 + 8.0 * 2.0 ** -52
 
 
 def advanced_composition(eps, steps, log_inv_delta_prime):
@@ -55,6 +57,7 @@ def advanced_composition_overflows(eps, steps, log_inv_delta_prime):
 
 #: Unit roundoff bound used by the error bounds below (one ulp of 1).
 _U = 2.0 ** -52
+_LN4 = float(np.log(4.0))
 #: Order of the asymptotic series of log Phi(x) below x = -20 (jax.scipy's default 3 truncates it ~4e-9
 #: absolute below the exact value at x = -20: 105 / x^8; order 10 leaves 21!! / x^22 < 4e-19 there, and
 #: log Phi is then within 2 ulps relative on x < 0, measured against mpmath at 3,500 points).
@@ -135,6 +138,15 @@ def subsampled_epsilon(eps, q):
     return jnp.where(jnp.isfinite(out), out, jnp.where(q > 0, big, 0.0))
 
 
+def _log_four_over(delta):
+    """ln(4/delta) within ~4 ulps relative for 0 < delta < 4: ln 4 - ln delta below delta = 2 (>= ln 2 there, so
+    the two logs' roundings are ulps of it; no overflow of 4/delta at subnormal delta), -log1p(delta/4 - 1) on
+    [2, 4) (delta/4 - 1 exact by Sterbenz; numerics.log1p avoids XLA's CPU log1p on (-0.5, -0.25)), where the
+    difference of logs cancels as delta -> 4."""
+    near = delta >= 2.0
+    return jnp.where(near, -log1p(jnp.where(near, 0.25 * delta - 1.0, -0.5)), _LN4 - jnp.log(delta))
+
+
 def fmt_closed_form(eps0, n, delta):
     """(eps, valid) of shuffling n eps0-LDP reports (Feldman, McMillan, Talwar 2021, Thm 3.1), closed form:
 
@@ -146,12 +158,20 @@ def fmt_closed_form(eps0, n, delta):
     (docs/errata.md#e-network-fmt-condition).  The factor is the authors' code's, >= the printed
     (e^eps0 - 1)/(e^eps0 + 1) (the safe one of the two; docs/errata.md#e-ref-fmt-factor).
     Where invalid the result is eps0 (shuffling is post-processing); it is capped at eps0 everywhere.
+
+    Rounding (safe side): eps increases in a + c, and its ~12 float64 operations (ln(4/delta) within ~4 ulps
+    relative, see ``_log_four_over``) leave it within ~8 ulps relative, so it is multiplied by
+    :data:`FMT_CLOSED_FORM_MARGIN` (1 + 8 ulps) below the eps0 cap.  The condition is tested against its end
+    lowered by 8 ulps relative plus 8 ulps absolute (the end ln(n / (16 L)) is within ~5 ulps absolute plus an ulp
+    relative): said invalid where unsure (it was rounded to nearest: at eps0 = the float64 end, about half of
+    random (n, delta) passed though the exact condition failed, by under an ulp); invalid for delta >= 4.
     """
-    log4d = jnp.log(4.0 / delta)
+    log4d = _log_four_over(delta)
     a = 8.0 * jnp.sqrt(jnp.exp(eps0) * log4d / n)
     c = 8.0 * jnp.exp(eps0) / n
     e_inner = jnp.log1p(a + c)
     factor = -jnp.expm1(-eps0) / (1.0 + jnp.exp(-eps0 - e_inner))
-    eps = jnp.log1p(factor * (a + c))
-    valid = eps0 <= jnp.log(n / (16.0 * log4d))
+    eps = jnp.log1p(factor * (a + c)) * FMT_CLOSED_FORM_MARGIN
+    end = jnp.log(n / (16.0 * log4d))
+    valid = (log4d > 0.0) & (eps0 <= end - 8.0 * _U * (jnp.abs(end) + 1.0))
     return jnp.where(valid, jnp.minimum(eps, eps0), eps0), valid
