@@ -13,12 +13,13 @@ numeric parameters; see ``_dpsgd_rdp`` for the slabs, the panels and ``devices=`
 
 from __future__ import annotations
 
-import numpy as np
 import jax  # noqa: F401  (the module's JAX, as tests/test_host.py reads it beside its twin's)
 import jax.numpy as jnp
 
 from .._core import host as _host
 from .._core import validate as V
+from .._core.domains import check_params
+from . import _params as P
 from .conversions import EpsilonResult
 from .._core.numerics import x64_scope
 from ._mechanism_table import MECHANISMS, RDP_MECHANISMS  # the one table of named mechanisms (both accountants)
@@ -127,10 +128,12 @@ def epsilon(mechanism: str, *, delta, orders=None, method="balle2020", accountan
     from . import rdp as R
 
     a = _sorted_orders(orders)
-    t = V.integer("steps", steps, minimum=0).astype(np.float64)  # a count: 1.5 steps is refused
+    # steps and sigma through their declared domains (a count: 1.5 steps is refused); the mechanism's own
+    # parameters, orders and delta are checked by the functions below
+    t, = check_params((P.ANY_STEPS,), broadcast=False, steps=steps)
     if mechanism == "gaussian":
-        return optimal_epsilon(_gaussian_steps, delta=delta, args=(V.positive("sigma", params["sigma"]), t),
-                               orders=a, method=method)
+        sigma, = check_params((P.NOISE_SIGMA,), broadcast=False, sigma=params["sigma"])
+        return optimal_epsilon(_gaussian_steps, delta=delta, args=(sigma, t), orders=a, method=method)
     if mechanism == "laplace":
         curve = R.laplace_rdp(a, scale=params["scale"])
     else:
