@@ -555,10 +555,11 @@ def test_extreme_values_answered_finite_or_flagged():
 
     q = 1.0 - (1.0 - 1.0 / 1000) ** 10
     big = float(aj.network.subsampled_cycle_epsilon(n=1000, m=10, eps_aggregate=1e300))
-    assert big == 1e300 + math.log(q)
+    assert 1e300 + math.log(q) <= big <= 1e300 * (1 + 1e-14)  # rounded up by the family's margin (1 + 8 ulps)
     e, q2 = np.array([0.5, 700.0, 705.0]), np.full(3, 0.01)
     got = np.asarray(float64_jit(subsampled_epsilon)(e, q2))
-    assert np.array_equal(got, np.asarray(float64_jit(lambda x, p: jnp.log1p(p * jnp.expm1(x)))(e, q2)))
+    ref = np.asarray(float64_jit(lambda x, p: jnp.log1p(p * jnp.expm1(x)))(e, q2))
+    assert np.all(ref <= got) and np.all(got <= ref * (1 + 1e-14))  # the formula, rounded up by at most a margin
     assert float(float64_jit(subsampled_epsilon)(np.float64(1e300), np.float64(0.0))) == 0.0
     r = aj.shuffle.target_randomizer(targets=10, sampling=[0.0, 0.5])
     assert np.isinf(r.eps0[0]) and r.finite_eps0.tolist() == [False, True]
