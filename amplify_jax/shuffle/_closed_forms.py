@@ -99,9 +99,9 @@ def erlingsson_delta(epsilon, *, eps0, n):
 
 @float64_jit
 def _fmt_kernel(eps0, n, delta):
-    eps, valid = fmt_closed_form(eps0, n, delta)  # the formula's one home: amplify_jax.approx_dp
-    # rounded up where the formula is the answer (eps0, exact, is kept where it caps or the condition fails)
-    return ClosedForm(jnp.where(valid & (eps < eps0), jnp.minimum(eps * CLOSED_FORM_MARGIN, eps0), eps), valid)
+    # the formula's one home, rounded to the safe side there (approx_dp.FMT_CLOSED_FORM_MARGIN, its validity
+    # condition said false where unsure)
+    return ClosedForm(*fmt_closed_form(eps0, n, delta))
 
 
 def fmt_validity_bound(*, n, delta):
