@@ -99,3 +99,20 @@ def test_fmt_closed_form_never_below_mpmath(eps0, log_n, log_delta):
     ref = mp.log1p(-mp.expm1(-e0) / (1 + mp.exp(-e0 - mp.log1p(a + c))) * (a + c))
     assert mp.mpf(float(eps)) >= ref
     assert float(eps) <= float(ref) * (1 + 32 * 2.0**-52)
+
+
+_sub = float64_jit(A.subsampled_epsilon)
+
+
+@given(eps=st.one_of(st.floats(1e-8, 20.0), st.floats(700.0, 1e4)), log_q=st.floats(-700.0, 0.0))
+@example(eps=0.5, log_q=math.log(0.75))  # below mpmath before (no margin)
+@settings(max_examples=60, deadline=None)
+def test_subsampled_epsilon_never_below_mpmath(eps, log_q):
+    q = math.exp(log_q)
+    got = float(_sub(np.float64(eps), np.float64(q)))
+    mp.mp.dps = 60
+    ref = mp.log1p(mp.mpf(q) * mp.expm1(mp.mpf(eps)))
+    assert mp.mpf(got) >= ref
+    assert got <= eps  # amplification never costs
+    # close: 16 ulps relative, or (large eps, where the sum cancels) 32 ulps of eps absolute
+    assert float(mp.mpf(got) - ref) <= 16 * 2.0**-52 * float(ref) + (32 * 2.0**-52 * eps if eps > 700 else 0)
