@@ -23,7 +23,8 @@ from .._core.numerics import log1mexp, log1p
 # home); advanced_composition_overflows (the public functions' input check) and the margins are importable here
 __all__ = []
 
-#: Relative margin added to the analytic Gaussian's eps (covers the rounding of its delta evaluation).
+#: Relative margin on the analytic Gaussian's eps: extra slack only (the rounding of its delta evaluation is
+#: covered by the upper bound of :func:`analytic_gaussian_log_delta` that its bisection tests).
 ANALYTIC_GAUSSIAN_MARGIN = 1e-10
 #: Factor (1 + 8 ulps) on advanced composition's float64 value: covers the rounding of its evaluation.
 ADVANCED_COMPOSITION_MARGIN = 1.0 + 8.0 * 2.0 ** -52
