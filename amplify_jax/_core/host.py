@@ -424,6 +424,8 @@ def _special_attr(name):  # SciPy's special functions, imported when a twin firs
         raise AttributeError(f"jax.scipy.special.{name} is not available on the host path (amplify_jax._core.host)")
     import scipy.special
 
+    if name == "log_ndtr":  # jax's series_order (its asymptotic tail's length): SciPy's is accurate without one
+        return lambda x, series_order=3: scipy.special.log_ndtr(x)
     return getattr(scipy.special, name)
 
 
