@@ -1,23 +1,10 @@
-"""The Rényi-DP curves behind :mod:`amplify_jax.rdp` (the public module, which re-exports them): the base
-mechanisms, subsampling, and composition.
-
-Every public function takes the Rényi orders first and the mechanism's parameters as keyword arguments; it
-broadcasts over the parameters like NumPy and returns a float64 array of shape
-``broadcast(parameters) + (len(orders),)`` (the orders axis last).  Curves are upper bounds on the Rényi
-divergence ``D_alpha`` between the outputs on neighbouring inputs, exact where the docstring says so.
+"""The Rényi-DP curves behind :mod:`amplify_jax.rdp` (the public module, which re-exports them and states their
+conventions and references): the base mechanisms, subsampling, and composition; each function's docstring names
+its paper and theorem.
 
 The accounting layer's modules (``conversions``, ``_rdp_conversions``, ``_rdp_accountant``, ``_bounds``) import
 this module, not ``rdp``: ``rdp`` builds its ``Accountant`` from ``_rdp_accountant`` on first use, and nothing
 below it imports it back.
-
-References
-----------
-- Mironov 2017, "Rényi Differential Privacy" (Gaussian, Laplace, randomized response: Table II).
-- Mironov, Talwar, Zhang 2019, "Rényi Differential Privacy of the Sampled Gaussian Mechanism" (Poisson
-  subsampling, integer orders Sec. 3.3 Eq. for A_alpha, fractional orders Sec. 3.3).
-- Wang, Balle, Kasiviswanathan 2019, "Subsampled Rényi Differential Privacy and Analytical Moments
-  Accountant", Thm 9 (sampling without replacement, general upper bound).
-- Kairouz, Oh, Viswanath 2015 (binary randomized response dominates every pure eps0-DP mechanism).
 """
 
 from __future__ import annotations
