@@ -492,7 +492,7 @@ def _api_base(qual: str, fn) -> dict | None:
             return None
     for k, v in over.items():
         kw.setdefault(k, v)
-    if "args" in inspect.signature(fn).parameters and qual in ("invert_monotone", "invert_monotone_differentiable"):
+    if "args" in inspect.signature(fn).parameters and short in ("invert_monotone", "invert_monotone_differentiable"):
         kw["args"] = (3.0,)
     if "randomizer" in kw and kw["randomizer"] is None:
         kw["randomizer"] = shuffle.generic_randomizer(1.0)
