@@ -50,9 +50,15 @@ __all__ = [
     "stirlerr",
     "bd0",
     "LN2",
+    "CLOSED_FORM_MARGIN",
 ]
 
 LN2 = 0.6931471805599453
+#: Factor (1 + 8 ulps) that rounds a closed form's float64 value up (soundness standard 1, "round toward the safe
+#: side"): a handful of correctly rounded operations on non-negative terms lands within ~5 ulps of the formula's
+#: exact value at the same inputs; the families' closed forms and ``accounting.approx_dp``'s blocks multiply by it
+#: (tests/test_*_rounding.py compare each with mpmath).
+CLOSED_FORM_MARGIN = 1.0 + 8.0 * 2.0 ** -52
 
 
 @contextlib.contextmanager

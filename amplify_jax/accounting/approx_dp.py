@@ -17,7 +17,7 @@ import jax.scipy.special
 import jax.numpy as jnp
 import numpy as np
 
-from .._core.numerics import log1mexp, log1p
+from .._core.numerics import CLOSED_FORM_MARGIN, log1mexp, log1p
 
 # every block here is a traceable kernel without validation: public from amplify_jax.internal (their one public
 # home); advanced_composition_overflows (the public functions' input check) and the margins are importable here
@@ -27,11 +27,11 @@ __all__ = []
 #: covered by the upper bound of :func:`analytic_gaussian_log_delta` that its bisection tests).
 ANALYTIC_GAUSSIAN_MARGIN = 1e-10
 #: Factor (1 + 8 ulps) on advanced composition's float64 value: covers the rounding of its evaluation.
-ADVANCED_COMPOSITION_MARGIN = 1.0 + 8.0 * 2.0 ** -52
+ADVANCED_COMPOSITION_MARGIN = CLOSED_FORM_MARGIN
 #: Factor (1 + 8 ulps) on the subsampling eps ln(1 + q (e^eps - 1)): covers the rounding of its evaluation.
-SUBSAMPLED_MARGIN = 1.0 + 8.0 * 2.0 ** -52
+SUBSAMPLED_MARGIN = CLOSED_FORM_MARGIN
 #: Factor (1 + 8 ulps) on the Feldman-McMillan-Talwar closed form's float64 value (below its eps0 cap).
-FMT_CLOSED_FORM_MARGIN = 1.0 + 8.0 * 2.0 ** -52
+FMT_CLOSED_FORM_MARGIN = CLOSED_FORM_MARGIN
 
 
 def advanced_composition(eps, steps, log_inv_delta_prime):

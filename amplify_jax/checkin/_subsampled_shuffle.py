@@ -14,7 +14,7 @@ from .._core import validate as V
 from .._core.domains import check_params
 from ._params import DELTA0, EPS0, GAMMA, N, SHUFFLE_DELTA
 from ..accounting.approx_dp import fmt_closed_form, subsampled_epsilon
-from .._core.numerics import float64_jit, log1p
+from .._core.numerics import CLOSED_FORM_MARGIN, float64_jit, log1p
 from ..accounting.rdp import randomized_response_log_excess
 from ._weighted import DEFAULT_TAIL_TOL, _binomial_log_excess, _finish_rdp, _map_batch, _sum_plan
 
@@ -48,7 +48,7 @@ def _conversion_log_excess(k_lo, k_hi, n, eps0, delta0, shuffle_delta, alpha):
 #: Factor (1 + 8 ulps) rounding the round's -ln(1 - delta) / (alpha - 1) term up: it is added after the sum's own
 #: margin (``_finish_rdp``), so its evaluation (within ~3 ulps by the core's ``log1p``; XLA's CPU log1p is up to
 #: ~120 ulps low in magnitude on (-1/2, -0.3)) and the sum's are covered here.
-_LOG1M_MARGIN = 1.0 + 8.0 * 2.0 ** -52
+_LOG1M_MARGIN = CLOSED_FORM_MARGIN
 
 
 @float64_jit(static_argnames=("width",))

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 
 from .._core import validate as V
 from .._core.domains import check_params
+from .._core.numerics import CLOSED_FORM_MARGIN
 from . import _params as P
 
 
@@ -58,9 +59,8 @@ class SgdCalibration(NamedTuple):
 #: Factor (1 + 8 ulps) on a closed form's float64 value (and on the intermediate quantities a bound grows with:
 #: the Chernoff count, ln(1/delta), a per-visit or per-cycle eps, a reported delta): round-to-nearest leaves such
 #: a value up to a few ulps below the formula's exact value at the same inputs (soundness standard 1, "round
-#: toward the safe side"; tests/test_network_rounding.py compares each with mpmath).  The value of
-#: ``accounting.approx_dp.ADVANCED_COMPOSITION_MARGIN``, whose formula is rounded up the same way.
-CLOSED_FORM_MARGIN = 1.0 + 8.0 * 2.0 ** -52
+#: toward the safe side"; tests/test_network_rounding.py compares each with mpmath): the core's one margin,
+#: ``_core.numerics.CLOSED_FORM_MARGIN`` (imported above; also ``accounting.approx_dp``'s).
 
 
 def _up(x):

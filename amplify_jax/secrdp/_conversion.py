@@ -15,14 +15,11 @@ import jax.numpy as jnp
 
 from .._core import validate as V
 from .._core.domains import check_params
-from .._core.numerics import x64_scope
+from .._core.numerics import CLOSED_FORM_MARGIN, x64_scope
 from ..accounting.conversions import epsilon_from_rdp, rdp_epsilon_terms
 from . import _params as P
 from ._rounding import _dev
 from ._step import step_account
-
-#: Factor (1 + 8 ulps) on the closed form's float64 value: covers the rounding of its evaluation (each term >= 0).
-CLOSED_FORM_MARGIN = 1.0 + 8.0 * 2.0 ** -52
 
 
 def closed_form_epsilon(eps1, *, steps, delta):

@@ -40,7 +40,8 @@ import numpy as np
 from ..bounds import DECREASING, INCREASING, Bound, Choice, Param, register
 from ..accounting.calibrate import invert_monotone_host
 from .._core.status import Status
-from ._closed_forms import CLOSED_FORM_MARGIN, erlingsson_delta, erlingsson_epsilon, fmt_closed_form_epsilon
+from .._core.numerics import CLOSED_FORM_MARGIN
+from ._closed_forms import erlingsson_delta, erlingsson_epsilon, fmt_closed_form_epsilon
 from ._clones import clones_delta, clones_epsilon
 from ._params import BLANKET_DELTA, BLANKET_N, DELTA, DUMMIES, EPS0_POSITIVE, EPSILON, K, N, N_CLOSED
 from .blanket import (

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._core.domains import check_params
 from ..accounting.approx_dp import fmt_closed_form
-from .._core.numerics import float64_jit
+from .._core.numerics import CLOSED_FORM_MARGIN, float64_jit
 from ._params import DELTA, EPS0, EPS0_POSITIVE, EPSILON, N_CLOSED
 
 __all__ = [
@@ -39,10 +39,6 @@ ERLINGSSON_MAX_EPS0 = 0.5
 ERLINGSSON_MIN_N = 1000
 ERLINGSSON_MAX_DELTA = 0.01
 
-#: Factor (1 + 8 ulps) that rounds the closed forms' float64 values up (safe side): each is a handful of correctly
-#: rounded operations on positive terms, within ~5 ulps of the formula's exact value (measured: up to 1.5 ulps below
-#: it at about half of random points before this factor; tests/test_shuffle_rounding.py checks against mpmath).
-CLOSED_FORM_MARGIN = 1.0 + 8.0 * 2.0 ** -52
 _TINY = float(np.finfo(np.float64).tiny)  # the smallest normal float64, ~2.2e-308
 
 

@@ -19,12 +19,6 @@ DUMMIES_CAP = 1000
 #: ``traffic.scrambler``'s ``n``); was 1e5 and 1e4.
 N_CAP = 10_000
 
-#: Factor (1 + 8 ulps) rounding the family's closed-form eps up (safe side): the local guarantees ln(1 + z) and
-#: |ln((1 - sigma)(T - 1) / sigma)| are evaluated within ~5 ulps of their exact values (before this factor they
-#: were up to ~1.5 ulps below them at about half of random points; tests/test_traffic_rounding.py checks against
-#: mpmath).
-CLOSED_FORM_MARGIN = 1.0 + 8.0 * 2.0 ** -52
-
 
 def _warn_cap(question, name, cap, infeasible, where):
     """The infeasible message of a search stopped at its cap: which cap, and how to search further."""

@@ -15,7 +15,8 @@ from .._core.domains import check_params
 from ..accounting.calibrate import invert_monotone
 from .._core.status import Status
 from ..shuffle.blanket import rr_delta_traced
-from ._common import CLOSED_FORM_MARGIN, DUMMIES_CAP, N_CAP, _warn_cap
+from .._core.numerics import CLOSED_FORM_MARGIN  # the closed forms' safe-side rounding (1 + 8 ulps)
+from ._common import DUMMIES_CAP, N_CAP, _warn_cap
 from ._params import DUMMIES, MIN_SEARCH_DELTA, N, SAMPLING, TARGET_DELTA, TARGET_EPSILON, TARGETS
 from ._costs import scrambler_costs
 from ._scrambler_delta import scrambler_delta

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core.domains import check_params
-from .._core.numerics import float64_jit
-from ._common import CLOSED_FORM_MARGIN, _f64
+from .._core.numerics import CLOSED_FORM_MARGIN, float64_jit
+from ._common import _f64
 from ._params import DUMMIES, SAMPLING, TARGETS
 
 

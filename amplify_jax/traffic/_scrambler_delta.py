@@ -15,10 +15,10 @@ import numpy as np
 
 from .._core import validate as V
 from .._core.domains import check_params
-from .._core.numerics import float64_jit
+from .._core.numerics import CLOSED_FORM_MARGIN, float64_jit
 from ..shuffle.blanket import rr_delta, rr_epsilon
 from .._core.status import Status
-from ._common import CLOSED_FORM_MARGIN, _f64
+from ._common import _f64
 from ._params import DELTA, DUMMIES, EPSILON, MAX_EPSILON, N, SAMPLING, TARGETS
 
 METHODS = ("hoeffding", "bennett", "exact", "monte_carlo")

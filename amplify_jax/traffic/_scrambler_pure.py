@@ -16,8 +16,8 @@ import jax.numpy as jnp
 
 from .._core import validate as V
 from .._core.domains import check_params
-from .._core.numerics import float64_jit, log_comb, logsumexp
-from ._common import CLOSED_FORM_MARGIN, _f64
+from .._core.numerics import CLOSED_FORM_MARGIN, float64_jit, log_comb, logsumexp
+from ._common import _f64
 from ._params import (EXACT_DUMMIES, EXACT_N, EXACT_SAMPLING, EXACT_SAMPLING_ANY, EXACT_TARGETS, N,
                       PURE_DUMMIES, SAMPLING, TARGETS, THM3_MAX_DUMMIES)
 
