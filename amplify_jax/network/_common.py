@@ -56,15 +56,10 @@ class SgdCalibration(NamedTuple):
     epsilon: jax.Array  #: eps at that sigma, re-computed (<= target_epsilon where status is ok or at_limit)
 
 
-#: Factor (1 + 8 ulps) on a closed form's float64 value (and on the intermediate quantities a bound grows with:
-#: the Chernoff count, ln(1/delta), a per-visit or per-cycle eps, a reported delta): round-to-nearest leaves such
-#: a value up to a few ulps below the formula's exact value at the same inputs (soundness standard 1, "round
-#: toward the safe side"; tests/test_network_rounding.py compares each with mpmath): the core's one margin,
-#: ``_core.numerics.CLOSED_FORM_MARGIN`` (imported above; also ``accounting.approx_dp``'s).
-
-
 def _up(x):
-    """x rounded up (x >= 0) by :data:`CLOSED_FORM_MARGIN`: a closed form's few roundings, to the safe side."""
+    """x rounded up (x >= 0) by the core's ``CLOSED_FORM_MARGIN`` (1 + 8 ulps): a closed form's value, or a
+    quantity a bound grows with (the Chernoff count, ln(1/delta), a per-visit or per-cycle eps, a reported delta),
+    which round-to-nearest leaves up to a few ulps below its exact value (tests/test_network_rounding.py)."""
     return x * CLOSED_FORM_MARGIN
 
 
